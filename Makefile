@@ -1,0 +1,82 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# krep top-level build.
+#
+#   make               kmod/krep.ko, agent/krepctl, agent/krepd, selftests
+#   make check         install what is missing, build, boot the VM, run
+#                      every selftest suite (ends "selftests: N passed, ...")
+#   make demo          install what is missing, build, run the demo in the VM
+#   make vm-shell      an interactive shell in the same VM
+#   make sparse        sparse over the module (endian checks on), must be clean
+#   make checkpatch    checkpatch.pl over the module and uapi, must be clean
+#
+# KDIR: the kernel build dir (default: the running kernel's when it has one,
+# else the newest Debian kernel's headers with a matching /boot/vmlinuz).
+# check, demo and vm-shell always build against the VM kernel.
+
+KDIR ?= $(shell scripts/kdir.sh)
+VM_KDIR = $(shell scripts/kdir.sh --vm)
+TOOLS := build/linux-tools
+VM := selftests/vm/run.sh
+
+KSRC := $(filter-out %.mod.c,$(wildcard kmod/*.c kmod/*.h)) uapi/linux/krep.h
+
+.PHONY: all module agent selftests tools deps check demo vm-shell \
+	sparse checkpatch clean help
+
+all: module agent selftests
+
+help:
+	@sed -n '3,16p' Makefile | sed 's/^# \{0,1\}//'
+
+module:
+	$(MAKE) -C $(KDIR) M=$(CURDIR)/kmod modules
+
+agent:
+	$(MAKE) -C agent
+
+tools:
+	@scripts/kernel-tools.sh $(TOOLS)
+
+selftests: tools
+	$(MAKE) -C selftests KSFT_DIR=$(CURDIR)/$(TOOLS)
+
+deps:
+	@scripts/deps.sh
+
+# check, demo and vm-shell install packages first, then build in a sub-make
+# so that KDIR is looked up after the kernel headers exist.
+check: deps
+	$(MAKE) KDIR="$(VM_KDIR)" all
+	$(VM) -- selftests/run_all.sh
+
+demo: deps
+	$(MAKE) KDIR="$(VM_KDIR)" all
+	$(VM) -- scripts/demo.sh $(if $(STEP),--step $(STEP))
+
+vm-shell: deps
+	$(MAKE) KDIR="$(VM_KDIR)" all
+	$(VM) --shell
+
+# sparse (C=2 checks every file; endian checks are on by default in 6.1
+# via -D__CHECK_ENDIAN__ being implied). Any warning fails the target.
+sparse:
+	@mkdir -p build
+	$(MAKE) -C $(KDIR) M=$(CURDIR)/kmod C=2 CHECK=sparse \
+		CF="-D__CHECK_ENDIAN__" \
+		modules 2>&1 | tee build/sparse.log
+	@! grep -E '(warning|error):' build/sparse.log | grep -v '^/usr/src' \
+		|| { echo "sparse: not clean (see above)"; exit 1; }
+	@echo "sparse: clean"
+
+checkpatch: tools
+	perl $(TOOLS)/checkpatch.pl --no-tree --strict --terse --show-types \
+		--ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG,MACRO_ARG_REUSE \
+		-f $(filter %.c %.h,$(KSRC))
+	@echo "checkpatch: clean"
+
+clean:
+	-$(MAKE) -C $(KDIR) M=$(CURDIR)/kmod clean
+	-$(MAKE) -C agent clean
+	-$(MAKE) -C selftests clean
+	rm -rf build

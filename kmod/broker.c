@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krep: the broker of each network namespace (pernet state) and its
+ * configuration snapshot.
+ *
+ * Lifetime: struct krep_net is allocated and freed by the pernet core.
+ * The configuration it points to is an immutable krep_broker_cfg published
+ * with RCU; writers hold cfg_lock, build a complete new snapshot, and
+ * replace the old one, which is freed after a grace period.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/ctype.h>
+#include <linux/errno.h>
+#include <linux/overflow.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <net/net_namespace.h>
+#include <net/netns/generic.h>
+
+#include "krep.h"
+#include "broker.h"
+#include "topic.h"
+
+static unsigned int krep_net_id __read_mostly;
+
+struct krep_net *krep_net(const struct net *net)
+{
+	return net_generic(net, krep_net_id);
+}
+
+struct krep_broker_cfg *krep_broker_cfg_alloc(unsigned int npeers)
+{
+	struct krep_broker_cfg *cfg;
+
+	if (npeers > KREP_PEERS_MAX)
+		return NULL;
+	cfg = kzalloc(struct_size(cfg, peers, npeers), GFP_KERNEL);
+	if (!cfg)
+		return NULL;
+	cfg->broker_id = KREP_BROKER_ID_UNSET;
+	cfg->listen.sa.sa_family = AF_UNSPEC;
+	cfg->npeers = npeers;
+	krep_obj_get(KREP_OBJ_BROKER_CFG);
+	return cfg;
+}
+
+/* a copy of @old with room for @npeers peers; the peers are not copied */
+struct krep_broker_cfg *krep_broker_cfg_dup(const struct krep_broker_cfg *old,
+					    unsigned int npeers)
+{
+	struct krep_broker_cfg *cfg;
+
+	cfg = krep_broker_cfg_alloc(npeers);
+	if (!cfg)
+		return NULL;
+	cfg->broker_id = old->broker_id;
+	strscpy(cfg->cluster_id, old->cluster_id, sizeof(cfg->cluster_id));
+	cfg->listen = old->listen;
+	cfg->generation = old->generation;
+	return cfg;
+}
+
+void krep_broker_cfg_free(struct krep_broker_cfg *cfg)
+{
+	if (!cfg)
+		return;
+	kfree(cfg);
+	krep_obj_put(KREP_OBJ_BROKER_CFG);
+}
+
+static void cfg_free_rcu(struct rcu_head *rcu)
+{
+	krep_broker_cfg_free(container_of(rcu, struct krep_broker_cfg, rcu));
+}
+
+bool krep_endpoint_valid(const struct krep_endpoint *ep)
+{
+	switch (ep->sa.sa_family) {
+	case AF_INET:
+		return ep->in4.sin_port != 0;
+	case AF_INET6:
+		return ep->in6.sin6_port != 0;
+	default:
+		return false;
+	}
+}
+
+int krep_cluster_id_check(const char *id, const char **why)
+{
+	size_t len = strlen(id), i;
+
+	if (!len || len > KREP_CLUSTER_ID_MAX) {
+		*why = "cluster id must have 1 to 64 characters";
+		return -EINVAL;
+	}
+	for (i = 0; i < len; i++) {
+		if (!isalnum(id[i]) && id[i] != '-' && id[i] != '_') {
+			*why = "cluster id has a character outside [A-Za-z0-9_-]";
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/**
+ * krep_broker_cfg_check - check the rules that span several fields
+ * @cfg: a complete configuration
+ * @why: set to a one-line reason on failure
+ *
+ * Return: 0, -EINVAL, or -EEXIST for a duplicate peer id.
+ */
+int krep_broker_cfg_check(const struct krep_broker_cfg *cfg, const char **why)
+{
+	unsigned int i, j;
+
+	if (cfg->npeers && cfg->broker_id == KREP_BROKER_ID_UNSET) {
+		*why = "peers need the broker's own id to be set";
+		return -EINVAL;
+	}
+	for (i = 0; i < cfg->npeers; i++) {
+		const struct krep_peer_cfg *p = &cfg->peers[i];
+
+		if (!krep_endpoint_valid(&p->ep)) {
+			*why = "peer needs an address and a port";
+			return -EINVAL;
+		}
+		if (p->id == cfg->broker_id) {
+			*why = "peer id equals the broker's own id";
+			return -EINVAL;
+		}
+		for (j = 0; j < i; j++) {
+			if (cfg->peers[j].id == p->id) {
+				*why = "duplicate peer id";
+				return -EEXIST;
+			}
+		}
+	}
+	return 0;
+}
+
+struct krep_broker_cfg *krep_broker_cfg_locked(struct krep_net *kn)
+{
+	return rcu_dereference_protected(kn->cfg,
+					 lockdep_is_held(&kn->cfg_lock));
+}
+
+/* publish @cfg as the broker's configuration; caller holds cfg_lock */
+void krep_broker_cfg_replace(struct krep_net *kn, struct krep_broker_cfg *cfg)
+{
+	struct krep_broker_cfg *old;
+
+	lockdep_assert_held(&kn->cfg_lock);
+	old = krep_broker_cfg_locked(kn);
+	cfg->generation = old ? old->generation + 1 : 0;
+	rcu_assign_pointer(kn->cfg, cfg);
+	if (old)
+		call_rcu(&old->rcu, cfg_free_rcu);
+}
+
+/* take over @specs (topics requested at load time) */
+void krep_broker_set_topic_specs(struct krep_net *kn, struct list_head *specs)
+{
+	mutex_lock(&kn->cfg_lock);
+	list_splice_tail_init(specs, &kn->topic_specs);
+	mutex_unlock(&kn->cfg_lock);
+}
+
+static int __net_init krep_net_init(struct net *net)
+{
+	struct krep_net *kn = krep_net(net);
+	struct krep_broker_cfg *cfg;
+
+	cfg = krep_broker_cfg_alloc(0);
+	if (!cfg)
+		return -ENOMEM;
+	kn->net = net;
+	mutex_init(&kn->cfg_lock);
+	INIT_LIST_HEAD(&kn->topic_specs);
+	RCU_INIT_POINTER(kn->cfg, cfg);
+	return 0;
+}
+
+static void __net_exit krep_net_exit(struct net *net)
+{
+	struct krep_net *kn = krep_net(net);
+
+	struct krep_broker_cfg *cfg;
+
+	mutex_lock(&kn->cfg_lock);
+	krep_topic_spec_free_list(&kn->topic_specs);
+	cfg = krep_broker_cfg_locked(kn);
+	RCU_INIT_POINTER(kn->cfg, NULL);
+	mutex_unlock(&kn->cfg_lock);
+	call_rcu(&cfg->rcu, cfg_free_rcu);
+}
+
+static struct pernet_operations krep_net_ops = {
+	.init = krep_net_init,
+	.exit = krep_net_exit,
+	.id = &krep_net_id,
+	.size = sizeof(struct krep_net),
+};
+
+int krep_broker_init(void)
+{
+	return register_pernet_subsys(&krep_net_ops);
+}
+
+void krep_broker_exit(void)
+{
+	unregister_pernet_subsys(&krep_net_ops);
+	/* wait for configuration snapshots still waiting for a grace period */
+	rcu_barrier();
+}

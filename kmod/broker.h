@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * krep: the broker of one network namespace and its configuration.
+ */
+#ifndef _KREP_BROKER_H
+#define _KREP_BROKER_H
+
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/rcupdate.h>
+#include <linux/types.h>
+#include <linux/krep.h>
+
+struct net;
+
+#define KREP_BROKER_ID_UNSET	(-1LL)
+
+/* an IPv4 or IPv6 address and port; family AF_UNSPEC means unset */
+struct krep_endpoint {
+	union {
+		struct sockaddr sa;
+		struct sockaddr_in in4;
+		struct sockaddr_in6 in6;
+	};
+};
+
+struct krep_peer_cfg {
+	u32 id;
+	struct krep_endpoint ep;
+};
+
+/*
+ * A broker's configuration is an immutable snapshot published with RCU:
+ * readers take it under rcu_read_lock(), writers build a new one under
+ * krep_net.cfg_lock and replace it whole.
+ */
+struct krep_broker_cfg {
+	struct rcu_head rcu;
+	s64 broker_id;				/* KREP_BROKER_ID_UNSET or 0.. */
+	char cluster_id[KREP_CLUSTER_ID_MAX + 1];	/* "" while unset */
+	struct krep_endpoint listen;
+	u32 generation;
+	unsigned int npeers;
+	struct krep_peer_cfg peers[];
+};
+
+/* per-network-namespace state: one broker */
+struct krep_net {
+	struct net *net;
+	struct mutex cfg_lock;			/* serialises config writers */
+	struct krep_broker_cfg __rcu *cfg;
+	struct list_head topic_specs;		/* krep_topic_spec from topics= */
+};
+
+struct krep_net *krep_net(const struct net *net);
+
+struct krep_broker_cfg *krep_broker_cfg_alloc(unsigned int npeers);
+struct krep_broker_cfg *krep_broker_cfg_dup(const struct krep_broker_cfg *old,
+					    unsigned int npeers);
+void krep_broker_cfg_free(struct krep_broker_cfg *cfg);
+int krep_broker_cfg_check(const struct krep_broker_cfg *cfg,
+			  const char **why);
+bool krep_endpoint_valid(const struct krep_endpoint *ep);
+int krep_cluster_id_check(const char *id, const char **why);
+
+struct krep_broker_cfg *krep_broker_cfg_locked(struct krep_net *kn);
+void krep_broker_cfg_replace(struct krep_net *kn, struct krep_broker_cfg *cfg);
+void krep_broker_set_topic_specs(struct krep_net *kn, struct list_head *specs);
+
+int krep_broker_init(void);
+void krep_broker_exit(void);
+
+#endif /* _KREP_BROKER_H */

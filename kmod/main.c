@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krep: Kafka's partition replication protocol in the kernel.
+ *
+ * Module init and exit only; each concern lives in its own file.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/init.h>
+#include <linux/module.h>
+#include <net/net_namespace.h>
+
+#include "krep.h"
+#include "broker.h"
+#include "netlink.h"
+#include "param.h"
+#include "topic.h"
+
+atomic_t krep_obj_count[__KREP_OBJ_MAX];
+
+static const char *const krep_obj_names[__KREP_OBJ_MAX] = {
+	[KREP_OBJ_BROKER_CFG] = "broker config",
+	[KREP_OBJ_TOPIC_SPEC] = "topic spec",
+};
+
+static void krep_check_leaks(void)
+{
+	int i, n;
+
+	for (i = 0; i < __KREP_OBJ_MAX; i++) {
+		n = atomic_read(&krep_obj_count[i]);
+		if (n)
+			pr_err("leak: %d %s object(s) left at exit\n", n,
+			       krep_obj_names[i]);
+	}
+}
+
+static int __init krep_init(void)
+{
+	struct krep_broker_cfg *cfg;
+	LIST_HEAD(specs);
+	struct krep_net *kn;
+	int err;
+
+	err = krep_param_parse(&cfg, &specs);
+	if (err)
+		return err;
+
+	err = krep_broker_init();
+	if (err)
+		goto err_cfg;
+
+	kn = krep_net(&init_net);
+	mutex_lock(&kn->cfg_lock);
+	krep_broker_cfg_replace(kn, cfg);
+	mutex_unlock(&kn->cfg_lock);
+	krep_broker_set_topic_specs(kn, &specs);
+
+	err = krep_netlink_init();
+	if (err)
+		goto err_broker;
+
+	pr_info("loaded, protocol version %d\n", KREP_GENL_VERSION);
+	return 0;
+
+err_broker:
+	krep_broker_exit();
+	krep_check_leaks();
+	return err;
+err_cfg:
+	krep_topic_spec_free_list(&specs);
+	krep_broker_cfg_free(cfg);
+	return err;
+}
+
+static void __exit krep_exit(void)
+{
+	krep_netlink_exit();
+	krep_broker_exit();
+	krep_check_leaks();
+	pr_info("unloaded\n");
+}
+
+module_init(krep_init);
+module_exit(krep_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_AUTHOR("krep developers");
+MODULE_DESCRIPTION("Kafka partition replication protocol: logs, watermarks, ISR");
+MODULE_VERSION("0.1");

@@ -1,0 +1,376 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krep: the "krep" generic netlink family (see uapi/linux/krep.h for the
+ * commands and their attribute trees).
+ *
+ * Every op has a strict policy; every rejection carries an extack message
+ * and, where one attribute is at fault, points at it.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/module.h>
+#include <linux/string.h>
+#include <net/genetlink.h>
+#include <net/sock.h>
+#include <linux/krep.h>
+
+#include "krep.h"
+#include "broker.h"
+#include "netlink.h"
+
+static struct netlink_range_validation krep_id_range = {
+	.min = 0,
+	.max = KREP_BROKER_ID_MAX,
+};
+
+static const struct nla_policy krep_ep_policy[KREP_A_EP_MAX + 1] = {
+	[KREP_A_EP_IPV4] = { .type = NLA_BE32 },
+	[KREP_A_EP_IPV6] = NLA_POLICY_EXACT_LEN(sizeof(struct in6_addr)),
+	[KREP_A_EP_PORT] = NLA_POLICY_MIN(NLA_U16, 1),
+};
+
+static const struct nla_policy krep_peer_policy[KREP_A_PEER_MAX + 1] = {
+	[KREP_A_PEER_ID] = NLA_POLICY_FULL_RANGE(NLA_U32, &krep_id_range),
+	[KREP_A_PEER_EP] = NLA_POLICY_NESTED(krep_ep_policy),
+	[KREP_A_PEER_STATE] = { .type = NLA_REJECT,
+				.reject_message = "peer state is read-only" },
+};
+
+/* the KREP_A_PEERS nest holds only KREP_A_PEER entries */
+static const struct nla_policy krep_peers_policy[KREP_A_MAX + 1] = {
+	[KREP_A_PEER] = NLA_POLICY_NESTED(krep_peer_policy),
+};
+
+/* BROKER_GET takes no attributes: every one is rejected as unsupported */
+static const struct nla_policy krep_broker_get_policy[KREP_A_MAX + 1] = {
+};
+
+static const struct nla_policy krep_broker_set_policy[KREP_A_MAX + 1] = {
+	[KREP_A_BROKER_ID] = NLA_POLICY_FULL_RANGE(NLA_U32, &krep_id_range),
+	[KREP_A_CLUSTER_ID] = { .type = NLA_NUL_STRING,
+				.len = KREP_CLUSTER_ID_MAX },
+	[KREP_A_LISTEN] = NLA_POLICY_NESTED(krep_ep_policy),
+	[KREP_A_PEERS] = NLA_POLICY_NESTED(krep_peers_policy),
+};
+
+static struct genl_family krep_genl_family;
+
+enum krep_mcgrp {
+	KREP_MCGRP_EVENTS_ID,
+};
+
+static const struct genl_multicast_group krep_mcgrps[] = {
+	[KREP_MCGRP_EVENTS_ID] = { .name = KREP_MCGRP_EVENTS },
+};
+
+static int put_endpoint(struct sk_buff *skb, int type,
+			const struct krep_endpoint *ep)
+{
+	struct nlattr *nest;
+
+	nest = nla_nest_start(skb, type);
+	if (!nest)
+		return -EMSGSIZE;
+	if (ep->sa.sa_family == AF_INET) {
+		if (nla_put_in_addr(skb, KREP_A_EP_IPV4, ep->in4.sin_addr.s_addr) ||
+		    nla_put_u16(skb, KREP_A_EP_PORT, ntohs(ep->in4.sin_port)))
+			goto cancel;
+	} else {
+		if (nla_put_in6_addr(skb, KREP_A_EP_IPV6, &ep->in6.sin6_addr) ||
+		    nla_put_u16(skb, KREP_A_EP_PORT, ntohs(ep->in6.sin6_port)))
+			goto cancel;
+	}
+	nla_nest_end(skb, nest);
+	return 0;
+
+cancel:
+	nla_nest_cancel(skb, nest);
+	return -EMSGSIZE;
+}
+
+static int put_broker(struct sk_buff *skb, const struct krep_broker_cfg *cfg)
+{
+	struct nlattr *peers, *peer;
+	unsigned int i;
+
+	if (cfg->broker_id != KREP_BROKER_ID_UNSET &&
+	    nla_put_u32(skb, KREP_A_BROKER_ID, cfg->broker_id))
+		return -EMSGSIZE;
+	if (cfg->cluster_id[0] &&
+	    nla_put_string(skb, KREP_A_CLUSTER_ID, cfg->cluster_id))
+		return -EMSGSIZE;
+	if (krep_endpoint_valid(&cfg->listen) &&
+	    put_endpoint(skb, KREP_A_LISTEN, &cfg->listen))
+		return -EMSGSIZE;
+	if (nla_put_u32(skb, KREP_A_GENERATION, cfg->generation))
+		return -EMSGSIZE;
+
+	peers = nla_nest_start(skb, KREP_A_PEERS);
+	if (!peers)
+		return -EMSGSIZE;
+	for (i = 0; i < cfg->npeers; i++) {
+		peer = nla_nest_start(skb, KREP_A_PEER);
+		if (!peer ||
+		    nla_put_u32(skb, KREP_A_PEER_ID, cfg->peers[i].id) ||
+		    put_endpoint(skb, KREP_A_PEER_EP, &cfg->peers[i].ep) ||
+		    nla_put_u8(skb, KREP_A_PEER_STATE, KREP_PEER_CONFIGURED))
+			return -EMSGSIZE;
+		nla_nest_end(skb, peer);
+	}
+	nla_nest_end(skb, peers);
+	return 0;
+}
+
+/* a message carrying the broker's state; caller holds RCU or cfg_lock */
+static struct sk_buff *broker_msg(const struct krep_broker_cfg *cfg, u8 cmd,
+				  u32 portid, u32 seq, gfp_t gfp)
+{
+	struct sk_buff *msg;
+	void *hdr;
+
+	msg = genlmsg_new(NLMSG_GOODSIZE, gfp);
+	if (!msg)
+		return NULL;
+	hdr = genlmsg_put(msg, portid, seq, &krep_genl_family, 0, cmd);
+	if (!hdr || put_broker(msg, cfg)) {
+		nlmsg_free(msg);
+		return NULL;
+	}
+	genlmsg_end(msg, hdr);
+	return msg;
+}
+
+static int krep_nl_broker_get(struct sk_buff *skb, struct genl_info *info)
+{
+	struct krep_net *kn = krep_net(genl_info_net(info));
+	struct sk_buff *msg;
+
+	rcu_read_lock();
+	msg = broker_msg(rcu_dereference(kn->cfg), KREP_CMD_BROKER_GET,
+			 info->snd_portid, info->snd_seq, GFP_ATOMIC);
+	rcu_read_unlock();
+	if (!msg)
+		return -ENOMEM;
+	return genlmsg_reply(msg, info);
+}
+
+/* parse a KREP_A_EP_* nest that the policy has already validated */
+static int parse_endpoint(struct nlattr *attr, struct krep_endpoint *ep,
+			  struct netlink_ext_ack *extack)
+{
+	struct nlattr *tb[KREP_A_EP_MAX + 1];
+	int err;
+
+	err = nla_parse_nested(tb, KREP_A_EP_MAX, attr, krep_ep_policy, extack);
+	if (err)
+		return err;
+	if (!!tb[KREP_A_EP_IPV4] == !!tb[KREP_A_EP_IPV6]) {
+		NL_SET_ERR_MSG_ATTR(extack, attr,
+				    "endpoint needs exactly one of IPv4 and IPv6 address");
+		return -EINVAL;
+	}
+	if (NL_REQ_ATTR_CHECK(extack, attr, tb, KREP_A_EP_PORT)) {
+		NL_SET_ERR_MSG(extack, "endpoint needs a port");
+		return -EINVAL;
+	}
+	memset(ep, 0, sizeof(*ep));
+	if (tb[KREP_A_EP_IPV4]) {
+		ep->in4.sin_family = AF_INET;
+		ep->in4.sin_addr.s_addr = nla_get_in_addr(tb[KREP_A_EP_IPV4]);
+		ep->in4.sin_port = htons(nla_get_u16(tb[KREP_A_EP_PORT]));
+	} else {
+		ep->in6.sin6_family = AF_INET6;
+		ep->in6.sin6_addr = nla_get_in6_addr(tb[KREP_A_EP_IPV6]);
+		ep->in6.sin6_port = htons(nla_get_u16(tb[KREP_A_EP_PORT]));
+	}
+	return 0;
+}
+
+static int parse_peer(struct nlattr *attr, struct krep_peer_cfg *peer,
+		      struct netlink_ext_ack *extack)
+{
+	struct nlattr *tb[KREP_A_PEER_MAX + 1];
+	int err;
+
+	err = nla_parse_nested(tb, KREP_A_PEER_MAX, attr, krep_peer_policy,
+			       extack);
+	if (err)
+		return err;
+	if (NL_REQ_ATTR_CHECK(extack, attr, tb, KREP_A_PEER_ID)) {
+		NL_SET_ERR_MSG(extack, "peer needs an id");
+		return -EINVAL;
+	}
+	if (NL_REQ_ATTR_CHECK(extack, attr, tb, KREP_A_PEER_EP)) {
+		NL_SET_ERR_MSG(extack, "peer needs an endpoint");
+		return -EINVAL;
+	}
+	peer->id = nla_get_u32(tb[KREP_A_PEER_ID]);
+	return parse_endpoint(tb[KREP_A_PEER_EP], &peer->ep, extack);
+}
+
+static int count_peers(struct nlattr *peers, struct netlink_ext_ack *extack)
+{
+	struct nlattr *pos;
+	int n = 0, rem;
+
+	nla_for_each_nested(pos, peers, rem) {
+		if (nla_type(pos) != KREP_A_PEER) {
+			NL_SET_ERR_MSG_ATTR(extack, pos,
+					    "peers nest holds only peer entries");
+			return -EINVAL;
+		}
+		if (++n > KREP_PEERS_MAX) {
+			NL_SET_ERR_MSG_ATTR(extack, pos, "more than 64 peers");
+			return -E2BIG;
+		}
+	}
+	return n;
+}
+
+/* report @why, a string with static storage, from a shared checker */
+static void set_err(struct netlink_ext_ack *extack, const struct nlattr *attr,
+		    const char *why)
+{
+	if (!extack)
+		return;
+	extack->_msg = why;
+	if (attr)
+		NL_SET_BAD_ATTR(extack, attr);
+}
+
+/* build the configuration a BROKER_SET asks for, on top of @old */
+static struct krep_broker_cfg *
+build_cfg(const struct krep_broker_cfg *old, struct genl_info *info)
+{
+	struct netlink_ext_ack *extack = info->extack;
+	struct nlattr **attrs = info->attrs;
+	struct krep_broker_cfg *cfg;
+	unsigned int npeers = old->npeers, i = 0;
+	const char *why = NULL;
+	struct nlattr *pos;
+	int err, rem;
+
+	if (attrs[KREP_A_PEERS]) {
+		err = count_peers(attrs[KREP_A_PEERS], extack);
+		if (err < 0)
+			return ERR_PTR(err);
+		npeers = err;
+	}
+	cfg = krep_broker_cfg_dup(old, npeers);
+	if (!cfg)
+		return ERR_PTR(-ENOMEM);
+
+	if (attrs[KREP_A_PEERS]) {
+		nla_for_each_nested(pos, attrs[KREP_A_PEERS], rem) {
+			err = parse_peer(pos, &cfg->peers[i++], extack);
+			if (err)
+				goto fail;
+		}
+	} else {
+		memcpy(cfg->peers, old->peers, npeers * sizeof(old->peers[0]));
+	}
+	if (attrs[KREP_A_BROKER_ID])
+		cfg->broker_id = nla_get_u32(attrs[KREP_A_BROKER_ID]);
+	if (attrs[KREP_A_CLUSTER_ID]) {
+		err = krep_cluster_id_check(nla_data(attrs[KREP_A_CLUSTER_ID]),
+					    &why);
+		if (err) {
+			set_err(extack, attrs[KREP_A_CLUSTER_ID], why);
+			goto fail;
+		}
+		nla_strscpy(cfg->cluster_id, attrs[KREP_A_CLUSTER_ID],
+			    sizeof(cfg->cluster_id));
+	}
+	if (attrs[KREP_A_LISTEN]) {
+		err = parse_endpoint(attrs[KREP_A_LISTEN], &cfg->listen, extack);
+		if (err)
+			goto fail;
+	}
+	err = krep_broker_cfg_check(cfg, &why);
+	if (err) {
+		set_err(extack, NULL, why);
+		goto fail;
+	}
+	return cfg;
+
+fail:
+	krep_broker_cfg_free(cfg);
+	return ERR_PTR(err);
+}
+
+static void notify_broker(struct krep_net *kn, const struct krep_broker_cfg *cfg)
+{
+	struct sk_buff *msg;
+
+	if (!genl_has_listeners(&krep_genl_family, kn->net,
+				KREP_MCGRP_EVENTS_ID))
+		return;
+	msg = broker_msg(cfg, KREP_CMD_BROKER_SET, 0, 0, GFP_KERNEL);
+	if (msg)
+		genlmsg_multicast_netns(&krep_genl_family, kn->net, msg, 0,
+					KREP_MCGRP_EVENTS_ID, GFP_KERNEL);
+}
+
+static int krep_nl_broker_set(struct sk_buff *skb, struct genl_info *info)
+{
+	struct krep_net *kn = krep_net(genl_info_net(info));
+	struct krep_broker_cfg *cfg;
+
+	if (!info->attrs[KREP_A_BROKER_ID] && !info->attrs[KREP_A_CLUSTER_ID] &&
+	    !info->attrs[KREP_A_LISTEN] && !info->attrs[KREP_A_PEERS]) {
+		NL_SET_ERR_MSG(info->extack, "nothing to set");
+		return -EINVAL;
+	}
+
+	mutex_lock(&kn->cfg_lock);
+	cfg = build_cfg(krep_broker_cfg_locked(kn), info);
+	if (IS_ERR(cfg)) {
+		mutex_unlock(&kn->cfg_lock);
+		return PTR_ERR(cfg);
+	}
+	krep_broker_cfg_replace(kn, cfg);
+	notify_broker(kn, cfg);
+	mutex_unlock(&kn->cfg_lock);
+	return 0;
+}
+
+/* Debian's 6.1 has no split ops: one table, one policy per op */
+static const struct genl_ops krep_genl_ops[] = {
+	{
+		.cmd = KREP_CMD_BROKER_GET,
+		.doit = krep_nl_broker_get,
+		.policy = krep_broker_get_policy,
+		.maxattr = KREP_A_MAX,
+	},
+	{
+		.cmd = KREP_CMD_BROKER_SET,
+		.doit = krep_nl_broker_set,
+		.policy = krep_broker_set_policy,
+		.maxattr = KREP_A_MAX,
+		.flags = GENL_UNS_ADMIN_PERM,
+	},
+};
+
+static struct genl_family krep_genl_family __ro_after_init = {
+	.name = KREP_GENL_NAME,
+	.version = KREP_GENL_VERSION,
+	.netnsok = true,
+	.parallel_ops = true,
+	.module = THIS_MODULE,
+	.ops = krep_genl_ops,
+	.n_ops = ARRAY_SIZE(krep_genl_ops),
+	.mcgrps = krep_mcgrps,
+	.n_mcgrps = ARRAY_SIZE(krep_mcgrps),
+};
+
+int __init krep_netlink_init(void)
+{
+	return genl_register_family(&krep_genl_family);
+}
+
+void krep_netlink_exit(void)
+{
+	genl_unregister_family(&krep_genl_family);
+}
+
+MODULE_ALIAS_GENL_FAMILY(KREP_GENL_NAME);

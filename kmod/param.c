@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krep: module parameters.
+ *
+ * They configure the broker of the initial network namespace at insmod
+ * time, the way the same settings arrive over netlink in any namespace:
+ *
+ *   broker_id=1 cluster_id=prod listen=10.0.0.1:9092
+ *   peers=2@10.0.0.2:9092,3@[fd00::3]:9092
+ *   topics=orders:3:3:min_insync_replicas=2,audit:1:1
+ *
+ * A bad value makes insmod fail with -EINVAL and one dmesg line that names
+ * the parameter, the offending text and the reason.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/errno.h>
+#include <linux/inet.h>
+#include <linux/kernel.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+
+#include "krep.h"
+#include "broker.h"
+#include "param.h"
+#include "topic.h"
+
+static int broker_id = -1;
+module_param(broker_id, int, 0444);
+MODULE_PARM_DESC(broker_id, "this broker's id, 0..2147483647 (default: unset)");
+
+static char *cluster_id;
+module_param(cluster_id, charp, 0444);
+MODULE_PARM_DESC(cluster_id, "cluster id, 1-64 characters of [A-Za-z0-9_-]");
+
+static char *listen_ep;
+module_param_named(listen, listen_ep, charp, 0444);
+MODULE_PARM_DESC(listen, "replication listener, ADDR:PORT or [ADDR6]:PORT");
+
+static char *peers;
+module_param(peers, charp, 0444);
+MODULE_PARM_DESC(peers, "the other brokers, ID@ADDR:PORT,... (needs broker_id)");
+
+static char *topics;
+module_param(topics, charp, 0444);
+MODULE_PARM_DESC(topics,
+		 "topics to create, NAME:PARTITIONS:RF[:KEY=VALUE...],...");
+
+/* parse an unsigned decimal from a counted string */
+static int parse_u64(const char *s, size_t len, u64 max, u64 *val)
+{
+	char buf[24];
+
+	if (!len || len >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	if (kstrtou64(buf, 10, val))
+		return -EINVAL;
+	return *val > max ? -ERANGE : 0;
+}
+
+/* the last @c in @s[0..len), or NULL */
+static const char *last_char(const char *s, size_t len, char c)
+{
+	while (len--)
+		if (s[len] == c)
+			return s + len;
+	return NULL;
+}
+
+/* "A.B.C.D:PORT" or "[IPV6]:PORT" */
+static int parse_endpoint(const char *s, size_t len, struct krep_endpoint *ep,
+			  const char **why)
+{
+	const char *colon, *end;
+	u64 port;
+
+	memset(ep, 0, sizeof(*ep));
+	colon = last_char(s, len, ':');
+	if (!colon) {
+		*why = "expected ADDR:PORT";
+		return -EINVAL;
+	}
+	if (parse_u64(colon + 1, s + len - colon - 1, 65535, &port) || !port) {
+		*why = "port must be 1..65535";
+		return -EINVAL;
+	}
+	if (s[0] == '[') {
+		if (colon - s < 3 || colon[-1] != ']' ||
+		    !in6_pton(s + 1, colon - s - 2, ep->in6.sin6_addr.s6_addr,
+			      -1, &end) || end != colon - 1) {
+			*why = "bad IPv6 address (expected [ADDR6]:PORT)";
+			return -EINVAL;
+		}
+		ep->in6.sin6_family = AF_INET6;
+		ep->in6.sin6_port = htons(port);
+		return 0;
+	}
+	if (!in4_pton(s, colon - s, (u8 *)&ep->in4.sin_addr, -1, &end) ||
+	    end != colon) {
+		*why = "bad IPv4 address (host names are not resolved)";
+		return -EINVAL;
+	}
+	ep->in4.sin_family = AF_INET;
+	ep->in4.sin_port = htons(port);
+	return 0;
+}
+
+/* count the comma-separated items of @s, 0 for NULL or "" */
+static unsigned int count_items(const char *s)
+{
+	unsigned int n = 1;
+
+	if (!s || !*s)
+		return 0;
+	for (; *s; s++)
+		n += *s == ',';
+	return n;
+}
+
+/* "ID@ADDR:PORT" */
+static int parse_peer(const char *s, size_t len, struct krep_peer_cfg *p,
+		      const char **why)
+{
+	const char *at = memchr(s, '@', len);
+	u64 id;
+
+	if (!at) {
+		*why = "expected ID@ADDR:PORT";
+		return -EINVAL;
+	}
+	if (parse_u64(s, at - s, KREP_BROKER_ID_MAX, &id)) {
+		*why = "peer id must be 0..2147483647";
+		return -EINVAL;
+	}
+	p->id = id;
+	return parse_endpoint(at + 1, s + len - at - 1, &p->ep, why);
+}
+
+/* one "KEY=VALUE" of a topic spec */
+static int parse_topic_kv(struct krep_topic_spec *ts, const char *s,
+			  size_t len, const char **why)
+{
+	const char *eq = memchr(s, '=', len);
+	char key[32];
+	bool neg;
+	u64 v;
+
+	if (!eq || eq == s || eq - s >= sizeof(key)) {
+		*why = "expected KEY=VALUE after the replication factor";
+		return -EINVAL;
+	}
+	memcpy(key, s, eq - s);
+	key[eq - s] = '\0';
+	len = s + len - (eq + 1);
+	s = eq + 1;
+	neg = len && *s == '-';
+	if (parse_u64(s + neg, len - neg, S64_MAX, &v)) {
+		*why = "topic config value must be an integer";
+		return -EINVAL;
+	}
+	return krep_topic_config_set(&ts->config, key, neg ? -(s64)v : v,
+				     why) ? -EINVAL : 0;
+}
+
+/* "NAME:PARTITIONS:RF[:KEY=VALUE...]" */
+static int parse_topic(const char *s, size_t len, unsigned int nbrokers,
+		       struct krep_topic_spec *ts, const char **why)
+{
+	const char *end = s + len, *field[3], *p = s;
+	size_t flen[3];
+	unsigned int i;
+	u64 v;
+	int err;
+
+	for (i = 0; i < 3; i++) {
+		const char *colon = memchr(p, ':', end - p);
+
+		field[i] = p;
+		flen[i] = (colon ? colon : end) - p;
+		if (i < 2 && !colon) {
+			*why = "expected NAME:PARTITIONS:RF";
+			return -EINVAL;
+		}
+		p = colon ? colon + 1 : end;
+	}
+	err = krep_topic_name_check(field[0], flen[0], why);
+	if (err)
+		return err;
+	memcpy(ts->name, field[0], flen[0]);
+	ts->name[flen[0]] = '\0';
+	if (parse_u64(field[1], flen[1], KREP_PARTITIONS_MAX, &v) || !v) {
+		*why = "partitions must be 1..1024";
+		return -EINVAL;
+	}
+	ts->partitions = v;
+	if (parse_u64(field[2], flen[2], KREP_RF_MAX, &v) || !v) {
+		*why = "replication factor must be at least 1";
+		return -EINVAL;
+	}
+	if (v > nbrokers) {
+		*why = "replication factor larger than the number of brokers";
+		return -EINVAL;
+	}
+	ts->replication_factor = v;
+	while (p < end) {
+		const char *colon = memchr(p, ':', end - p);
+		size_t kvlen = (colon ? colon : end) - p;
+
+		err = parse_topic_kv(ts, p, kvlen, why);
+		if (err)
+			return err;
+		p = colon ? colon + 1 : end;
+	}
+	return 0;
+}
+
+static int parse_topics(const char *s, unsigned int nbrokers,
+			struct list_head *specs)
+{
+	const char *why = NULL, *item = s;
+	struct krep_topic_spec *ts, *other;
+
+	while (s && *item) {
+		size_t len = strchrnul(item, ',') - item;
+
+		ts = krep_topic_spec_alloc();
+		if (!ts)
+			return -ENOMEM;
+		list_add_tail(&ts->node, specs);
+		if (parse_topic(item, len, nbrokers, ts, &why)) {
+			pr_err("bad topics entry '%.*s': %s\n", (int)len, item,
+			       why);
+			return -EINVAL;
+		}
+		list_for_each_entry(other, specs, node) {
+			if (other != ts && !strcmp(other->name, ts->name)) {
+				pr_err("bad topics: topic '%s' given twice\n",
+				       ts->name);
+				return -EINVAL;
+			}
+		}
+		item += len;
+		if (*item == ',')
+			item++;
+	}
+	return 0;
+}
+
+static int parse_peers(struct krep_broker_cfg *cfg)
+{
+	const char *why = NULL, *item = peers;
+	unsigned int i;
+	int err;
+
+	for (i = 0; i < cfg->npeers; i++) {
+		size_t len = strchrnul(item, ',') - item;
+
+		err = parse_peer(item, len, &cfg->peers[i], &why);
+		if (err) {
+			pr_err("bad peers entry '%.*s': %s\n", (int)len, item,
+			       why);
+			return -EINVAL;
+		}
+		item += len + 1;
+	}
+	return 0;
+}
+
+/**
+ * krep_param_parse - turn the module parameters into a broker configuration
+ * @cfgp: set to the new configuration on success
+ * @specs: list the topics= entries are added to
+ *
+ * Return: 0, -EINVAL after one pr_err() naming the reason, or -ENOMEM.
+ * On failure nothing is allocated and @specs is left empty.
+ */
+int krep_param_parse(struct krep_broker_cfg **cfgp, struct list_head *specs)
+{
+	unsigned int npeers = count_items(peers);
+	struct krep_broker_cfg *cfg;
+	const char *why = NULL;
+	int err = -EINVAL;
+
+	if (npeers > KREP_PEERS_MAX) {
+		pr_err("bad peers: more than %d peers\n", KREP_PEERS_MAX);
+		return -EINVAL;
+	}
+	cfg = krep_broker_cfg_alloc(npeers);
+	if (!cfg)
+		return -ENOMEM;
+
+	if (broker_id < -1) {
+		pr_err("bad broker_id %d: must be 0..2147483647\n", broker_id);
+		goto fail;
+	}
+	cfg->broker_id = broker_id;
+
+	if (cluster_id && *cluster_id) {
+		if (krep_cluster_id_check(cluster_id, &why)) {
+			pr_err("bad cluster_id '%s': %s\n", cluster_id, why);
+			goto fail;
+		}
+		strscpy(cfg->cluster_id, cluster_id, sizeof(cfg->cluster_id));
+	}
+
+	if (listen_ep && *listen_ep &&
+	    parse_endpoint(listen_ep, strlen(listen_ep), &cfg->listen, &why)) {
+		pr_err("bad listen '%s': %s\n", listen_ep, why);
+		goto fail;
+	}
+
+	err = parse_peers(cfg);
+	if (err)
+		goto fail;
+	err = krep_broker_cfg_check(cfg, &why);
+	if (err) {
+		pr_err("bad peers '%s': %s\n", peers, why);
+		err = -EINVAL;
+		goto fail;
+	}
+
+	if (topics && *topics && broker_id < 0) {
+		pr_err("bad topics: topics need broker_id\n");
+		err = -EINVAL;
+		goto fail;
+	}
+	err = parse_topics(topics, npeers + 1, specs);
+	if (err)
+		goto fail;
+
+	*cfgp = cfg;
+	return 0;
+
+fail:
+	krep_topic_spec_free_list(specs);
+	krep_broker_cfg_free(cfg);
+	return err;
+}
