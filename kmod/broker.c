@@ -15,11 +15,14 @@
 #include <linux/overflow.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/rtnetlink.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
 
 #include "krep.h"
 #include "broker.h"
+#include "isr.h"
+#include "param.h"
 #include "topic.h"
 
 static unsigned int krep_net_id __read_mostly;
@@ -177,6 +180,11 @@ static int __net_init krep_net_init(struct net *net)
 	kn->net = net;
 	mutex_init(&kn->cfg_lock);
 	INIT_LIST_HEAD(&kn->topic_specs);
+	mutex_init(&kn->topics_lock);
+	INIT_LIST_HEAD(&kn->topics);
+	atomic64_set(&kn->mem.used, 0);
+	kn->mem.max = krep_param_log_memory_max();
+	krep_isr_init(kn);
 	RCU_INIT_POINTER(kn->cfg, cfg);
 	return 0;
 }
@@ -186,6 +194,12 @@ static void __net_exit krep_net_exit(struct net *net)
 	struct krep_net *kn = krep_net(net);
 
 	struct krep_broker_cfg *cfg;
+
+	krep_isr_stop(kn);
+	krep_topics_destroy(kn);
+	/* topics are freed after a grace period and uncharge kn->mem */
+	rcu_barrier();
+	WARN_ON_ONCE(atomic64_read(&kn->mem.used));
 
 	mutex_lock(&kn->cfg_lock);
 	krep_topic_spec_free_list(&kn->topic_specs);
@@ -205,6 +219,18 @@ static struct pernet_operations krep_net_ops = {
 int krep_broker_init(void)
 {
 	return register_pernet_subsys(&krep_net_ops);
+}
+
+/* module exit: wake every waiter of every broker for good */
+void krep_broker_shutdown(void)
+{
+	struct net *net;
+
+	WRITE_ONCE(krep_exiting_flag, true);
+	down_read(&net_rwsem);
+	for_each_net(net)
+		krep_topics_kill_all(krep_net(net));
+	up_read(&net_rwsem);
 }
 
 void krep_broker_exit(void)

@@ -11,7 +11,10 @@
 #include <linux/mutex.h>
 #include <linux/rcupdate.h>
 #include <linux/types.h>
+#include <linux/workqueue.h>
 #include <linux/krep.h>
+
+#include "log.h"
 
 struct net;
 
@@ -52,6 +55,11 @@ struct krep_net {
 	struct mutex cfg_lock;			/* serialises config writers */
 	struct krep_broker_cfg __rcu *cfg;
 	struct list_head topic_specs;		/* krep_topic_spec from topics= */
+	struct mutex topics_lock;		/* serialises topic writers */
+	struct list_head topics;		/* RCU list of krep_topic */
+	struct krep_mem mem;			/* log memory of this broker */
+	struct delayed_work isr_work;		/* ISR expiration scan */
+	bool dying;				/* no more timers, no new work */
 };
 
 struct krep_net *krep_net(const struct net *net);
@@ -70,6 +78,7 @@ void krep_broker_cfg_replace(struct krep_net *kn, struct krep_broker_cfg *cfg);
 void krep_broker_set_topic_specs(struct krep_net *kn, struct list_head *specs);
 
 int krep_broker_init(void);
+void krep_broker_shutdown(void);
 void krep_broker_exit(void);
 
 #endif /* _KREP_BROKER_H */

@@ -16,6 +16,9 @@
 enum krep_obj {
 	KREP_OBJ_BROKER_CFG,
 	KREP_OBJ_TOPIC_SPEC,
+	KREP_OBJ_TOPIC,
+	KREP_OBJ_PARTITION,
+	KREP_OBJ_SEGMENT,
 	__KREP_OBJ_MAX
 };
 
@@ -29,6 +32,14 @@ static inline void krep_obj_get(enum krep_obj type)
 static inline void krep_obj_put(enum krep_obj type)
 {
 	atomic_dec(&krep_obj_count[type]);
+}
+
+/* set once at module exit, before waiters are woken for the last time */
+extern bool krep_exiting_flag;
+
+static inline bool krep_exiting(void)
+{
+	return READ_ONCE(krep_exiting_flag);
 }
 
 #endif /* _KREP_KREP_H */

@@ -17,10 +17,14 @@
 #include "topic.h"
 
 atomic_t krep_obj_count[__KREP_OBJ_MAX];
+bool krep_exiting_flag;
 
 static const char *const krep_obj_names[__KREP_OBJ_MAX] = {
 	[KREP_OBJ_BROKER_CFG] = "broker config",
 	[KREP_OBJ_TOPIC_SPEC] = "topic spec",
+	[KREP_OBJ_TOPIC] = "topic",
+	[KREP_OBJ_PARTITION] = "partition",
+	[KREP_OBJ_SEGMENT] = "log segment",
 };
 
 static void krep_check_leaks(void)
@@ -55,6 +59,9 @@ static int __init krep_init(void)
 	krep_broker_cfg_replace(kn, cfg);
 	mutex_unlock(&kn->cfg_lock);
 	krep_broker_set_topic_specs(kn, &specs);
+	err = krep_topic_create_specs(kn);
+	if (err)
+		goto err_broker;
 
 	err = krep_netlink_init();
 	if (err)
@@ -75,6 +82,8 @@ err_cfg:
 
 static void __exit krep_exit(void)
 {
+	/* parked produces and fetches return before the family goes */
+	krep_broker_shutdown();
 	krep_netlink_exit();
 	krep_broker_exit();
 	krep_check_leaks();

@@ -17,6 +17,7 @@
 #include "krep.h"
 #include "broker.h"
 #include "netlink.h"
+#include "partition.h"
 
 static struct netlink_range_validation krep_id_range = {
 	.min = 0,
@@ -52,8 +53,6 @@ static const struct nla_policy krep_broker_set_policy[KREP_A_MAX + 1] = {
 	[KREP_A_LISTEN] = NLA_POLICY_NESTED(krep_ep_policy),
 	[KREP_A_PEERS] = NLA_POLICY_NESTED(krep_peers_policy),
 };
-
-static struct genl_family krep_genl_family;
 
 enum krep_mcgrp {
 	KREP_MCGRP_EVENTS_ID,
@@ -334,6 +333,40 @@ static int krep_nl_broker_set(struct sk_buff *skb, struct genl_info *info)
 	return 0;
 }
 
+/**
+ * krep_nl_status - finish a data-path op: errno, extack message and, on a
+ * protocol error, Kafka's code in the extack cookie
+ * @info: the request
+ * @err: 0 or a negative errno
+ * @st: the status the op filled in
+ */
+int krep_nl_status(struct genl_info *info, int err,
+		   const struct krep_status *st)
+{
+	struct netlink_ext_ack *extack = info->extack;
+	struct krep_err_cookie ck = { .kafka_error = st->kerr };
+
+	if (!err || !extack)
+		return err;
+	if (st->why)
+		extack->_msg = st->why;
+	if (st->kerr) {
+		memcpy(extack->cookie, &ck, sizeof(ck));
+		extack->cookie_len = sizeof(ck);
+	}
+	return err;
+}
+
+/* a required attribute; false with an extack message when missing */
+bool krep_nl_require(struct genl_info *info, int attr, const char *what)
+{
+	if (info->attrs[attr])
+		return true;
+	NL_SET_ERR_ATTR_MISS(info->extack, NULL, attr);
+	NL_SET_ERR_MSG(info->extack, "missing required attribute");
+	return false;
+}
+
 /* Debian's 6.1 has no split ops: one table, one policy per op */
 static const struct genl_ops krep_genl_ops[] = {
 	{
@@ -349,9 +382,69 @@ static const struct genl_ops krep_genl_ops[] = {
 		.maxattr = KREP_A_MAX,
 		.flags = GENL_UNS_ADMIN_PERM,
 	},
+	{
+		.cmd = KREP_CMD_TOPIC_NEW,
+		.doit = krep_nl_topic_new,
+		.policy = krep_topic_new_policy,
+		.maxattr = KREP_A_MAX,
+		.flags = GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd = KREP_CMD_TOPIC_DEL,
+		.doit = krep_nl_topic_del,
+		.policy = krep_topic_del_policy,
+		.maxattr = KREP_A_MAX,
+		.flags = GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd = KREP_CMD_TOPIC_GET,
+		.doit = krep_nl_topic_get,
+		.dumpit = krep_nl_topic_dump,
+		.policy = krep_topic_get_policy,
+		.maxattr = KREP_A_MAX,
+	},
+	{
+		.cmd = KREP_CMD_PARTITION_GET,
+		.dumpit = krep_nl_partition_dump,
+		.policy = krep_topic_get_policy,
+		.maxattr = KREP_A_MAX,
+	},
+	{
+		.cmd = KREP_CMD_PRODUCE,
+		.doit = krep_nl_produce,
+		.policy = krep_produce_policy,
+		.maxattr = KREP_A_MAX,
+		.flags = GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd = KREP_CMD_FETCH,
+		.doit = krep_nl_fetch,
+		.policy = krep_fetch_policy,
+		.maxattr = KREP_A_MAX,
+	},
+	{
+		.cmd = KREP_CMD_LIST_OFFSETS,
+		.doit = krep_nl_list_offsets,
+		.policy = krep_list_offsets_policy,
+		.maxattr = KREP_A_MAX,
+	},
+	{
+		.cmd = KREP_CMD_DELETE_RECORDS,
+		.doit = krep_nl_delete_records,
+		.policy = krep_delete_records_policy,
+		.maxattr = KREP_A_MAX,
+		.flags = GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd = KREP_CMD_TXN,
+		.doit = krep_nl_txn,
+		.policy = krep_txn_policy,
+		.maxattr = KREP_A_MAX,
+		.flags = GENL_UNS_ADMIN_PERM,
+	},
 };
 
-static struct genl_family krep_genl_family __ro_after_init = {
+struct genl_family krep_genl_family __ro_after_init = {
 	.name = KREP_GENL_NAME,
 	.version = KREP_GENL_VERSION,
 	.netnsok = true,

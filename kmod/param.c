@@ -48,6 +48,18 @@ module_param(topics, charp, 0444);
 MODULE_PARM_DESC(topics,
 		 "topics to create, NAME:PARTITIONS:RF[:KEY=VALUE...],...");
 
+static unsigned long log_memory_max = 256UL << 20;
+module_param(log_memory_max, ulong, 0444);
+MODULE_PARM_DESC(log_memory_max,
+		 "bytes of log each broker may hold (default 256 MiB, min 1 MiB)");
+
+#define KREP_LOG_MEMORY_MIN	BIT(20)
+
+u64 krep_param_log_memory_max(void)
+{
+	return log_memory_max;
+}
+
 /* parse an unsigned decimal from a counted string */
 static int parse_u64(const char *s, size_t len, u64 max, u64 *val)
 {
@@ -293,6 +305,11 @@ int krep_param_parse(struct krep_broker_cfg **cfgp, struct list_head *specs)
 	if (!cfg)
 		return -ENOMEM;
 
+	if (log_memory_max < KREP_LOG_MEMORY_MIN) {
+		pr_err("bad log_memory_max %lu: must be at least 1048576\n",
+		       log_memory_max);
+		goto fail;
+	}
 	if (broker_id < -1) {
 		pr_err("bad broker_id %d: must be 0..2147483647\n", broker_id);
 		goto fail;

@@ -6,9 +6,11 @@
 #define _KREP_PARAM_H
 
 #include <linux/list.h>
+#include <linux/types.h>
 
 struct krep_broker_cfg;
 
+u64 krep_param_log_memory_max(void);
 int krep_param_parse(struct krep_broker_cfg **cfgp, struct list_head *topics);
 
 #endif /* _KREP_PARAM_H */

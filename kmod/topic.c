@@ -6,20 +6,24 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/ctype.h>
+#include <linux/rculist.h>
 #include <linux/errno.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/krep.h>
 
 #include "krep.h"
+#include "broker.h"
+#include "isr.h"
+#include "partition.h"
 #include "topic.h"
 
-/* Kafka's defaults, except segment_bytes, which fits a memory log */
+/* Kafka's defaults, except segment_bytes: 8 MiB fits a memory log */
 void krep_topic_config_default(struct krep_topic_config *tc)
 {
 	tc->min_insync_replicas = 1;
 	tc->replica_lag_time_max_ms = 30000;
-	tc->segment_bytes = 1 << 20;
+	tc->segment_bytes = 8 << 20;
 	tc->retention_bytes = -1;
 	tc->max_message_bytes = 1048588;
 	tc->unclean_leader_election = false;
@@ -43,7 +47,7 @@ static const struct topic_key topic_keys[] = {
 	TOPIC_KEY(replica_lag_time_max_ms, 10, 3600 * 1000),
 	TOPIC_KEY(segment_bytes, 4096, 1 << 30),
 	TOPIC_KEY(retention_bytes, -1, S64_MAX),
-	TOPIC_KEY(max_message_bytes, 64, 64 << 20),
+	TOPIC_KEY(max_message_bytes, 64, 1048588),
 	TOPIC_KEY(unclean_leader_election, 0, 1),
 };
 
@@ -137,4 +141,270 @@ void krep_topic_spec_free_list(struct list_head *specs)
 		kfree(ts);
 		krep_obj_put(KREP_OBJ_TOPIC_SPEC);
 	}
+}
+
+/* the sorted broker ids of the cluster: this broker and its peers */
+static unsigned int cluster_brokers(const struct krep_broker_cfg *cfg,
+				    u32 *ids)
+{
+	unsigned int n = 0, i, j;
+
+	ids[n++] = cfg->broker_id;
+	for (i = 0; i < cfg->npeers; i++)
+		ids[n++] = cfg->peers[i].id;
+	for (i = 1; i < n; i++) {	/* insertion sort, n <= 65 */
+		u32 v = ids[i];
+
+		for (j = i; j > 0 && ids[j - 1] > v; j--)
+			ids[j] = ids[j - 1];
+		ids[j] = v;
+	}
+	return n;
+}
+
+static void topic_free(struct krep_topic *t)
+{
+	u32 i;
+
+	for (i = 0; i < t->npartitions; i++)
+		krep_partition_free(t->parts[i]);
+	kfree(t);
+	krep_obj_put(KREP_OBJ_TOPIC);
+}
+
+static void topic_free_rcu(struct rcu_head *rcu)
+{
+	topic_free(container_of(rcu, struct krep_topic, rcu));
+}
+
+static void topic_release(struct kref *ref)
+{
+	struct krep_topic *t = container_of(ref, struct krep_topic, ref);
+
+	/* lookups may still hold the pointer under RCU */
+	call_rcu(&t->rcu, topic_free_rcu);
+}
+
+void krep_topic_put(struct krep_topic *t)
+{
+	if (t)
+		kref_put(&t->ref, topic_release);
+}
+
+static struct krep_topic *find_locked(struct krep_net *kn, const char *name)
+{
+	struct krep_topic *t;
+
+	list_for_each_entry(t, &kn->topics, node) {
+		if (!strcmp(t->name, name))
+			return t;
+	}
+	return NULL;
+}
+
+struct krep_topic *krep_topic_get(struct krep_net *kn, const char *name)
+{
+	struct krep_topic *t;
+
+	rcu_read_lock();
+	list_for_each_entry_rcu(t, &kn->topics, node) {
+		if (!strcmp(t->name, name)) {
+			if (!kref_get_unless_zero(&t->ref))
+				t = NULL;
+			rcu_read_unlock();
+			return t;
+		}
+	}
+	rcu_read_unlock();
+	return NULL;
+}
+
+struct krep_partition *krep_topic_partition(struct krep_topic *t, u32 index,
+					    struct krep_status *st)
+{
+	if (index >= t->npartitions)
+		return ERR_PTR(krep_fail(st, KREP_KERR_UNKNOWN_TOPIC_OR_PARTITION,
+					 -ENOENT, "no such partition"));
+	if (!t->parts[index])
+		return ERR_PTR(krep_fail(st, KREP_KERR_NOT_LEADER_OR_FOLLOWER,
+					 -EREMOTE,
+					 "this broker does not host the partition"));
+	return t->parts[index];
+}
+
+/**
+ * krep_topic_create - create a topic with replicas assigned round-robin
+ * @kn: the broker
+ * @name: a valid topic name
+ * @npartitions: 1..KREP_PARTITIONS_MAX
+ * @rf: replication factor, 1..number of brokers
+ * @cfg: the topic's configuration
+ * @st: Kafka's error code and a reason on failure
+ *
+ * Partition p's replicas are brokers[(p + j) % n] for j < rf over the
+ * sorted broker ids, so preferred leaders spread over the brokers.
+ */
+int krep_topic_create(struct krep_net *kn, const char *name, u32 npartitions,
+		      u32 rf, const struct krep_topic_config *cfg,
+		      struct krep_status *st)
+{
+	u32 ids[KREP_RF_MAX], replicas[KREP_RF_MAX], self;
+	struct krep_broker_cfg *bcfg;
+	unsigned int n, j;
+	struct krep_topic *t;
+	int err = 0;
+	u32 i;
+
+	mutex_lock(&kn->cfg_lock);
+	bcfg = krep_broker_cfg_locked(kn);
+	if (bcfg->broker_id == KREP_BROKER_ID_UNSET) {
+		mutex_unlock(&kn->cfg_lock);
+		return krep_fail(st, KREP_KERR_INVALID_REQUEST, -EINVAL,
+				 "set the broker id before creating topics");
+	}
+	self = bcfg->broker_id;
+	n = cluster_brokers(bcfg, ids);
+	mutex_unlock(&kn->cfg_lock);
+
+	if (!npartitions || npartitions > KREP_PARTITIONS_MAX)
+		return krep_fail(st, KREP_KERR_INVALID_PARTITIONS, -EINVAL,
+				 "partitions must be 1..1024");
+	if (!rf || rf > n)
+		return krep_fail(st, KREP_KERR_INVALID_REPLICATION_FACTOR,
+				 -EINVAL,
+				 "replication factor larger than the number of brokers");
+
+	t = kzalloc(struct_size(t, parts, npartitions), GFP_KERNEL);
+	if (!t)
+		return krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR, -ENOMEM,
+				 "out of memory");
+	krep_obj_get(KREP_OBJ_TOPIC);
+	kref_init(&t->ref);
+	t->kn = kn;
+	strscpy(t->name, name, sizeof(t->name));
+	t->npartitions = npartitions;
+	t->replication_factor = rf;
+	t->config = *cfg;
+	for (i = 0; i < npartitions; i++) {
+		bool hosted = false;
+
+		for (j = 0; j < rf; j++) {
+			replicas[j] = ids[(i + j) % n];
+			hosted |= replicas[j] == self;
+		}
+		if (!hosted)
+			continue;
+		t->parts[i] = krep_partition_new(t, i, replicas, rf, self);
+		if (!t->parts[i]) {
+			topic_free(t);
+			return krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR,
+					 -ENOMEM, "out of memory");
+		}
+	}
+
+	mutex_lock(&kn->topics_lock);
+	if (kn->dying) {
+		err = krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR, -ESHUTDOWN,
+				"broker is shutting down");
+	} else if (find_locked(kn, name)) {
+		err = krep_fail(st, KREP_KERR_TOPIC_ALREADY_EXISTS, -EEXIST,
+				"topic already exists");
+	} else {
+		list_add_tail_rcu(&t->node, &kn->topics);
+		krep_isr_schedule(kn);
+	}
+	mutex_unlock(&kn->topics_lock);
+	if (err)
+		topic_free(t);
+	return err;
+}
+
+static void topic_kill(struct krep_topic *t)
+{
+	u32 i;
+
+	for (i = 0; i < t->npartitions; i++) {
+		if (t->parts[i])
+			krep_partition_kill(t->parts[i]);
+	}
+}
+
+int krep_topic_delete(struct krep_net *kn, const char *name,
+		      struct krep_status *st)
+{
+	struct krep_topic *t;
+
+	mutex_lock(&kn->topics_lock);
+	t = find_locked(kn, name);
+	if (!t) {
+		mutex_unlock(&kn->topics_lock);
+		return krep_fail(st, KREP_KERR_UNKNOWN_TOPIC_OR_PARTITION,
+				 -ENOENT, "no such topic");
+	}
+	list_del_rcu(&t->node);
+	mutex_unlock(&kn->topics_lock);
+	topic_kill(t);
+	krep_topic_put(t);
+	return 0;
+}
+
+/* wake every waiter of every topic for good (module exit) */
+void krep_topics_kill_all(struct krep_net *kn)
+{
+	struct krep_topic *t;
+
+	mutex_lock(&kn->topics_lock);
+	list_for_each_entry(t, &kn->topics, node)
+		topic_kill(t);
+	mutex_unlock(&kn->topics_lock);
+}
+
+/* namespace exit: nothing can reach the topics any more */
+void krep_topics_destroy(struct krep_net *kn)
+{
+	struct krep_topic *t, *tmp;
+
+	mutex_lock(&kn->topics_lock);
+	list_for_each_entry_safe(t, tmp, &kn->topics, node) {
+		list_del_rcu(&t->node);
+		topic_kill(t);
+		krep_topic_put(t);
+	}
+	mutex_unlock(&kn->topics_lock);
+}
+
+/* the shortest replica_lag_time_max_ms over the broker's topics, or 0 */
+u32 krep_topics_min_lag_ms(struct krep_net *kn)
+{
+	struct krep_topic *t;
+	u32 lag = 0;
+
+	rcu_read_lock();
+	list_for_each_entry_rcu(t, &kn->topics, node) {
+		if (t->replication_factor > 1 &&
+		    (!lag || t->config.replica_lag_time_max_ms < lag))
+			lag = t->config.replica_lag_time_max_ms;
+	}
+	rcu_read_unlock();
+	return lag;
+}
+
+/* create the topics= topics of the initial namespace, once at load */
+int krep_topic_create_specs(struct krep_net *kn)
+{
+	struct krep_topic_spec *ts;
+	struct krep_status st = {};
+	int err;
+
+	list_for_each_entry(ts, &kn->topic_specs, node) {
+		err = krep_topic_create(kn, ts->name, ts->partitions,
+					ts->replication_factor, &ts->config,
+					&st);
+		if (err) {
+			pr_err("topic '%s': %s\n", ts->name, st.why);
+			return err;
+		}
+	}
+	krep_topic_spec_free_list(&kn->topic_specs);
+	return 0;
 }

@@ -5,7 +5,9 @@
 #ifndef _KREP_TOPIC_H
 #define _KREP_TOPIC_H
 
+#include <linux/kref.h>
 #include <linux/list.h>
+#include <linux/rcupdate.h>
 #include <linux/types.h>
 #include <linux/krep.h>
 
@@ -30,6 +32,42 @@ struct krep_topic_spec {
 	u32 replication_factor;
 	struct krep_topic_config config;
 };
+
+struct krep_net;
+struct krep_partition;
+struct krep_status;
+
+/*
+ * A topic and the partitions this broker hosts. Topics are on an RCU list
+ * of their broker; lookups take a reference with kref_get_unless_zero().
+ * Deletion unlinks the topic, kills its partitions (waking every waiter),
+ * and drops the list's reference; the last reference frees it all.
+ */
+struct krep_topic {
+	struct kref ref;
+	struct rcu_head rcu;
+	struct list_head node;		/* in krep_net.topics */
+	struct krep_net *kn;
+	char name[KREP_TOPIC_NAME_MAX + 1];
+	u32 npartitions;
+	u32 replication_factor;
+	struct krep_topic_config config;
+	struct krep_partition *parts[];	/* NULL where not hosted here */
+};
+
+int krep_topic_create(struct krep_net *kn, const char *name, u32 npartitions,
+		      u32 rf, const struct krep_topic_config *cfg,
+		      struct krep_status *st);
+int krep_topic_delete(struct krep_net *kn, const char *name,
+		      struct krep_status *st);
+struct krep_topic *krep_topic_get(struct krep_net *kn, const char *name);
+void krep_topic_put(struct krep_topic *t);
+struct krep_partition *krep_topic_partition(struct krep_topic *t, u32 index,
+					    struct krep_status *st);
+void krep_topics_kill_all(struct krep_net *kn);
+void krep_topics_destroy(struct krep_net *kn);
+int krep_topic_create_specs(struct krep_net *kn);
+u32 krep_topics_min_lag_ms(struct krep_net *kn);
 
 void krep_topic_config_default(struct krep_topic_config *tc);
 int krep_topic_config_set(struct krep_topic_config *tc, const char *key,

@@ -34,6 +34,70 @@
  *   The request is validated as a whole before anything changes: it either
  *   applies completely or not at all.
  *
+ * KREP_CMD_TOPIC_NEW   (do)          CAP_NET_ADMIN
+ *   request:  KREP_A_TOPIC (1..249 chars of [a-zA-Z0-9._-], not . or ..),
+ *             KREP_A_PARTITIONS (1..1024), KREP_A_REPLICATION_FACTOR
+ *             (1..number of brokers), KREP_A_TOPIC_CONFIG (optional nest of
+ *             KREP_A_TCFG_*). Replicas are assigned round-robin over the
+ *             sorted broker ids (own id and peers); the first is the
+ *             preferred leader, which leads at epoch 0; ISR = AR.
+ *   errors:   EEXIST (TOPIC_ALREADY_EXISTS), EINVAL (INVALID_TOPIC_EXCEPTION,
+ *             INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG)
+ * KREP_CMD_TOPIC_DEL   (do)          CAP_NET_ADMIN
+ *   request:  KREP_A_TOPIC; ENOENT (UNKNOWN_TOPIC_OR_PARTITION) if unknown.
+ *             Waiting produces and fetches on it end with ENOENT.
+ * KREP_CMD_TOPIC_GET   (do, dump)    any user
+ *   request:  KREP_A_TOPIC (do only)
+ *   reply:    KREP_A_TOPIC, KREP_A_PARTITIONS, KREP_A_REPLICATION_FACTOR,
+ *             KREP_A_TOPIC_CONFIG (every KREP_A_TCFG_*)
+ * KREP_CMD_PARTITION_GET (dump)      any user
+ *   request:  KREP_A_TOPIC (optional filter)
+ *   reply:    one message per local replica: KREP_A_TOPIC, KREP_A_PARTITION,
+ *             KREP_A_ROLE, KREP_A_LEADER, KREP_A_LEADER_EPOCH,
+ *             KREP_A_PARTITION_EPOCH, KREP_A_REPLICAS, KREP_A_ISR,
+ *             KREP_A_LEO, KREP_A_HW, KREP_A_LSO, KREP_A_LOG_START,
+ *             KREP_A_LOW_WATERMARK, KREP_A_LOG_BYTES
+ * KREP_CMD_PRODUCE     (do)          CAP_NET_ADMIN
+ *   request:  KREP_A_TOPIC, KREP_A_PARTITION, KREP_A_RECORDS (exactly one
+ *             RecordBatch v2, magic 2, CRC-32C valid; baseOffset and
+ *             partitionLeaderEpoch are overwritten by the leader),
+ *             KREP_A_ACKS (default -1), KREP_A_TIMEOUT_MS (default 30000)
+ *   reply:    KREP_A_OFFSET (base offset assigned), KREP_A_HW
+ *   errors:   MESSAGE_TOO_LARGE (EMSGSIZE), CORRUPT_MESSAGE (EBADMSG),
+ *             INVALID_RECORD (EINVAL), NOT_ENOUGH_REPLICAS (EAGAIN, nothing
+ *             appended), NOT_ENOUGH_REPLICAS_AFTER_APPEND (EAGAIN),
+ *             REQUEST_TIMED_OUT (ETIMEDOUT), NOT_LEADER_OR_FOLLOWER
+ *             (EREMOTE), KAFKA_STORAGE_ERROR (ENOSPC: broker memory cap),
+ *             INVALID_TXN_STATE (EINVAL)
+ * KREP_CMD_FETCH       (do)          any user
+ *   request:  KREP_A_TOPIC, KREP_A_PARTITION, KREP_A_OFFSET,
+ *             KREP_A_MAX_BYTES (default 1 MiB; at least one whole batch is
+ *             returned), KREP_A_MAX_WAIT_MS (default 0), KREP_A_ISOLATION
+ *   reply:    KREP_A_RECORDS (absent when none; whole batches, as stored;
+ *             read_committed stops at LSO and leaves out batches of
+ *             aborted transactions), KREP_A_HW, KREP_A_LSO,
+ *             KREP_A_LOG_START
+ *   errors:   OFFSET_OUT_OF_RANGE (ERANGE) below log start or above LEO
+ * KREP_CMD_LIST_OFFSETS (do)         any user
+ *   request:  KREP_A_TOPIC, KREP_A_PARTITION, KREP_A_TIMESTAMP
+ *             (KREP_TS_EARLIEST, KREP_TS_LATEST = HW, or a time in ms)
+ *   reply:    KREP_A_OFFSET (the first offset whose timestamp is at least
+ *             the one asked; HW when none is), KREP_A_TIMESTAMP
+ *   errors:   OFFSET_NOT_AVAILABLE (EAGAIN) while a new leader's HW is below
+ *             its epoch's start offset
+ * KREP_CMD_DELETE_RECORDS (do)       CAP_NET_ADMIN
+ *   request:  KREP_A_TOPIC, KREP_A_PARTITION, KREP_A_OFFSET (<= HW)
+ *   reply:    KREP_A_LOW_WATERMARK, KREP_A_LOG_START
+ *   errors:   OFFSET_OUT_OF_RANGE (ERANGE) beyond HW
+ * KREP_CMD_TXN         (do)          CAP_NET_ADMIN
+ *   request:  KREP_A_TOPIC, KREP_A_PARTITION, KREP_A_PRODUCER_ID,
+ *             KREP_A_PRODUCER_EPOCH, KREP_A_TXN_OP. BEGIN opens a transaction
+ *             (records then come as transactional batches of that producer);
+ *             COMMIT/ABORT append a control batch and close it.
+ *   reply:    KREP_A_OFFSET (offset of the control record), KREP_A_LSO
+ *   errors:   INVALID_TXN_STATE (EINVAL): commit/abort without begin, begin
+ *             twice
+ *
  * Endpoints (KREP_A_EP_*): KREP_A_EP_IPV4 (__be32) or KREP_A_EP_IPV6 (16 bytes),
  * and KREP_A_EP_PORT (u16, host order, 1..65535).
  *
@@ -50,6 +114,8 @@
 #ifndef _UAPI_LINUX_KREP_H
 #define _UAPI_LINUX_KREP_H
 
+#include <linux/types.h>
+
 #define KREP_GENL_NAME		"krep"
 #define KREP_GENL_VERSION	1
 #define KREP_MCGRP_EVENTS	"events"
@@ -63,6 +129,15 @@ enum krep_cmd {
 	KREP_CMD_UNSPEC,
 	KREP_CMD_BROKER_GET,
 	KREP_CMD_BROKER_SET,
+	KREP_CMD_TOPIC_NEW,
+	KREP_CMD_TOPIC_DEL,
+	KREP_CMD_TOPIC_GET,
+	KREP_CMD_PARTITION_GET,
+	KREP_CMD_PRODUCE,
+	KREP_CMD_FETCH,
+	KREP_CMD_LIST_OFFSETS,
+	KREP_CMD_DELETE_RECORDS,
+	KREP_CMD_TXN,
 
 	__KREP_CMD_MAX,
 	KREP_CMD_MAX = __KREP_CMD_MAX - 1
@@ -77,6 +152,35 @@ enum krep_attr {
 	KREP_A_PEER,		/* nest: enum krep_peer_attr */
 	KREP_A_GENERATION,	/* u32 */
 	KREP_A_KAFKA_ERROR,	/* s16: enum krep_kafka_error */
+	KREP_A_TOPIC,		/* string: topic name */
+	KREP_A_PARTITIONS,	/* u32: partition count */
+	KREP_A_REPLICATION_FACTOR, /* u32 */
+	KREP_A_TOPIC_CONFIG,	/* nest: enum krep_tcfg_attr */
+	KREP_A_PARTITION,	/* u32: partition index */
+	KREP_A_ROLE,		/* u8: enum krep_role */
+	KREP_A_LEADER,		/* u32: broker id of the leader */
+	KREP_A_LEADER_EPOCH,	/* u32 */
+	KREP_A_PARTITION_EPOCH,	/* u32 */
+	KREP_A_REPLICAS,	/* nest: KREP_A_BROKER_ID ... (AR, in order) */
+	KREP_A_ISR,		/* nest: KREP_A_BROKER_ID ... */
+	KREP_A_LEO,		/* u64 */
+	KREP_A_HW,		/* u64 */
+	KREP_A_LSO,		/* u64 */
+	KREP_A_LOG_START,	/* u64 */
+	KREP_A_LOW_WATERMARK,	/* u64 */
+	KREP_A_RECORDS,		/* binary: RecordBatch v2, one or more */
+	KREP_A_ACKS,		/* s16: 0, 1 or -1 (all), Kafka's values */
+	KREP_A_TIMEOUT_MS,	/* u32 */
+	KREP_A_OFFSET,		/* u64 */
+	KREP_A_MAX_BYTES,	/* u32 */
+	KREP_A_MAX_WAIT_MS,	/* u32 */
+	KREP_A_ISOLATION,	/* u8: enum krep_isolation */
+	KREP_A_TIMESTAMP,	/* s64: ms, or KREP_TS_EARLIEST/LATEST */
+	KREP_A_PRODUCER_ID,	/* u64 (Kafka's int64 >= 0) */
+	KREP_A_PRODUCER_EPOCH,	/* u16 */
+	KREP_A_TXN_OP,		/* u8: enum krep_txn_op */
+	KREP_A_LOG_BYTES,	/* u64: bytes held by the log */
+	KREP_A_PAD,		/* for 64-bit alignment */
 
 	__KREP_A_MAX,
 	KREP_A_MAX = __KREP_A_MAX - 1
@@ -100,6 +204,51 @@ enum krep_peer_attr {
 
 	__KREP_A_PEER_MAX,
 	KREP_A_PEER_MAX = __KREP_A_PEER_MAX - 1
+};
+
+/* per-topic configuration, Kafka's keys with underscores */
+enum krep_tcfg_attr {
+	KREP_A_TCFG_UNSPEC,
+	KREP_A_TCFG_MIN_INSYNC_REPLICAS,	/* u32, default 1 */
+	KREP_A_TCFG_REPLICA_LAG_TIME_MAX_MS,	/* u32, default 30000 */
+	KREP_A_TCFG_SEGMENT_BYTES,		/* u32, default 8 MiB */
+	KREP_A_TCFG_RETENTION_BYTES,		/* s64, -1 = unlimited */
+	KREP_A_TCFG_MAX_MESSAGE_BYTES,		/* u32, 64..1048588 (default) */
+	KREP_A_TCFG_UNCLEAN_LEADER_ELECTION,	/* u8, 0 or 1 */
+	KREP_A_TCFG_PAD,			/* 64-bit alignment */
+
+	__KREP_A_TCFG_MAX,
+	KREP_A_TCFG_MAX = __KREP_A_TCFG_MAX - 1
+};
+
+enum krep_role {
+	KREP_ROLE_LEADER,
+	KREP_ROLE_FOLLOWER,
+	KREP_ROLE_OFFLINE,
+};
+
+enum krep_isolation {
+	KREP_READ_UNCOMMITTED,
+	KREP_READ_COMMITTED,
+};
+
+enum krep_txn_op {
+	KREP_TXN_BEGIN = 1,
+	KREP_TXN_COMMIT,
+	KREP_TXN_ABORT,
+};
+
+/* KREP_A_TIMESTAMP in LIST_OFFSETS: Kafka's special values */
+#define KREP_TS_LATEST		(-1LL)
+#define KREP_TS_EARLIEST	(-2LL)
+
+/*
+ * On a protocol-level error the NLMSG_ERROR carries the nearest errno and,
+ * in NLMSGERR_ATTR_COOKIE, this struct with Kafka's error code.
+ */
+struct krep_err_cookie {
+	__s16 kafka_error;	/* enum krep_kafka_error */
+	__u16 reserved;
 };
 
 enum krep_peer_state {

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krep: ISR expiration.
+ *
+ * Timers in this file:
+ *   krep_net.isr_work - one delayed_work per broker that scans every
+ *     partition it leads, every replica_lag_time_max_ms / 2 (the shortest
+ *     over its replicated topics). Armed by krep_isr_schedule() when a
+ *     topic is created and by itself while replicated topics exist; the
+ *     gate refuses once the broker is dying; stopped with
+ *     cancel_delayed_work_sync() in krep_isr_stop() before topics go.
+ *
+ * A follower is out of sync when its LEO differs from the leader's and it
+ * has not been caught up for replica_lag_time_max_ms. With no controller
+ * registered the leader is its own ISR authority and applies the shrink
+ * at once, bumping the partition epoch, then recomputes HW.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/jiffies.h>
+#include <linux/rculist.h>
+#include <linux/workqueue.h>
+
+#include "krep.h"
+#include "broker.h"
+#include "isr.h"
+#include "partition.h"
+#include "topic.h"
+
+static bool shrink_partition(struct krep_partition *p, u64 now)
+{
+	u32 lag = p->topic->config.replica_lag_time_max_ms;
+	bool changed = false;
+	unsigned int i;
+
+	mutex_lock(&p->lock);
+	if (p->role != KREP_ROLE_LEADER || p->dead)
+		goto out;
+	for_each_set_bit(i, p->isr, p->nreplicas) {
+		struct krep_remote *r = &p->remotes[i];
+
+		if (i == p->self || r->leo == (s64)p->log.end_offset)
+			continue;
+		if (now - r->last_caught_up_ms <= lag)
+			continue;
+		__clear_bit(i, p->isr);
+		changed = true;
+		pr_info("%s-%u: ISR shrink: broker %u out of sync for %llu ms\n",
+			p->topic->name, p->index, p->replicas[i],
+			now - r->last_caught_up_ms);
+	}
+	if (changed) {
+		p->partition_epoch++;
+		krep_partition_update_hw(p);
+	}
+out:
+	mutex_unlock(&p->lock);
+	return changed;
+}
+
+static void isr_scan(struct work_struct *work)
+{
+	struct krep_net *kn = container_of(to_delayed_work(work),
+					   struct krep_net, isr_work);
+	u64 now = krep_now_ms();
+	struct krep_topic *t;
+	u32 i;
+
+	mutex_lock(&kn->topics_lock);
+	list_for_each_entry(t, &kn->topics, node) {
+		if (t->replication_factor < 2)
+			continue;
+		for (i = 0; i < t->npartitions; i++) {
+			if (t->parts[i] && shrink_partition(t->parts[i], now))
+				krep_partition_wake(t->parts[i]);
+		}
+	}
+	mutex_unlock(&kn->topics_lock);
+	krep_isr_schedule(kn);
+}
+
+void krep_isr_init(struct krep_net *kn)
+{
+	INIT_DELAYED_WORK(&kn->isr_work, isr_scan);
+}
+
+/* (re)arm the scan; the only gate, refusing once the broker is dying */
+void krep_isr_schedule(struct krep_net *kn)
+{
+	u32 lag = krep_topics_min_lag_ms(kn);
+
+	if (!lag || READ_ONCE(kn->dying))
+		return;
+	if (!delayed_work_pending(&kn->isr_work))
+		queue_delayed_work(system_power_efficient_wq, &kn->isr_work,
+				   msecs_to_jiffies(max_t(u32, lag / 2, 1)));
+}
+
+void krep_isr_stop(struct krep_net *kn)
+{
+	WRITE_ONCE(kn->dying, true);
+	cancel_delayed_work_sync(&kn->isr_work);
+}

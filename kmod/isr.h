@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * krep: ISR expiration.
+ */
+#ifndef _KREP_ISR_H
+#define _KREP_ISR_H
+
+struct krep_net;
+
+void krep_isr_init(struct krep_net *kn);
+void krep_isr_schedule(struct krep_net *kn);
+void krep_isr_stop(struct krep_net *kn);
+
+#endif /* _KREP_ISR_H */

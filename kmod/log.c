@@ -1,0 +1,447 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krep: the partition log (see log.h).
+ *
+ * A segment is a run of pages that batches are copied into back to back; a
+ * batch may straddle a page boundary. Every KREP_INDEX_INTERVAL bytes the
+ * segment's index records (offset, position) of the batch that starts
+ * there, so a read binary-searches the index and scans at most one
+ * interval of batch headers.
+ *
+ * Pages are charged to the broker's krep_mem before they are allocated; an
+ * append that would pass the cap fails as a whole, and a batch becomes
+ * visible (size, end offset) only after all of it has been copied.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/errno.h>
+#include <linux/gfp.h>
+#include <linux/highmem.h>
+#include <linux/mm.h>
+#include <linux/slab.h>
+
+#include "krep.h"
+#include "log.h"
+#include "record.h"
+
+#define KREP_INDEX_INTERVAL	4096
+
+struct krep_index_entry {
+	u32 rel_offset;
+	u32 pos;
+};
+
+struct krep_segment {
+	struct list_head node;
+	u64 base_offset;
+	u64 next_offset;
+	u32 size;			/* bytes of batches */
+	u32 cap;			/* bytes it may hold */
+	unsigned int npages;		/* pages allocated so far */
+	struct page **pages;		/* cap / PAGE_SIZE slots */
+	struct krep_index_entry *index;
+	unsigned int nindex, index_cap;
+	u32 last_index_pos;
+	s64 max_ts;
+};
+
+void krep_log_init(struct krep_log *log, struct krep_mem *mem,
+		   u32 segment_bytes)
+{
+	INIT_LIST_HEAD(&log->segments);
+	log->start_offset = 0;
+	log->end_offset = 0;
+	log->bytes = 0;
+	log->segment_bytes = segment_bytes;
+	log->mem = mem;
+}
+
+static unsigned int seg_max_pages(const struct krep_segment *seg)
+{
+	return DIV_ROUND_UP(seg->cap, PAGE_SIZE);
+}
+
+static void seg_free(struct krep_log *log, struct krep_segment *seg)
+{
+	unsigned int i;
+
+	for (i = 0; i < seg->npages; i++)
+		__free_page(seg->pages[i]);
+	atomic64_sub((u64)seg->npages * PAGE_SIZE, &log->mem->used);
+	log->bytes -= seg->size;
+	list_del(&seg->node);
+	kvfree(seg->pages);
+	kvfree(seg->index);
+	kfree(seg);
+	krep_obj_put(KREP_OBJ_SEGMENT);
+}
+
+void krep_log_destroy(struct krep_log *log)
+{
+	struct krep_segment *seg, *tmp;
+
+	list_for_each_entry_safe(seg, tmp, &log->segments, node)
+		seg_free(log, seg);
+}
+
+static struct krep_segment *seg_new(struct krep_log *log, u64 base)
+{
+	struct krep_segment *seg;
+
+	seg = kzalloc(sizeof(*seg), GFP_KERNEL);
+	if (!seg)
+		return NULL;
+	seg->base_offset = base;
+	seg->next_offset = base;
+	seg->cap = log->segment_bytes;
+	seg->max_ts = -1;
+	seg->pages = kvcalloc(seg_max_pages(seg), sizeof(*seg->pages),
+			      GFP_KERNEL);
+	seg->index_cap = seg->cap / KREP_INDEX_INTERVAL + 2;
+	seg->index = kvcalloc(seg->index_cap, sizeof(*seg->index), GFP_KERNEL);
+	if (!seg->pages || !seg->index) {
+		kvfree(seg->pages);
+		kvfree(seg->index);
+		kfree(seg);
+		return NULL;
+	}
+	list_add_tail(&seg->node, &log->segments);
+	krep_obj_get(KREP_OBJ_SEGMENT);
+	return seg;
+}
+
+/* make room for @len more bytes in @seg: charge and allocate pages */
+static int seg_reserve(struct krep_log *log, struct krep_segment *seg, u32 len)
+{
+	unsigned int need = DIV_ROUND_UP(seg->size + len, PAGE_SIZE);
+	unsigned int more = need > seg->npages ? need - seg->npages : 0;
+	struct krep_mem *mem = log->mem;
+
+	if (!more)
+		return 0;
+	if (atomic64_add_return((u64)more * PAGE_SIZE, &mem->used) > mem->max) {
+		atomic64_sub((u64)more * PAGE_SIZE, &mem->used);
+		return -ENOSPC;
+	}
+	while (seg->npages < need) {
+		struct page *page = alloc_page(GFP_KERNEL | __GFP_NOWARN);
+
+		if (!page) {
+			/* uncharge what was not allocated; keep the rest */
+			atomic64_sub((u64)(need - seg->npages) * PAGE_SIZE,
+				     &mem->used);
+			return -ENOMEM;
+		}
+		seg->pages[seg->npages++] = page;
+	}
+	return 0;
+}
+
+static void seg_write(struct krep_segment *seg, u32 pos, const u8 *src,
+		      u32 len)
+{
+	while (len) {
+		u32 off = offset_in_page(pos);
+		u32 n = min_t(u32, len, PAGE_SIZE - off);
+
+		memcpy_to_page(seg->pages[pos >> PAGE_SHIFT], off, src, n);
+		pos += n;
+		src += n;
+		len -= n;
+	}
+}
+
+static void seg_read(const struct krep_segment *seg, u32 pos, u8 *dst,
+		     u32 len)
+{
+	while (len) {
+		u32 off = offset_in_page(pos);
+		u32 n = min_t(u32, len, PAGE_SIZE - off);
+
+		memcpy_from_page(dst, seg->pages[pos >> PAGE_SHIFT], off, n);
+		pos += n;
+		dst += n;
+		len -= n;
+	}
+}
+
+/* parse the header of the batch at @pos of @seg */
+static int seg_batch_at(const struct krep_segment *seg, u32 pos,
+			struct krep_batch *b)
+{
+	u8 hdr[KREP_RB_HDR_LEN];
+
+	if (pos + KREP_RB_HDR_LEN > seg->size)
+		return -EIO;
+	seg_read(seg, pos, hdr, sizeof(hdr));
+	if (krep_batch_parse(hdr, sizeof(hdr), b) || pos + b->len > seg->size)
+		return -EIO;
+	return 0;
+}
+
+/**
+ * krep_log_append - append one stamped batch at the log end
+ * @log: the log
+ * @batch: a checked RecordBatch
+ * @len: its length, at most the segment size
+ * @base_offset: the offset to stamp, the log end offset
+ * @leader_epoch: the epoch to stamp in partitionLeaderEpoch
+ *
+ * Return: 0; -ENOSPC when the broker's memory cap would be passed;
+ * -EMSGSIZE when the batch is larger than a segment; -ENOMEM.
+ * On failure the log is unchanged.
+ */
+int krep_log_append(struct krep_log *log, const u8 *batch, u32 len,
+		    u64 base_offset, u32 leader_epoch)
+{
+	u8 stamp[KREP_RB_LEADER_EPOCH + 4];
+	struct krep_segment *seg = NULL;
+	struct krep_batch b;
+	int err;
+
+	if (len > log->segment_bytes)
+		return -EMSGSIZE;
+	if (krep_batch_parse(batch, len, &b))
+		return -EINVAL;
+	b.base_offset = base_offset;
+	if (!list_empty(&log->segments))
+		seg = list_last_entry(&log->segments, struct krep_segment, node);
+	if (!seg || seg->size + len > seg->cap) {
+		seg = seg_new(log, log->end_offset);
+		if (!seg)
+			return -ENOMEM;
+	}
+	err = seg_reserve(log, seg, len);
+	if (err) {
+		if (!seg->size)
+			seg_free(log, seg);
+		return err;
+	}
+	if (!seg->size || seg->size - seg->last_index_pos >= KREP_INDEX_INTERVAL) {
+		if (seg->nindex < seg->index_cap) {
+			seg->index[seg->nindex].rel_offset =
+				b.base_offset - seg->base_offset;
+			seg->index[seg->nindex].pos = seg->size;
+			seg->nindex++;
+			seg->last_index_pos = seg->size;
+		}
+	}
+	/* the stamp replaces the first 16 bytes, which the CRC does not cover */
+	memcpy(stamp, batch, sizeof(stamp));
+	krep_batch_stamp(stamp, base_offset, leader_epoch);
+	seg_write(seg, seg->size, stamp, sizeof(stamp));
+	seg_write(seg, seg->size + sizeof(stamp), batch + sizeof(stamp),
+		  len - sizeof(stamp));
+	seg->size += len;
+	seg->next_offset = krep_batch_last(&b) + 1;
+	seg->max_ts = max(seg->max_ts, b.max_ts);
+	log->bytes += len;
+	log->end_offset = seg->next_offset;
+	return 0;
+}
+
+static struct krep_segment *find_segment(struct krep_log *log, u64 offset)
+{
+	struct krep_segment *seg;
+
+	list_for_each_entry_reverse(seg, &log->segments, node) {
+		if (seg->base_offset <= offset)
+			return offset < seg->next_offset ? seg : NULL;
+	}
+	return NULL;
+}
+
+/* position in @seg of the batch holding @offset, or -ENOENT */
+static int find_pos(const struct krep_segment *seg, u64 offset, u32 *posp)
+{
+	u32 rel = offset - seg->base_offset, pos = 0;
+	unsigned int lo = 0, hi = seg->nindex;
+	struct krep_batch b;
+
+	while (lo < hi) {
+		unsigned int mid = lo + (hi - lo) / 2;
+
+		if (seg->index[mid].rel_offset <= rel) {
+			pos = seg->index[mid].pos;
+			lo = mid + 1;
+		} else {
+			hi = mid;
+		}
+	}
+	while (pos < seg->size) {
+		if (seg_batch_at(seg, pos, &b))
+			return -EIO;
+		if (krep_batch_last(&b) >= offset) {
+			*posp = pos;
+			return 0;
+		}
+		pos += b.len;
+	}
+	return -ENOENT;
+}
+
+struct read_cursor {
+	struct krep_log *log;
+	struct krep_segment *seg;
+	u32 pos;
+};
+
+/* the batch under the cursor, stepping to the next segment at an end */
+static int cursor_batch(struct read_cursor *c, struct krep_batch *b)
+{
+	while (c->pos >= c->seg->size) {
+		if (list_is_last(&c->seg->node, &c->log->segments))
+			return -ENOENT;
+		c->seg = list_next_entry(c->seg, node);
+		c->pos = 0;
+	}
+	return seg_batch_at(c->seg, c->pos, b);
+}
+
+/*
+ * Walk the batches from @offset: count the bytes to serve (@dst NULL) or
+ * copy them to @dst and check each one's CRC.
+ */
+static long walk_read(struct krep_log *log, u64 offset, u32 max_bytes,
+		      krep_log_filter_t filter, void *arg, u8 *dst)
+{
+	struct read_cursor c = { .log = log };
+	struct krep_batch b;
+	long total = 0;
+	u32 pos;
+	int err;
+
+	c.seg = find_segment(log, offset);
+	if (!c.seg)
+		return 0;
+	err = find_pos(c.seg, offset, &pos);
+	if (err)
+		return err == -ENOENT ? 0 : err;
+	c.pos = pos;
+	while (!cursor_batch(&c, &b)) {
+		enum krep_log_verdict v = filter(&b, arg);
+
+		if (v == KREP_LOG_STOP)
+			break;
+		if (v == KREP_LOG_TAKE) {
+			if (total && total + b.len > max_bytes)
+				break;
+			if (dst) {
+				seg_read(c.seg, c.pos, dst + total, b.len);
+				if (!krep_batch_crc_ok(dst + total, b.len))
+					return -EBADMSG;
+			}
+			total += b.len;
+		}
+		c.pos += b.len;
+	}
+	return total;
+}
+
+/**
+ * krep_log_read_size - bytes krep_log_read() would copy
+ * @log: the log
+ * @offset: first offset wanted; the batch holding it is the first served
+ * @max_bytes: soft limit; the first batch is served whatever its size
+ * @filter: decides for each batch (stop at HW/LSO, skip aborted ones)
+ * @arg: for @filter
+ *
+ * Return: bytes (0: nothing to serve) or -EIO.
+ */
+long krep_log_read_size(struct krep_log *log, u64 offset, u32 max_bytes,
+			krep_log_filter_t filter, void *arg)
+{
+	return walk_read(log, offset, max_bytes, filter, arg, NULL);
+}
+
+/**
+ * krep_log_read - copy the batches krep_log_read_size() counted
+ * @log: the log, unchanged since krep_log_read_size()
+ * @offset: as given to krep_log_read_size()
+ * @max_bytes: as given to krep_log_read_size()
+ * @filter: as given to krep_log_read_size()
+ * @arg: for @filter
+ * @dst: room for @size bytes
+ * @size: what krep_log_read_size() returned
+ *
+ * Return: 0, -EBADMSG for a batch whose CRC no longer matches, -EIO.
+ */
+int krep_log_read(struct krep_log *log, u64 offset, u32 max_bytes,
+		  krep_log_filter_t filter, void *arg, u8 *dst, long size)
+{
+	long done = walk_read(log, offset, max_bytes, filter, arg, dst);
+
+	if (done < 0)
+		return done;
+	return WARN_ON_ONCE(done != size) ? -EIO : 0;
+}
+
+/*
+ * LIST_OFFSETS by time: the first offset whose record timestamp is at
+ * least @ts, or -1 when no record is that late.
+ */
+s64 krep_log_offset_for_ts(struct krep_log *log, s64 ts, s64 *found_ts)
+{
+	struct krep_segment *seg;
+	struct krep_batch b;
+	u8 *buf;
+	u32 pos;
+	s64 off;
+
+	list_for_each_entry(seg, &log->segments, node) {
+		if (seg->max_ts < ts)
+			continue;
+		for (pos = 0; pos < seg->size; pos += b.len) {
+			if (seg_batch_at(seg, pos, &b))
+				return -1;
+			if (b.max_ts < ts ||
+			    krep_batch_last(&b) < log->start_offset)
+				continue;
+			buf = kvmalloc(b.len, GFP_KERNEL);
+			if (!buf)
+				return -1;
+			seg_read(seg, pos, buf, b.len);
+			off = krep_batch_offset_for_ts(buf, b.len, ts);
+			kvfree(buf);
+			if (off >= 0) {
+				*found_ts = b.max_ts;
+				return max_t(s64, off, log->start_offset);
+			}
+		}
+	}
+	return -1;
+}
+
+/* move the log start offset forward, freeing the segments below it */
+void krep_log_advance_start(struct krep_log *log, u64 offset)
+{
+	struct krep_segment *seg, *tmp;
+
+	if (offset <= log->start_offset)
+		return;
+	log->start_offset = min(offset, log->end_offset);
+	list_for_each_entry_safe(seg, tmp, &log->segments, node) {
+		if (seg->next_offset > log->start_offset)
+			break;
+		seg_free(log, seg);
+	}
+}
+
+/* retention by bytes: drop whole old segments that are below @hw */
+void krep_log_retain(struct krep_log *log, s64 retention_bytes, u64 hw)
+{
+	struct krep_segment *seg, *next;
+
+	if (retention_bytes < 0)
+		return;
+	while (log->bytes > retention_bytes && !list_empty(&log->segments)) {
+		seg = list_first_entry(&log->segments, struct krep_segment,
+				       node);
+		if (list_is_last(&seg->node, &log->segments) ||
+		    seg->next_offset > hw)
+			return;
+		next = list_next_entry(seg, node);
+		log->start_offset = max(log->start_offset, next->base_offset);
+		seg_free(log, seg);
+	}
+}

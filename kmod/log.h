@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * krep: a partition's log, append-only RecordBatch v2 bytes in page-backed
+ * segments with a sparse offset index.
+ *
+ * Memory store, first version: segments hold pages, not files, and the
+ * structures mirror Kafka's (segment base offset, position index) so that a
+ * file-backed store can replace this one. The caller serialises every call
+ * on one log (the partition lock).
+ */
+#ifndef _KREP_LOG_H
+#define _KREP_LOG_H
+
+#include <linux/atomic.h>
+#include <linux/list.h>
+#include <linux/types.h>
+
+struct krep_batch;
+
+/* bytes of log a broker may hold, shared by all its partitions */
+struct krep_mem {
+	atomic64_t used;
+	u64 max;
+};
+
+struct krep_log {
+	struct list_head segments;	/* oldest first */
+	u64 start_offset;		/* log start offset */
+	u64 end_offset;			/* LEO: the next offset to write */
+	u64 bytes;			/* bytes of batches held */
+	u32 segment_bytes;
+	struct krep_mem *mem;
+};
+
+/* a reader's decision for each batch: serve it, skip it, or stop before it */
+enum krep_log_verdict {
+	KREP_LOG_TAKE,
+	KREP_LOG_SKIP,
+	KREP_LOG_STOP,
+};
+
+typedef enum krep_log_verdict (*krep_log_filter_t)(const struct krep_batch *b,
+						  void *arg);
+
+void krep_log_init(struct krep_log *log, struct krep_mem *mem,
+		   u32 segment_bytes);
+void krep_log_destroy(struct krep_log *log);
+int krep_log_append(struct krep_log *log, const u8 *batch, u32 len,
+		    u64 base_offset, u32 leader_epoch);
+long krep_log_read_size(struct krep_log *log, u64 offset, u32 max_bytes,
+			krep_log_filter_t filter, void *arg);
+int krep_log_read(struct krep_log *log, u64 offset, u32 max_bytes,
+		  krep_log_filter_t filter, void *arg, u8 *dst, long size);
+s64 krep_log_offset_for_ts(struct krep_log *log, s64 ts, s64 *found_ts);
+void krep_log_advance_start(struct krep_log *log, u64 offset);
+void krep_log_retain(struct krep_log *log, s64 retention_bytes, u64 hw);
+
+#endif /* _KREP_LOG_H */

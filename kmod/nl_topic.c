@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krep: TOPIC_NEW, TOPIC_DEL, TOPIC_GET and PARTITION_GET.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/rculist.h>
+#include <net/genetlink.h>
+#include <net/sock.h>
+#include <linux/krep.h>
+
+#include "krep.h"
+#include "broker.h"
+#include "netlink.h"
+#include "partition.h"
+#include "topic.h"
+
+static struct netlink_range_validation lag_range = {
+	.min = 10, .max = 3600 * 1000,
+};
+
+static struct netlink_range_validation segment_range = {
+	.min = 4096, .max = 1 << 30,
+};
+
+static struct netlink_range_validation msg_range = {
+	.min = 64, .max = 1048588,
+};
+
+static const struct nla_policy tcfg_policy[KREP_A_TCFG_MAX + 1] = {
+	[KREP_A_TCFG_MIN_INSYNC_REPLICAS] = NLA_POLICY_RANGE(NLA_U32, 1,
+							     KREP_RF_MAX),
+	[KREP_A_TCFG_REPLICA_LAG_TIME_MAX_MS] =
+		NLA_POLICY_FULL_RANGE(NLA_U32, &lag_range),
+	[KREP_A_TCFG_SEGMENT_BYTES] =
+		NLA_POLICY_FULL_RANGE(NLA_U32, &segment_range),
+	[KREP_A_TCFG_RETENTION_BYTES] = NLA_POLICY_MIN(NLA_S64, -1),
+	[KREP_A_TCFG_MAX_MESSAGE_BYTES] =
+		NLA_POLICY_FULL_RANGE(NLA_U32, &msg_range),
+	[KREP_A_TCFG_UNCLEAN_LEADER_ELECTION] = NLA_POLICY_MAX(NLA_U8, 1),
+};
+
+#define TOPIC_NAME_POLICY { .type = NLA_NUL_STRING, .len = KREP_TOPIC_NAME_MAX }
+
+const struct nla_policy krep_topic_new_policy[KREP_A_MAX + 1] = {
+	[KREP_A_TOPIC] = TOPIC_NAME_POLICY,
+	[KREP_A_PARTITIONS] = NLA_POLICY_RANGE(NLA_U32, 1, KREP_PARTITIONS_MAX),
+	[KREP_A_REPLICATION_FACTOR] = NLA_POLICY_RANGE(NLA_U32, 1, KREP_RF_MAX),
+	[KREP_A_TOPIC_CONFIG] = NLA_POLICY_NESTED(tcfg_policy),
+};
+
+const struct nla_policy krep_topic_del_policy[KREP_A_MAX + 1] = {
+	[KREP_A_TOPIC] = TOPIC_NAME_POLICY,
+};
+
+const struct nla_policy krep_topic_get_policy[KREP_A_MAX + 1] = {
+	[KREP_A_TOPIC] = TOPIC_NAME_POLICY,
+};
+
+static int parse_tcfg(struct nlattr *nest, struct krep_topic_config *tc,
+		      struct netlink_ext_ack *extack)
+{
+	struct nlattr *tb[KREP_A_TCFG_MAX + 1];
+	int err;
+
+	krep_topic_config_default(tc);
+	if (!nest)
+		return 0;
+	err = nla_parse_nested(tb, KREP_A_TCFG_MAX, nest, tcfg_policy, extack);
+	if (err)
+		return err;
+	if (tb[KREP_A_TCFG_MIN_INSYNC_REPLICAS])
+		tc->min_insync_replicas =
+			nla_get_u32(tb[KREP_A_TCFG_MIN_INSYNC_REPLICAS]);
+	if (tb[KREP_A_TCFG_REPLICA_LAG_TIME_MAX_MS])
+		tc->replica_lag_time_max_ms =
+			nla_get_u32(tb[KREP_A_TCFG_REPLICA_LAG_TIME_MAX_MS]);
+	if (tb[KREP_A_TCFG_SEGMENT_BYTES])
+		tc->segment_bytes = nla_get_u32(tb[KREP_A_TCFG_SEGMENT_BYTES]);
+	if (tb[KREP_A_TCFG_RETENTION_BYTES])
+		tc->retention_bytes =
+			nla_get_s64(tb[KREP_A_TCFG_RETENTION_BYTES]);
+	if (tb[KREP_A_TCFG_MAX_MESSAGE_BYTES])
+		tc->max_message_bytes =
+			nla_get_u32(tb[KREP_A_TCFG_MAX_MESSAGE_BYTES]);
+	if (tb[KREP_A_TCFG_UNCLEAN_LEADER_ELECTION])
+		tc->unclean_leader_election =
+			nla_get_u8(tb[KREP_A_TCFG_UNCLEAN_LEADER_ELECTION]);
+	return 0;
+}
+
+/* the topic name attribute, checked against Kafka's rules */
+static const char *topic_name(struct genl_info *info)
+{
+	const char *name, *why;
+
+	if (!krep_nl_require(info, KREP_A_TOPIC, "topic name"))
+		return NULL;
+	name = nla_data(info->attrs[KREP_A_TOPIC]);
+	if (krep_topic_name_check(name, strlen(name), &why)) {
+		info->extack->_msg = why;
+		NL_SET_BAD_ATTR(info->extack, info->attrs[KREP_A_TOPIC]);
+		return NULL;
+	}
+	return name;
+}
+
+int krep_nl_topic_new(struct sk_buff *skb, struct genl_info *info)
+{
+	struct krep_net *kn = krep_net(genl_info_net(info));
+	struct krep_topic_config tc;
+	struct krep_status st = {};
+	const char *name;
+	int err;
+
+	name = topic_name(info);
+	if (!name)
+		return -EINVAL;
+	if (!krep_nl_require(info, KREP_A_PARTITIONS, "partition count") ||
+	    !krep_nl_require(info, KREP_A_REPLICATION_FACTOR,
+			     "replication factor"))
+		return -EINVAL;
+	err = parse_tcfg(info->attrs[KREP_A_TOPIC_CONFIG], &tc, info->extack);
+	if (err)
+		return err;
+	err = krep_topic_create(kn, name,
+				nla_get_u32(info->attrs[KREP_A_PARTITIONS]),
+				nla_get_u32(info->attrs[KREP_A_REPLICATION_FACTOR]),
+				&tc, &st);
+	return krep_nl_status(info, err, &st);
+}
+
+int krep_nl_topic_del(struct sk_buff *skb, struct genl_info *info)
+{
+	struct krep_net *kn = krep_net(genl_info_net(info));
+	struct krep_status st = {};
+	const char *name;
+
+	name = topic_name(info);
+	if (!name)
+		return -EINVAL;
+	return krep_nl_status(info, krep_topic_delete(kn, name, &st), &st);
+}
+
+static int put_tcfg(struct sk_buff *skb, const struct krep_topic_config *tc)
+{
+	struct nlattr *nest = nla_nest_start(skb, KREP_A_TOPIC_CONFIG);
+
+	if (!nest ||
+	    nla_put_u32(skb, KREP_A_TCFG_MIN_INSYNC_REPLICAS,
+			tc->min_insync_replicas) ||
+	    nla_put_u32(skb, KREP_A_TCFG_REPLICA_LAG_TIME_MAX_MS,
+			tc->replica_lag_time_max_ms) ||
+	    nla_put_u32(skb, KREP_A_TCFG_SEGMENT_BYTES, tc->segment_bytes) ||
+	    nla_put_s64(skb, KREP_A_TCFG_RETENTION_BYTES, tc->retention_bytes,
+			KREP_A_TCFG_PAD) ||
+	    nla_put_u32(skb, KREP_A_TCFG_MAX_MESSAGE_BYTES,
+			tc->max_message_bytes) ||
+	    nla_put_u8(skb, KREP_A_TCFG_UNCLEAN_LEADER_ELECTION,
+		       tc->unclean_leader_election))
+		return -EMSGSIZE;
+	nla_nest_end(skb, nest);
+	return 0;
+}
+
+static int fill_topic(struct sk_buff *skb, const struct krep_topic *t,
+		      u32 portid, u32 seq, int flags)
+{
+	void *hdr;
+
+	hdr = genlmsg_put(skb, portid, seq, &krep_genl_family, flags,
+			  KREP_CMD_TOPIC_GET);
+	if (!hdr)
+		return -EMSGSIZE;
+	if (nla_put_string(skb, KREP_A_TOPIC, t->name) ||
+	    nla_put_u32(skb, KREP_A_PARTITIONS, t->npartitions) ||
+	    nla_put_u32(skb, KREP_A_REPLICATION_FACTOR,
+			t->replication_factor) ||
+	    put_tcfg(skb, &t->config)) {
+		genlmsg_cancel(skb, hdr);
+		return -EMSGSIZE;
+	}
+	genlmsg_end(skb, hdr);
+	return 0;
+}
+
+int krep_nl_topic_get(struct sk_buff *skb, struct genl_info *info)
+{
+	struct krep_net *kn = krep_net(genl_info_net(info));
+	struct krep_status st = {};
+	struct krep_topic *t;
+	struct sk_buff *msg;
+	const char *name;
+	int err;
+
+	name = topic_name(info);
+	if (!name)
+		return -EINVAL;
+	t = krep_topic_get(kn, name);
+	if (!t) {
+		krep_fail(&st, KREP_KERR_UNKNOWN_TOPIC_OR_PARTITION, -ENOENT,
+			  "no such topic");
+		return krep_nl_status(info, -ENOENT, &st);
+	}
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	err = msg ? fill_topic(msg, t, info->snd_portid, info->snd_seq, 0) :
+		    -ENOMEM;
+	krep_topic_put(t);
+	if (err) {
+		nlmsg_free(msg);
+		return err;
+	}
+	return genlmsg_reply(msg, info);
+}
+
+/*
+ * Dumps walk the topic list under RCU; cb->args[0] is the index of the
+ * next topic, cb->args[1] the next partition within it.
+ */
+int krep_nl_topic_dump(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	struct krep_net *kn = krep_net(sock_net(skb->sk));
+	struct krep_topic *t;
+	long idx = 0;
+
+	rcu_read_lock();
+	list_for_each_entry_rcu(t, &kn->topics, node) {
+		if (idx++ < cb->args[0])
+			continue;
+		if (fill_topic(skb, t, NETLINK_CB(cb->skb).portid,
+			       cb->nlh->nlmsg_seq, NLM_F_MULTI))
+			break;
+		cb->args[0] = idx;
+	}
+	rcu_read_unlock();
+	return skb->len;
+}
+
+static int fill_partition(struct sk_buff *skb, struct krep_topic *t,
+			  struct krep_partition *p, struct netlink_callback *cb)
+{
+	void *hdr;
+
+	hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid, cb->nlh->nlmsg_seq,
+			  &krep_genl_family, NLM_F_MULTI,
+			  KREP_CMD_PARTITION_GET);
+	if (!hdr)
+		return -EMSGSIZE;
+	if (nla_put_string(skb, KREP_A_TOPIC, t->name) ||
+	    krep_partition_fill(p, skb)) {
+		genlmsg_cancel(skb, hdr);
+		return -EMSGSIZE;
+	}
+	genlmsg_end(skb, hdr);
+	return 0;
+}
+
+/* the topic at position @idx of the list, with a reference */
+static struct krep_topic *topic_at(struct krep_net *kn, long idx,
+				   const char *filter)
+{
+	struct krep_topic *t;
+	long i = 0;
+
+	rcu_read_lock();
+	list_for_each_entry_rcu(t, &kn->topics, node) {
+		if (filter && strcmp(t->name, filter))
+			continue;
+		if (i++ == idx && kref_get_unless_zero(&t->ref)) {
+			rcu_read_unlock();
+			return t;
+		}
+	}
+	rcu_read_unlock();
+	return NULL;
+}
+
+int krep_nl_partition_dump(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	const struct genl_dumpit_info *di = genl_dumpit_info(cb);
+	struct krep_net *kn = krep_net(sock_net(skb->sk));
+	const char *filter = NULL;
+	struct krep_topic *t;
+	int err = 0;
+
+	if (di->attrs[KREP_A_TOPIC])
+		filter = nla_data(di->attrs[KREP_A_TOPIC]);
+	/* partition fill takes a mutex: hold a reference, not RCU */
+	while ((t = topic_at(kn, cb->args[0], filter))) {
+		for (; cb->args[1] < t->npartitions; cb->args[1]++) {
+			struct krep_partition *p = t->parts[cb->args[1]];
+
+			if (!p)
+				continue;
+			err = fill_partition(skb, t, p, cb);
+			if (err)
+				break;
+		}
+		krep_topic_put(t);
+		if (err)
+			break;
+		cb->args[0]++;
+		cb->args[1] = 0;
+	}
+	return skb->len;
+}

@@ -1,0 +1,672 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krep: a partition's local replica and the rules of ../shared/DESIGN.md §2
+ * that act on it: leader appends, HW over the ISR gated on
+ * min.insync.replicas, LSO and transactions, log start and LW, and the
+ * waits of acks=all produces and of consumers parked at the end.
+ *
+ * Locking: p->lock (a mutex: appends allocate pages) guards the whole
+ * partition. Waiters sleep on p->waitq without it and recheck under it;
+ * every change a waiter may be waiting for ends in krep_partition_wake().
+ * Waiters hold a reference on the topic, which owns the partition.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/jiffies.h>
+#include <linux/ktime.h>
+#include <linux/sched/signal.h>
+#include <linux/skbuff.h>
+#include <linux/slab.h>
+#include <net/netlink.h>
+
+#include "krep.h"
+#include "broker.h"
+#include "partition.h"
+#include "record.h"
+#include "topic.h"
+
+/* an open transaction of one producer on this partition */
+struct krep_txn {
+	struct list_head node;
+	u64 producer_id;
+	u16 producer_epoch;
+	s64 first_offset;		/* -1 until its first batch */
+};
+
+/* an aborted transaction's range, for read_committed readers */
+struct krep_aborted {
+	struct list_head node;
+	u64 producer_id;
+	u64 first_offset;
+	u64 last_offset;		/* the abort marker */
+};
+
+u64 krep_now_ms(void)
+{
+	return ktime_to_ms(ktime_get());
+}
+
+struct krep_partition *krep_partition_new(struct krep_topic *t, u32 index,
+					  const u32 *replicas,
+					  unsigned int nreplicas, u32 self_id)
+{
+	struct krep_partition *p;
+	u64 now = krep_now_ms();
+	unsigned int i;
+
+	p = kzalloc(sizeof(*p), GFP_KERNEL);
+	if (!p)
+		return NULL;
+	p->topic = t;
+	p->index = index;
+	mutex_init(&p->lock);
+	init_waitqueue_head(&p->waitq);
+	INIT_LIST_HEAD(&p->txns);
+	INIT_LIST_HEAD(&p->aborted);
+	krep_log_init(&p->log, &t->kn->mem, t->config.segment_bytes);
+	p->nreplicas = nreplicas;
+	for (i = 0; i < nreplicas; i++) {
+		p->replicas[i] = replicas[i];
+		if (replicas[i] == self_id)
+			p->self = i;
+		p->remotes[i].leo = -1;
+		p->remotes[i].last_caught_up_ms = now;
+		p->remotes[i].last_fetch_ms = now;
+		__set_bit(i, p->isr);
+	}
+	/* no controller yet: the preferred replica leads at epoch 0 */
+	p->leader = replicas[0];
+	p->role = replicas[0] == self_id ? KREP_ROLE_LEADER : KREP_ROLE_FOLLOWER;
+	krep_obj_get(KREP_OBJ_PARTITION);
+	return p;
+}
+
+void krep_partition_free(struct krep_partition *p)
+{
+	struct krep_aborted *a, *atmp;
+	struct krep_txn *x, *xtmp;
+
+	if (!p)
+		return;
+	krep_log_destroy(&p->log);
+	list_for_each_entry_safe(x, xtmp, &p->txns, node)
+		kfree(x);
+	list_for_each_entry_safe(a, atmp, &p->aborted, node)
+		kfree(a);
+	kfree(p);
+	krep_obj_put(KREP_OBJ_PARTITION);
+}
+
+void krep_partition_wake(struct krep_partition *p)
+{
+	wake_up_all(&p->waitq);
+}
+
+/* the partition goes away (topic deleted, broker shutting down) */
+void krep_partition_kill(struct krep_partition *p)
+{
+	mutex_lock(&p->lock);
+	p->dead = true;
+	mutex_unlock(&p->lock);
+	krep_partition_wake(p);
+}
+
+unsigned int krep_partition_isr_size(const struct krep_partition *p)
+{
+	return bitmap_weight(p->isr, p->nreplicas);
+}
+
+/* min(min.insync.replicas, RF): the ISR size below which acks=all fails */
+static unsigned int min_isr(const struct krep_partition *p)
+{
+	return min_t(unsigned int, p->topic->config.min_insync_replicas,
+		     p->nreplicas);
+}
+
+static void update_lso(struct krep_partition *p)
+{
+	struct krep_txn *x;
+	u64 lso = p->hw;
+
+	list_for_each_entry(x, &p->txns, node) {
+		if (x->first_offset >= 0)
+			lso = min_t(u64, lso, x->first_offset);
+	}
+	if (lso > p->lso)
+		p->lso = lso;
+}
+
+/*
+ * Leader HW: the minimum LEO over the leader and the ISR, moving only
+ * forward and not at all while the ISR is below min.insync.replicas.
+ * Called when the replica becomes leader, when a fetch moves a follower's
+ * LEO, after an append, and when an ISR change is committed.
+ */
+void krep_partition_update_hw(struct krep_partition *p)
+{
+	u64 hw = p->log.end_offset;
+	unsigned int i;
+
+	lockdep_assert_held(&p->lock);
+	if (p->role != KREP_ROLE_LEADER)
+		return;
+	if (krep_partition_isr_size(p) < min_isr(p))
+		return;
+	for_each_set_bit(i, p->isr, p->nreplicas) {
+		if (i == p->self)
+			continue;
+		if (p->remotes[i].leo < 0)
+			return;		/* not fetched in this epoch yet */
+		hw = min_t(u64, hw, p->remotes[i].leo);
+	}
+	if (hw > p->hw)
+		p->hw = hw;
+	update_lso(p);
+}
+
+static struct krep_txn *find_txn(struct krep_partition *p, u64 pid)
+{
+	struct krep_txn *x;
+
+	list_for_each_entry(x, &p->txns, node) {
+		if (x->producer_id == pid)
+			return x;
+	}
+	return NULL;
+}
+
+static int check_leader(struct krep_partition *p, struct krep_status *st)
+{
+	if (p->dead)
+		return krep_fail(st, KREP_KERR_UNKNOWN_TOPIC_OR_PARTITION,
+				 -ENOENT, "topic was deleted");
+	if (p->role != KREP_ROLE_LEADER)
+		return krep_fail(st, KREP_KERR_NOT_LEADER_OR_FOLLOWER,
+				 -EREMOTE, "this broker is not the partition's leader");
+	return 0;
+}
+
+static int append_error(int err, struct krep_status *st)
+{
+	switch (err) {
+	case -ENOSPC:
+		return krep_fail(st, KREP_KERR_KAFKA_STORAGE_ERROR, -ENOSPC,
+				 "broker log memory cap reached");
+	case -EMSGSIZE:
+		return krep_fail(st, KREP_KERR_RECORD_LIST_TOO_LARGE,
+				 -EMSGSIZE, "batch larger than segment_bytes");
+	default:
+		return krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR, err,
+				 "append failed");
+	}
+}
+
+/* append at the log end as leader, stamping offset and epoch */
+static int leader_append(struct krep_partition *p, const u8 *batch, u32 len,
+			 u64 *base, struct krep_status *st)
+{
+	int err;
+
+	*base = p->log.end_offset;
+	err = krep_log_append(&p->log, batch, len, *base, p->leader_epoch);
+	if (err)
+		return append_error(err, st);
+	krep_log_retain(&p->log, p->topic->config.retention_bytes, p->hw);
+	krep_partition_update_hw(p);
+	return 0;
+}
+
+/* lockless peek for the waits below; the waker rechecks under the lock */
+static bool commit_done(const struct krep_partition *p, u64 last)
+{
+	return READ_ONCE(p->hw) > last || READ_ONCE(p->dead) ||
+	       krep_exiting() || krep_partition_isr_size(p) < min_isr(p);
+}
+
+/* acks=all: wait until HW passes @last, the ISR is too small, or time out */
+static int wait_commit(struct krep_partition *p, u64 last, u32 timeout_ms,
+		       struct krep_status *st)
+{
+	long left = msecs_to_jiffies(timeout_ms);
+	int err = 0;
+
+	for (;;) {
+		if (p->dead || krep_exiting())
+			return krep_fail(st, KREP_KERR_UNKNOWN_TOPIC_OR_PARTITION,
+					 -ENOENT, "topic was deleted");
+		if (p->hw > last)
+			return 0;
+		if (p->role != KREP_ROLE_LEADER)
+			return krep_fail(st, KREP_KERR_NOT_LEADER_OR_FOLLOWER,
+					 -EREMOTE, "leadership moved while waiting");
+		if (krep_partition_isr_size(p) < min_isr(p))
+			return krep_fail(st,
+					 KREP_KERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+					 -EAGAIN, "ISR shrank below min_insync_replicas");
+		if (!left || err)
+			break;
+		mutex_unlock(&p->lock);
+		left = wait_event_interruptible_timeout(p->waitq,
+							commit_done(p, last), left);
+		mutex_lock(&p->lock);
+		if (left < 0) {
+			err = -EINTR;
+			left = 0;
+		}
+	}
+	if (err)
+		return krep_fail(st, KREP_KERR_REQUEST_TIMED_OUT, err,
+				 "interrupted while waiting for the ISR");
+	return krep_fail(st, KREP_KERR_REQUEST_TIMED_OUT, -ETIMEDOUT,
+			 "timed out waiting for the ISR to replicate");
+}
+
+/**
+ * krep_partition_produce - append a producer's batch as leader
+ * @p: the partition
+ * @batch: one RecordBatch v2, @len bytes, not yet checked
+ * @len: its length
+ * @acks: 0, 1 or -1 (all)
+ * @timeout_ms: how long acks=all may wait
+ * @base: set to the base offset assigned
+ * @st: Kafka's error code and a reason on failure
+ *
+ * Return: 0 or a negative errno (see uapi/linux/krep.h for the mapping).
+ */
+int krep_partition_produce(struct krep_partition *p, const u8 *batch, u32 len,
+			   s16 acks, u32 timeout_ms, u64 *base,
+			   struct krep_status *st)
+{
+	const struct krep_topic_config *cfg = &p->topic->config;
+	struct krep_txn *txn = NULL;
+	struct krep_batch b;
+	const char *why;
+	u64 last;
+	int err;
+
+	if (len > cfg->max_message_bytes)
+		return krep_fail(st, KREP_KERR_MESSAGE_TOO_LARGE, -EMSGSIZE,
+				 "batch larger than max_message_bytes");
+	err = krep_batch_check(batch, len, &b, &why);
+	if (err)
+		return krep_fail(st, err == -EBADMSG ?
+				 KREP_KERR_CORRUPT_MESSAGE :
+				 KREP_KERR_INVALID_RECORD, err, why);
+
+	mutex_lock(&p->lock);
+	err = check_leader(p, st);
+	if (err)
+		goto out;
+	if (acks == -1 && krep_partition_isr_size(p) < min_isr(p)) {
+		err = krep_fail(st, KREP_KERR_NOT_ENOUGH_REPLICAS, -EAGAIN,
+				"ISR smaller than min_insync_replicas");
+		goto out;
+	}
+	if (b.attributes & KREP_RB_ATTR_TRANSACTIONAL) {
+		txn = find_txn(p, b.producer_id);
+		if (!txn || txn->producer_epoch != (u16)b.producer_epoch) {
+			err = krep_fail(st, KREP_KERR_INVALID_TXN_STATE, -EINVAL,
+					"transactional batch outside an open transaction");
+			goto out;
+		}
+	}
+	err = leader_append(p, batch, len, base, st);
+	if (err)
+		goto out;
+	if (txn && txn->first_offset < 0) {
+		txn->first_offset = *base;
+		update_lso(p);
+	}
+	krep_partition_wake(p);
+	last = *base + b.last_delta;
+	if (acks == -1)
+		err = wait_commit(p, last, timeout_ms, st);
+out:
+	mutex_unlock(&p->lock);
+	return err;
+}
+
+struct fetch_filter {
+	struct krep_partition *p;
+	u64 limit;			/* HW or LSO */
+	bool committed;
+};
+
+static bool is_aborted(struct krep_partition *p, const struct krep_batch *b)
+{
+	struct krep_aborted *a;
+
+	list_for_each_entry(a, &p->aborted, node) {
+		if (a->producer_id == b->producer_id &&
+		    b->base_offset >= a->first_offset &&
+		    b->base_offset < a->last_offset)
+			return true;
+	}
+	return false;
+}
+
+static enum krep_log_verdict fetch_filter(const struct krep_batch *b,
+					  void *arg)
+{
+	struct fetch_filter *f = arg;
+
+	if (krep_batch_last(b) >= f->limit)
+		return KREP_LOG_STOP;
+	if (f->committed && (b->attributes & KREP_RB_ATTR_TRANSACTIONAL) &&
+	    !(b->attributes & KREP_RB_ATTR_CONTROL) && is_aborted(f->p, b))
+		return KREP_LOG_SKIP;
+	return KREP_LOG_TAKE;
+}
+
+static u64 fetch_limit(const struct krep_partition *p, u8 isolation)
+{
+	return isolation == KREP_READ_COMMITTED ? p->lso : p->hw;
+}
+
+static bool fetch_ready(const struct krep_partition *p,
+			const struct krep_fetch_req *req)
+{
+	return fetch_limit(p, req->isolation) > req->offset ||
+	       READ_ONCE(p->dead) || krep_exiting();
+}
+
+/* wait until a fetch at @req->offset has something to read */
+static int fetch_wait(struct krep_partition *p, const struct krep_fetch_req *req,
+		      struct krep_status *st)
+{
+	long left = msecs_to_jiffies(req->max_wait_ms);
+	int err;
+
+	for (;;) {
+		err = check_leader(p, st);
+		if (err)
+			return err;
+		if (krep_exiting())
+			return krep_fail(st, KREP_KERR_UNKNOWN_TOPIC_OR_PARTITION,
+					 -ENOENT, "broker shutting down");
+		if (req->offset < p->log.start_offset)
+			return krep_fail(st, KREP_KERR_OFFSET_OUT_OF_RANGE,
+					 -ERANGE, "offset below the log start offset");
+		if (req->offset > p->log.end_offset)
+			return krep_fail(st, KREP_KERR_OFFSET_OUT_OF_RANGE,
+					 -ERANGE, "offset beyond the log end offset");
+		if (req->offset < fetch_limit(p, req->isolation) || !left)
+			return 0;
+		mutex_unlock(&p->lock);
+		left = wait_event_interruptible_timeout(p->waitq,
+							fetch_ready(p, req), left);
+		mutex_lock(&p->lock);
+		if (left < 0)
+			return krep_fail(st, KREP_KERR_REQUEST_TIMED_OUT, -EINTR,
+					 "interrupted while waiting for records");
+	}
+}
+
+#define FETCH_REPLY_OVERHEAD	256
+
+/**
+ * krep_partition_fetch - a consumer's fetch from the leader
+ * @p: the partition
+ * @req: offset, byte limit, wait, isolation and the reply allocator
+ * @st: Kafka's error code and a reason on failure
+ *
+ * A fetch at the end waits up to @req->max_wait_ms and is woken by the
+ * append (or HW move) that gives it something to read.
+ *
+ * Return: the reply holding KREP_A_RECORDS (when there are any) and the
+ * watermarks, or an ERR_PTR.
+ */
+struct sk_buff *krep_partition_fetch(struct krep_partition *p,
+				     const struct krep_fetch_req *req,
+				     struct krep_status *st)
+{
+	struct fetch_filter f = { .p = p,
+				  .committed = req->isolation == KREP_READ_COMMITTED };
+	struct sk_buff *skb = NULL;
+	struct nlattr *attr;
+	long size = 0;
+	int err;
+
+	mutex_lock(&p->lock);
+	err = fetch_wait(p, req, st);
+	if (err)
+		goto out;
+	f.limit = fetch_limit(p, req->isolation);
+	if (req->offset < f.limit)
+		size = krep_log_read_size(&p->log, req->offset, req->max_bytes,
+					  fetch_filter, &f);
+	if (size < 0 || size > INT_MAX / 2) {
+		err = krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR, -EIO,
+				"log read failed");
+		goto out;
+	}
+	skb = req->alloc_reply(req->ctx, nla_total_size(size) +
+			       FETCH_REPLY_OVERHEAD);
+	if (!skb) {
+		err = krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR, -ENOMEM,
+				"out of memory for the reply");
+		goto out;
+	}
+	err = -EMSGSIZE;
+	if (size) {
+		attr = nla_reserve(skb, KREP_A_RECORDS, size);
+		if (!attr)
+			goto out;
+		err = krep_log_read(&p->log, req->offset, req->max_bytes,
+				    fetch_filter, &f, nla_data(attr), size);
+		if (err == -EBADMSG) {
+			err = krep_fail(st, KREP_KERR_CORRUPT_MESSAGE, err,
+					"stored batch failed its CRC check");
+			goto out;
+		}
+		if (err)
+			goto out;
+	}
+	err = -EMSGSIZE;
+	if (nla_put_u64_64bit(skb, KREP_A_HW, p->hw, KREP_A_PAD) ||
+	    nla_put_u64_64bit(skb, KREP_A_LSO, p->lso, KREP_A_PAD) ||
+	    nla_put_u64_64bit(skb, KREP_A_LOG_START, p->log.start_offset,
+			      KREP_A_PAD))
+		goto out;
+	err = 0;
+out:
+	mutex_unlock(&p->lock);
+	if (!err)
+		return skb;
+	kfree_skb(skb);
+	if (!st->why)
+		krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR, err,
+			  "fetch reply failed");
+	return ERR_PTR(err);
+}
+
+int krep_partition_list_offset(struct krep_partition *p, s64 ts, u64 *offset,
+			       s64 *found_ts, struct krep_status *st)
+{
+	s64 off;
+	int err;
+
+	*found_ts = -1;
+	mutex_lock(&p->lock);
+	err = check_leader(p, st);
+	if (err)
+		goto out;
+	if (p->hw < p->epoch_start_offset) {
+		err = krep_fail(st, KREP_KERR_OFFSET_NOT_AVAILABLE, -EAGAIN,
+				"new leader's HW has not reached its epoch start");
+		goto out;
+	}
+	if (ts == KREP_TS_EARLIEST) {
+		*offset = p->log.start_offset;
+	} else if (ts == KREP_TS_LATEST) {
+		*offset = p->hw;
+	} else {
+		off = krep_log_offset_for_ts(&p->log, ts, found_ts);
+		if (off < 0 || off >= p->hw) {
+			*offset = p->hw;
+			*found_ts = -1;
+		} else {
+			*offset = off;
+		}
+	}
+out:
+	mutex_unlock(&p->lock);
+	return err;
+}
+
+/* LW: the smallest log start offset over AR (unknown followers count 0) */
+static void update_low_watermark(struct krep_partition *p)
+{
+	u64 lw = p->log.start_offset;
+	unsigned int i;
+
+	for (i = 0; i < p->nreplicas; i++) {
+		if (i != p->self)
+			lw = min(lw, p->remotes[i].log_start);
+	}
+	if (lw > p->low_watermark)
+		p->low_watermark = lw;
+}
+
+int krep_partition_delete_records(struct krep_partition *p, u64 offset,
+				  struct krep_status *st)
+{
+	int err;
+
+	mutex_lock(&p->lock);
+	err = check_leader(p, st);
+	if (err)
+		goto out;
+	if (offset > p->hw) {
+		err = krep_fail(st, KREP_KERR_OFFSET_OUT_OF_RANGE, -ERANGE,
+				"offset beyond the high watermark");
+		goto out;
+	}
+	krep_log_advance_start(&p->log, offset);
+	update_low_watermark(p);
+	krep_partition_wake(p);
+out:
+	mutex_unlock(&p->lock);
+	return err;
+}
+
+static int txn_end(struct krep_partition *p, struct krep_txn *x, bool commit,
+		   u64 *offset, struct krep_status *st)
+{
+	u8 marker[KREP_CTRL_BATCH_LEN];
+	struct krep_aborted *a = NULL;
+	int err;
+
+	if (!commit && x->first_offset >= 0) {
+		a = kzalloc(sizeof(*a), GFP_KERNEL);
+		if (!a)
+			return krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR,
+					 -ENOMEM, "out of memory");
+	}
+	krep_batch_build_control(marker, x->producer_id, x->producer_epoch,
+				 commit, ktime_get_real_ns() / NSEC_PER_MSEC);
+	err = leader_append(p, marker, sizeof(marker), offset, st);
+	if (err) {
+		kfree(a);
+		return err;
+	}
+	if (a) {
+		a->producer_id = x->producer_id;
+		a->first_offset = x->first_offset;
+		a->last_offset = *offset;
+		list_add_tail(&a->node, &p->aborted);
+	}
+	list_del(&x->node);
+	kfree(x);
+	update_lso(p);
+	krep_partition_wake(p);
+	return 0;
+}
+
+int krep_partition_txn(struct krep_partition *p, u64 pid, u16 pepoch, u8 op,
+		       u64 *offset, struct krep_status *st)
+{
+	struct krep_txn *x;
+	int err;
+
+	mutex_lock(&p->lock);
+	err = check_leader(p, st);
+	if (err)
+		goto out;
+	x = find_txn(p, pid);
+	if (op == KREP_TXN_BEGIN) {
+		if (x) {
+			err = krep_fail(st, KREP_KERR_INVALID_TXN_STATE, -EINVAL,
+					"producer already has an open transaction");
+			goto out;
+		}
+		x = kzalloc(sizeof(*x), GFP_KERNEL);
+		if (!x) {
+			err = krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR,
+					-ENOMEM, "out of memory");
+			goto out;
+		}
+		x->producer_id = pid;
+		x->producer_epoch = pepoch;
+		x->first_offset = -1;
+		list_add_tail(&x->node, &p->txns);
+		*offset = p->log.end_offset;
+		goto out;
+	}
+	if (!x || x->producer_epoch != pepoch) {
+		err = krep_fail(st, KREP_KERR_INVALID_TXN_STATE, -EINVAL,
+				x ? "producer epoch does not match the transaction" :
+				"no open transaction for this producer");
+		goto out;
+	}
+	err = txn_end(p, x, op == KREP_TXN_COMMIT, offset, st);
+out:
+	mutex_unlock(&p->lock);
+	return err;
+}
+
+static int put_id_list(struct sk_buff *skb, int type,
+		       const struct krep_partition *p, bool isr_only)
+{
+	struct nlattr *nest = nla_nest_start(skb, type);
+	unsigned int i;
+
+	if (!nest)
+		return -EMSGSIZE;
+	for (i = 0; i < p->nreplicas; i++) {
+		if (isr_only && !test_bit(i, p->isr))
+			continue;
+		if (nla_put_u32(skb, KREP_A_BROKER_ID, p->replicas[i]))
+			return -EMSGSIZE;
+	}
+	nla_nest_end(skb, nest);
+	return 0;
+}
+
+/* PARTITION_GET: the replica's state as attributes */
+int krep_partition_fill(struct krep_partition *p, struct sk_buff *skb)
+{
+	int err = -EMSGSIZE;
+
+	mutex_lock(&p->lock);
+	if (nla_put_u32(skb, KREP_A_PARTITION, p->index) ||
+	    nla_put_u8(skb, KREP_A_ROLE, p->role) ||
+	    (p->leader >= 0 && nla_put_u32(skb, KREP_A_LEADER, p->leader)) ||
+	    nla_put_u32(skb, KREP_A_LEADER_EPOCH, p->leader_epoch) ||
+	    nla_put_u32(skb, KREP_A_PARTITION_EPOCH, p->partition_epoch) ||
+	    put_id_list(skb, KREP_A_REPLICAS, p, false) ||
+	    put_id_list(skb, KREP_A_ISR, p, true) ||
+	    nla_put_u64_64bit(skb, KREP_A_LEO, p->log.end_offset, KREP_A_PAD) ||
+	    nla_put_u64_64bit(skb, KREP_A_HW, p->hw, KREP_A_PAD) ||
+	    nla_put_u64_64bit(skb, KREP_A_LSO, p->lso, KREP_A_PAD) ||
+	    nla_put_u64_64bit(skb, KREP_A_LOG_START, p->log.start_offset,
+			      KREP_A_PAD) ||
+	    nla_put_u64_64bit(skb, KREP_A_LOW_WATERMARK, p->low_watermark,
+			      KREP_A_PAD) ||
+	    nla_put_u64_64bit(skb, KREP_A_LOG_BYTES, p->log.bytes, KREP_A_PAD))
+		goto out;
+	err = 0;
+out:
+	mutex_unlock(&p->lock);
+	return err;
+}

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * krep: a partition's local replica: role, epochs, AR and ISR, the log,
+ * the watermarks (LEO, HW, LSO, log start, LW), the leader's table of
+ * remote replicas, transactions, and the waits on all of them.
+ */
+#ifndef _KREP_PARTITION_H
+#define _KREP_PARTITION_H
+
+#include <linux/bitmap.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/types.h>
+#include <linux/wait.h>
+#include <linux/krep.h>
+
+#include "log.h"
+#include "topic.h"
+
+struct sk_buff;
+struct krep_topic;
+
+/* the outcome of a data-path call: Kafka's code and a reason for extack */
+struct krep_status {
+	s16 kerr;
+	const char *why;
+};
+
+static inline int krep_fail(struct krep_status *st, s16 kerr, int err,
+			    const char *why)
+{
+	st->kerr = kerr;
+	st->why = why;
+	return err;
+}
+
+/* what the leader knows of a follower; @leo is -1 while unknown */
+struct krep_remote {
+	s64 leo;
+	u64 log_start;
+	u64 last_fetch_ms;
+	u64 last_caught_up_ms;
+	u64 leo_at_last_fetch;
+};
+
+struct krep_partition {
+	struct krep_topic *topic;	/* owner; it outlives us */
+	u32 index;
+	struct mutex lock;		/* guards all below */
+	u8 role;			/* enum krep_role */
+	bool dead;
+	s64 leader;			/* broker id, -1 when none */
+	u32 leader_epoch;
+	u32 partition_epoch;
+	u64 epoch_start_offset;
+	unsigned int nreplicas;
+	unsigned int self;		/* our index in replicas[] */
+	u32 replicas[KREP_RF_MAX];	/* AR, preferred leader first */
+	DECLARE_BITMAP(isr, KREP_RF_MAX);
+	struct krep_remote remotes[KREP_RF_MAX];
+	struct krep_log log;
+	u64 hw;
+	u64 lso;
+	u64 low_watermark;
+	struct list_head txns;		/* open transactions */
+	struct list_head aborted;	/* aborted transaction index */
+	wait_queue_head_t waitq;	/* produces and fetches waiting */
+};
+
+struct krep_fetch_req {
+	u64 offset;
+	u32 max_bytes;
+	u32 max_wait_ms;
+	u8 isolation;
+	/* allocate the reply with room for @payload bytes of attributes */
+	struct sk_buff *(*alloc_reply)(void *ctx, size_t payload);
+	void *ctx;
+};
+
+struct krep_partition *krep_partition_new(struct krep_topic *t, u32 index,
+					  const u32 *replicas,
+					  unsigned int nreplicas, u32 self_id);
+void krep_partition_free(struct krep_partition *p);
+void krep_partition_kill(struct krep_partition *p);
+void krep_partition_wake(struct krep_partition *p);
+
+int krep_partition_produce(struct krep_partition *p, const u8 *batch, u32 len,
+			   s16 acks, u32 timeout_ms, u64 *base,
+			   struct krep_status *st);
+struct sk_buff *krep_partition_fetch(struct krep_partition *p,
+				     const struct krep_fetch_req *req,
+				     struct krep_status *st);
+int krep_partition_list_offset(struct krep_partition *p, s64 ts, u64 *offset,
+			       s64 *found_ts, struct krep_status *st);
+int krep_partition_delete_records(struct krep_partition *p, u64 offset,
+				  struct krep_status *st);
+int krep_partition_txn(struct krep_partition *p, u64 pid, u16 pepoch, u8 op,
+		       u64 *offset, struct krep_status *st);
+int krep_partition_fill(struct krep_partition *p, struct sk_buff *skb);
+
+unsigned int krep_partition_isr_size(const struct krep_partition *p);
+void krep_partition_update_hw(struct krep_partition *p);
+u64 krep_now_ms(void);
+
+#endif /* _KREP_PARTITION_H */
