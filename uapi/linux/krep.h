@@ -109,7 +109,8 @@
  *   E2BIG    more than KREP_PEERS_MAX peers
  *   EPERM    a state-changing command without CAP_NET_ADMIN
  * Operations on partitions answer Kafka's protocol error codes
- * (enum krep_kafka_error) in KREP_A_KAFKA_ERROR beside the nearest errno.
+ * (enum krep_kafka_error) beside the nearest errno: the NLMSG_ERROR carries
+ * struct krep_err_cookie in NLMSGERR_ATTR_COOKIE (enable NETLINK_EXT_ACK).
  */
 #ifndef _UAPI_LINUX_KREP_H
 #define _UAPI_LINUX_KREP_H
@@ -151,7 +152,7 @@ enum krep_attr {
 	KREP_A_PEERS,		/* nest: KREP_A_PEER ... */
 	KREP_A_PEER,		/* nest: enum krep_peer_attr */
 	KREP_A_GENERATION,	/* u32 */
-	KREP_A_KAFKA_ERROR,	/* s16: enum krep_kafka_error */
+	KREP_A_KAFKA_ERROR,	/* s16: enum krep_kafka_error (events) */
 	KREP_A_TOPIC,		/* string: topic name */
 	KREP_A_PARTITIONS,	/* u32: partition count */
 	KREP_A_REPLICATION_FACTOR, /* u32 */

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Generic netlink client for the "krep" family, shared by krepctl and
+ * krepd: socket setup with extended acks, family and multicast group
+ * resolution, request/reply with the kernel's error messages printed,
+ * and entering a named network namespace.
+ */
+#ifndef KREP_AGENT_GENL_H
+#define KREP_AGENT_GENL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <linux/netlink.h>
+#include <netlink/genl/genl.h>
+#include <netlink/msg.h>
+
+/* Prefix of every message printed to stderr ("krepctl", "krepd"). */
+extern const char *krep_prog;
+
+struct krep_genl {
+	struct nl_sock *sk;
+	int family;
+};
+
+int krep_netns_enter(const char *name);
+
+int krep_genl_connect(struct krep_genl *gl);
+int krep_genl_open(struct krep_genl *gl);
+void krep_genl_close(struct krep_genl *gl);
+
+/* A request for @cmd with room for @payload bytes of attributes. */
+struct nl_msg *krep_genl_msg_new(int family, uint8_t cmd, int flags,
+				 size_t payload);
+
+/* Called for each reply message; returns 0 or -errno (e.g. malformed). */
+typedef int (*krep_genl_reply_fn)(struct nl_msg *msg, void *arg);
+
+int krep_genl_request(struct krep_genl *gl, struct nl_msg *req,
+		      krep_genl_reply_fn fn, void *arg);
+
+int krep_genl_subscribe(struct krep_genl *gl, const char *group);
+
+/* What the kernel said besides the errno (NLMSGERR_ATTR_*). */
+struct krep_extack {
+	const char *msg;	/* not NUL-terminated: use msg_len */
+	int msg_len;
+	bool has_offs;
+	uint32_t offs;		/* of the offending attribute in the request */
+	bool has_miss_type;
+	uint32_t miss_type;	/* type of a missing required attribute */
+	bool has_miss_nest;
+	uint32_t miss_nest;	/* offset of the nest it is missing from */
+};
+
+int krep_extack_parse(const struct nlmsghdr *nlh, struct krep_extack *ea);
+void krep_extack_print(FILE *f, int err, const struct krep_extack *ea,
+		       struct nl_msg *req);
+
+#endif

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Minimal streaming JSON writer for krepctl's --json output: compact
+ * output, commas placed automatically, strings escaped per RFC 8259.
+ */
+#ifndef KREP_AGENT_JSON_H
+#define KREP_AGENT_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define JSON_MAX_DEPTH	16
+
+struct json {
+	FILE *f;
+	int depth;
+	bool after_key;
+	bool first[JSON_MAX_DEPTH];
+};
+
+void json_init(struct json *j, FILE *f);
+void json_obj_begin(struct json *j);
+void json_obj_end(struct json *j);
+void json_arr_begin(struct json *j);
+void json_arr_end(struct json *j);
+void json_key(struct json *j, const char *key);
+void json_str(struct json *j, const char *s);
+void json_strn(struct json *j, const char *s, size_t len);
+void json_u64(struct json *j, uint64_t v);
+void json_s64(struct json *j, int64_t v);
+void json_bool(struct json *j, bool v);
+void json_null(struct json *j);
+
+/* Write @s (@len bytes) as a quoted JSON string to @f. */
+void json_escape(FILE *f, const char *s, size_t len);
+
+#endif

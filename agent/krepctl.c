@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krepctl: administer the krep broker of a network namespace.
+ *
+ *	krepctl [--netns NAME] [--json] COMMAND [ARGS...]
+ *
+ * Global options come before the command; every command and subcommand
+ * has its own --help. Command lines are checked completely before the
+ * kernel is contacted, so usage errors (exit 2) never depend on the
+ * module being loaded. To add a command, add a row to cmds[] below and,
+ * for a group such as "topic", a table of its own dispatched with
+ * krepctl_dispatch() as broker.c does.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <linux/krep.h>
+
+#include "krepctl.h"
+
+static void usage(FILE *f);
+static void help_usage(FILE *f);
+static int help_run(struct krepctl *ctl, int argc, char **argv);
+
+static const struct krepctl_cmd cmds[] = {
+	{ "broker", krepctl_broker_run, krepctl_broker_usage,
+	  "show or change this namespace's broker" },
+	{ "help", help_run, help_usage, "show help for a command" },
+	{ NULL }
+};
+
+static void usage(FILE *f)
+{
+	fputs("Usage: krepctl [OPTIONS] COMMAND [ARGS...]\n"
+	      "       krepctl help [COMMAND...]\n"
+	      "\n"
+	      "Administer the krep broker of a network namespace (one broker per\n"
+	      "namespace) over generic netlink.\n"
+	      "\n"
+	      "Options (before COMMAND):\n"
+	      "  -n, --netns NAME  act in network namespace NAME (/run/netns/NAME),\n"
+	      "                    like 'ip netns exec NAME krepctl ...'\n"
+	      "  -j, --json        print results as JSON\n"
+	      "  -h, --help        show this help\n"
+	      "  -V, --version     show the version\n"
+	      "\n"
+	      "Commands:\n", f);
+	krepctl_list_cmds(f, cmds);
+	fputs("\nRun 'krepctl COMMAND --help' for a command's arguments.\n"
+	      "Exit status: 0 success, 1 error, 2 usage error.\n", f);
+}
+
+static void help_usage(FILE *f)
+{
+	fputs("Usage: krepctl help [COMMAND [SUBCOMMAND]]\n"
+	      "\n"
+	      "Show the help of krepctl or of a command, as COMMAND --help does.\n",
+	      f);
+}
+
+/*
+ * "krepctl help broker set" runs "krepctl broker set --help": every
+ * command prints its own help, so there is one place to keep it.
+ */
+static int help_run(struct krepctl *ctl, int argc, char **argv)
+{
+	char **args;
+	int i, ret;
+
+	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		help_usage(stdout);
+		return KREP_EXIT_OK;
+	}
+	if (argc < 2) {
+		usage(stdout);
+		return KREP_EXIT_OK;
+	}
+	args = calloc(argc + 2, sizeof(*args));
+	if (!args) {
+		fprintf(stderr, "%s: %s\n", krep_prog, strerror(ENOMEM));
+		return KREP_EXIT_ERR;
+	}
+	args[0] = argv[0];
+	for (i = 1; i < argc; i++)
+		args[i] = argv[i];
+	args[argc] = "--help";
+	ret = krepctl_dispatch(ctl, NULL, cmds, NULL, usage, argc + 1, args);
+	free(args);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "netns",	required_argument,	NULL, 'n' },
+		{ "json",	no_argument,		NULL, 'j' },
+		{ "help",	no_argument,		NULL, 'h' },
+		{ "version",	no_argument,		NULL, 'V' },
+		{ NULL }
+	};
+	struct krepctl ctl = { 0 };
+	int c, ret;
+
+	krep_prog = "krepctl";
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:n:jhV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			ctl.netns = optarg;
+			break;
+		case 'j':
+			ctl.json = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return KREP_EXIT_OK;
+		case 'V':
+			printf("krepctl %s (krep generic netlink version %d)\n",
+			       KREP_AGENT_VERSION, KREP_GENL_VERSION);
+			return KREP_EXIT_OK;
+		case ':':
+			return krepctl_usage_error(usage, "option '%s' needs a value",
+						   argv[optind - 1]);
+		default:
+			if (optopt)
+				return krepctl_usage_error(usage,
+							   "unknown option '-%c'",
+							   optopt);
+			return krepctl_usage_error(usage, "unknown option '%s'",
+						   argv[optind - 1]);
+		}
+	}
+	ret = krepctl_dispatch(&ctl, NULL, cmds, NULL, usage,
+			       argc - optind + 1, argv + optind - 1);
+	if (ctl.gl.sk)
+		krep_genl_close(&ctl.gl);
+	if (fflush(stdout) && ret == KREP_EXIT_OK) {
+		fprintf(stderr, "%s: write error: %s\n", krep_prog,
+			strerror(errno));
+		ret = KREP_EXIT_ERR;
+	}
+	return ret;
+}

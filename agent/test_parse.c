@@ -1,0 +1,948 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Host-only unit tests of krep's userspace agent: endpoint, peer-list and
+ * number parsing, "broker set" command lines, the BROKER_SET encoding,
+ * BROKER_GET reply decoding and output, extack decoding and printing,
+ * JSON escaping and the event printer. No kernel module is needed: the
+ * transport checks talk to the always-present generic netlink controller
+ * ("nlctrl") with read-only queries. Output is TAP; the exit status is 1
+ * if any check failed.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <linux/genetlink.h>
+#include <linux/krep.h>
+
+#include "attrs.h"
+#include "ep.h"
+#include "genl.h"
+#include "json.h"
+#include "krepctl.h"
+
+#define FAMILY	0x1234
+
+static int ntests, nfailed;
+
+static void check(bool ok, int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void check(bool ok, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	ntests++;
+	nfailed += !ok;
+	printf("%s %d - ", ok ? "ok" : "not ok", ntests);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	if (!ok)
+		printf(" # line %d", line);
+	putchar('\n');
+}
+
+#define CHECK(cond, ...)	check(!!(cond), __LINE__, __VA_ARGS__)
+
+static void check_str(const char *got, const char *want, int line,
+		      const char *what)
+{
+	bool ok = got && !strcmp(got, want);
+
+	check(ok, line, "%s", what);
+	if (!ok)
+		printf("#   got:  '%s'\n#   want: '%s'\n", got ? got : "(null)",
+		       want);
+}
+
+#define CHECK_STR(got, want, what)	check_str(got, want, __LINE__, what)
+
+/* ---- stderr capture (usage errors are printed there) ----------------- */
+
+static int saved_stderr = -1;
+static FILE *captured;
+
+static void capture_begin(void)
+{
+	fflush(stderr);
+	captured = tmpfile();
+	saved_stderr = dup(2);
+	if (!captured || saved_stderr < 0 || dup2(fileno(captured), 2) < 0) {
+		perror("capture");
+		exit(2);
+	}
+}
+
+/* Stop capturing; returns what was printed (static buffer). */
+static const char *capture_end(void)
+{
+	static char buf[8192];
+	size_t n;
+
+	fflush(stderr);
+	dup2(saved_stderr, 2);
+	close(saved_stderr);
+	rewind(captured);
+	n = fread(buf, 1, sizeof(buf) - 1, captured);
+	buf[n] = '\0';
+	fclose(captured);
+	return buf;
+}
+
+/* ---- numbers ---------------------------------------------------------- */
+
+static void test_u32(void)
+{
+	static const struct {
+		const char *s;
+		int err;
+		uint32_t v;
+	} cases[] = {
+		{ "0", 0, 0 },
+		{ "7", 0, 7 },
+		{ "007", 0, 7 },
+		{ "2147483647", 0, 2147483647U },
+		{ "3000000000", 0, 3000000000U },
+		{ "4294967295", 0, 4294967295U },
+		{ "4294967296", -ERANGE, 0 },
+		{ "99999999999999999999999", -ERANGE, 0 },
+		{ "", -EINVAL, 0 },
+		{ "-1", -EINVAL, 0 },
+		{ "+1", -EINVAL, 0 },
+		{ " 1", -EINVAL, 0 },
+		{ "1 ", -EINVAL, 0 },
+		{ "0x10", -EINVAL, 0 },
+		{ "abc", -EINVAL, 0 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint32_t v = 0;
+		int err = krep_u32_parse(cases[i].s, &v);
+
+		CHECK(err == cases[i].err && (err || v == cases[i].v),
+		      "u32 '%s' -> %d", cases[i].s, cases[i].err);
+	}
+}
+
+/* ---- endpoints -------------------------------------------------------- */
+
+static void test_ep_ok(const char *s, int family, uint16_t port,
+		       const char *formatted)
+{
+	char buf[KREP_EP_STRLEN];
+	const char *why = NULL;
+	struct krep_ep ep;
+	int err;
+
+	err = krep_ep_parse(s, &ep, &why);
+	CHECK(!err && ep.family == family && ep.port == port,
+	      "endpoint '%s' parses (%s)", s, err ? why : "ok");
+	if (!err)
+		CHECK_STR(krep_ep_format(&ep, buf, sizeof(buf)), formatted,
+			  "endpoint formats back");
+}
+
+static void test_ep_bad(const char *s, int want, const char *why_part)
+{
+	const char *why = NULL;
+	struct krep_ep ep;
+	int err;
+
+	err = krep_ep_parse(s, &ep, &why);
+	CHECK(err == want && why && strstr(why, why_part),
+	      "endpoint '%s' rejected: %s", s, why ? why : "(accepted)");
+}
+
+static void test_ep(void)
+{
+	struct krep_ep none = { .family = AF_UNSPEC };
+	char buf[KREP_EP_STRLEN];
+
+	test_ep_ok("10.0.0.1:9092", AF_INET, 9092, "10.0.0.1:9092");
+	test_ep_ok("0.0.0.0:1", AF_INET, 1, "0.0.0.0:1");
+	test_ep_ok("255.255.255.255:65535", AF_INET, 65535,
+		   "255.255.255.255:65535");
+	test_ep_ok("10.0.0.1:09092", AF_INET, 9092, "10.0.0.1:9092");
+	/* Encodable but out of the kernel's range: the kernel says no. */
+	test_ep_ok("10.0.0.1:0", AF_INET, 0, "10.0.0.1:0");
+	test_ep_ok("[::1]:9092", AF_INET6, 9092, "[::1]:9092");
+	test_ep_ok("[2001:DB8:0:0::1]:65535", AF_INET6, 65535,
+		   "[2001:db8::1]:65535");
+	test_ep_ok("[::ffff:10.0.0.1]:9092", AF_INET6, 9092,
+		   "[::ffff:10.0.0.1]:9092");
+	test_ep_ok("[fd00::2]:0", AF_INET6, 0, "[fd00::2]:0");
+
+	test_ep_bad("10.0.0.1:65536", -ERANGE, "16 bits");
+	test_ep_bad("10.0.0.1:4294967296", -ERANGE, "16 bits");
+	test_ep_bad("10.0.0.1:abc", -EINVAL, "not a number");
+	test_ep_bad("10.0.0.1:-1", -EINVAL, "not a number");
+	test_ep_bad("10.0.0.1:+1", -EINVAL, "not a number");
+	test_ep_bad("10.0.0.1: 1", -EINVAL, "not a number");
+	test_ep_bad("10.0.0.1:", -EINVAL, "missing port");
+	test_ep_bad("10.0.0.1", -EINVAL, "missing ':PORT'");
+	test_ep_bad("", -EINVAL, "missing ':PORT'");
+	test_ep_bad(":9092", -EINVAL, "missing address");
+	test_ep_bad("10.0.0.256:1", -EINVAL, "invalid IPv4");
+	test_ep_bad("10.0.1:1", -EINVAL, "invalid IPv4");
+	test_ep_bad("localhost:9092", -EINVAL, "host names");
+	test_ep_bad("::1:9092", -EINVAL, "brackets");
+	test_ep_bad("2001:db8::1", -EINVAL, "brackets");
+	test_ep_bad("[::1]", -EINVAL, "missing ':PORT'");
+	test_ep_bad("[::1]9092", -EINVAL, "missing ':PORT'");
+	test_ep_bad("[::1]:", -EINVAL, "missing port");
+	test_ep_bad("[::1]:65536", -ERANGE, "16 bits");
+	test_ep_bad("[::1:9092", -EINVAL, "missing ']'");
+	test_ep_bad("[]:9092", -EINVAL, "invalid IPv6");
+	test_ep_bad("[10.0.0.1]:9092", -EINVAL, "invalid IPv6");
+	test_ep_bad("[fe80::1%eth0]:9092", -EINVAL, "invalid IPv6");
+	test_ep_bad("[::g]:9092", -EINVAL, "invalid IPv6");
+
+	CHECK_STR(krep_ep_format(&none, buf, sizeof(buf)), "-",
+		  "unset endpoint formats as '-'");
+}
+
+/* ---- peer lists ------------------------------------------------------- */
+
+static void test_peers(void)
+{
+	struct krep_peers p;
+	char err[256];
+	int ret;
+
+	ret = krep_peers_parse("none", &p, err, sizeof(err));
+	CHECK(!ret && p.n == 0, "peers 'none' is the empty list");
+	krep_peers_free(&p);
+
+	ret = krep_peers_parse("2@10.0.0.2:9092,3@[fd00::3]:9093", &p, err,
+			       sizeof(err));
+	CHECK(!ret && p.n == 2 && p.v[0].id == 2 &&
+	      p.v[0].ep.family == AF_INET && p.v[0].ep.port == 9092 &&
+	      p.v[1].id == 3 && p.v[1].ep.family == AF_INET6 &&
+	      p.v[1].ep.port == 9093, "two peers, IPv4 and IPv6");
+	krep_peers_free(&p);
+
+	ret = krep_peers_parse("1@10.0.0.1:9092", &p, err, sizeof(err));
+	CHECK(!ret && p.n == 1 && p.v[0].id == 1, "one peer");
+	krep_peers_free(&p);
+
+	/* The kernel owns these checks (EEXIST, ERANGE, E2BIG). */
+	ret = krep_peers_parse("2@10.0.0.2:9092,2@10.0.0.3:9092", &p, err,
+			       sizeof(err));
+	CHECK(!ret && p.n == 2, "duplicate ids are left to the kernel");
+	krep_peers_free(&p);
+	ret = krep_peers_parse("3000000000@10.0.0.2:9092", &p, err,
+			       sizeof(err));
+	CHECK(!ret && p.n == 1 && p.v[0].id == 3000000000U,
+	      "id above KREP_BROKER_ID_MAX is left to the kernel");
+	krep_peers_free(&p);
+	ret = krep_peers_parse("2@10.0.0.2:0", &p, err, sizeof(err));
+	CHECK(!ret && p.n == 1 && p.v[0].ep.port == 0,
+	      "port 0 is left to the kernel");
+	krep_peers_free(&p);
+
+	static const struct {
+		const char *s;
+		int err;
+		const char *msg;
+	} bad[] = {
+		{ "", -EINVAL, "use 'none'" },
+		{ "2-10.0.0.2:9092", -EINVAL,
+		  "peer 1 ('2-10.0.0.2:9092'): missing '@'" },
+		{ "2@10.0.0.2:9092,3", -EINVAL, "peer 2 ('3'): missing '@'" },
+		{ "2@10.0.0.2:9092,", -EINVAL, "empty element 2" },
+		{ ",2@10.0.0.2:9092", -EINVAL, "empty element 1" },
+		{ "2@10.0.0.2:9092,,3@10.0.0.3:9092", -EINVAL,
+		  "empty element 2" },
+		{ "x@10.0.0.2:9092", -EINVAL, "peer id is not a number" },
+		{ "@10.0.0.2:9092", -EINVAL, "peer id is not a number" },
+		{ "-1@10.0.0.2:9092", -EINVAL, "peer id is not a number" },
+		{ "4294967296@10.0.0.2:9092", -ERANGE, "does not fit in 32" },
+		{ "2@10.0.0.2:65536", -ERANGE, "16 bits" },
+		{ "2@10.0.0.2:http", -EINVAL, "port is not a number" },
+		{ "2@10.0.0.2", -EINVAL, "missing ':PORT'" },
+		{ "2@", -EINVAL, "missing ':PORT'" },
+		{ "2@::1:9092", -EINVAL, "brackets" },
+		{ "NONE", -EINVAL, "missing '@'" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		ret = krep_peers_parse(bad[i].s, &p, err, sizeof(err));
+		CHECK(ret == bad[i].err && strstr(err, bad[i].msg) &&
+		      !p.n && !p.v,
+		      "peers '%s' rejected: %s", bad[i].s, err);
+	}
+}
+
+/* ---- broker set command lines ----------------------------------------- */
+
+static int set_parse(struct krep_broker_set *set, const char **err_out, ...)
+{
+	char *argv[16] = { "set" };
+	int argc = 1, ret;
+	const char *a;
+	va_list ap;
+
+	va_start(ap, err_out);
+	while ((a = va_arg(ap, const char *)) && argc < 15)
+		argv[argc++] = (char *)a;
+	va_end(ap);
+	capture_begin();
+	ret = krep_broker_set_parse(argc, argv, set);
+	*err_out = capture_end();
+	return ret;
+}
+
+static void test_set_parse(void)
+{
+	struct krep_broker_set set;
+	const char *err;
+	int ret;
+
+	ret = set_parse(&set, &err, "id", "1", "cluster", "krep-test",
+			"listen", "10.0.0.1:9092", "peers",
+			"2@10.0.0.2:9092,3@10.0.0.3:9092", NULL);
+	CHECK(!ret && set.has_id && set.id == 1 && set.cluster &&
+	      !strcmp(set.cluster, "krep-test") && set.has_listen &&
+	      set.has_peers && set.peers.n == 2 && !*err,
+	      "broker set with every keyword");
+	krep_broker_set_free(&set);
+
+	ret = set_parse(&set, &err, "peers", "none", NULL);
+	CHECK(!ret && !set.has_id && !set.cluster && !set.has_listen &&
+	      set.has_peers && set.peers.n == 0, "broker set peers none");
+	krep_broker_set_free(&set);
+
+	ret = set_parse(&set, &err, "id", "3000000000", NULL);
+	CHECK(!ret && set.has_id && set.id == 3000000000U,
+	      "id 3000000000 is passed to the kernel");
+	krep_broker_set_free(&set);
+
+	ret = set_parse(&set, &err, "cluster", "bad name!", NULL);
+	CHECK(!ret && !strcmp(set.cluster, "bad name!"),
+	      "cluster id is validated by the kernel");
+	krep_broker_set_free(&set);
+
+	ret = set_parse(&set, &err, "--help", NULL);
+	CHECK(ret == 1, "--help asks for help");
+	ret = set_parse(&set, &err, "id", "1", "help", NULL);
+	CHECK(ret == 1, "help after a keyword asks for help");
+
+	static const struct {
+		const char *args[5];
+		const char *msg;
+	} bad[] = {
+		{ { NULL }, "nothing to change" },
+		{ { "id", "4294967296" }, "does not fit in 32 bits" },
+		{ { "id", "-1" }, "is not a number" },
+		{ { "id" }, "'id' needs a value" },
+		{ { "id", "1", "id", "2" }, "'id' given twice" },
+		{ { "peers", "none", "peers", "none" }, "'peers' given twice" },
+		{ { "bogus", "1" }, "unknown keyword 'bogus'" },
+		{ { "listen", "10.0.0.1" }, "missing ':PORT'" },
+		{ { "listen", "10.0.0.1:65536" }, "16 bits" },
+		{ { "listen", "fd00::1:9092" }, "brackets" },
+		{ { "peers", "2-10.0.0.2:9092" }, "missing '@'" },
+		{ { "peers", "" }, "use 'none'" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *const *a = bad[i].args;
+
+		ret = set_parse(&set, &err, a[0], a[1], a[2], a[3], a[4]);
+		CHECK(ret < 0 && strstr(err, bad[i].msg) &&
+		      strstr(err, "Usage: krepctl broker set"),
+		      "broker set %s %s %s %s: %s", a[0] ?: "", a[1] ?: "",
+		      a[2] ?: "", a[3] ?: "", bad[i].msg);
+	}
+}
+
+/* ---- BROKER_SET encoding ---------------------------------------------- */
+
+static const struct nlattr *next_attr(const struct nlattr *a)
+{
+	return (const void *)((const char *)a + NLA_ALIGN(a->nla_len));
+}
+
+/* Find attribute @type in the stream @head/@len, NULL if absent. */
+static const struct nlattr *find(const void *head, int len, int type)
+{
+	const struct nlattr *a;
+	int rem;
+
+	nla_for_each_attr(a, (struct nlattr *)head, len, rem)
+		if (nla_type(a) == type)
+			return a;
+	return NULL;
+}
+
+static bool is_nest(const struct nlattr *a)
+{
+	return a && (a->nla_type & NLA_F_NESTED);
+}
+
+static struct nl_msg *full_set_msg(struct krep_broker_set *set)
+{
+	const char *err;
+	int ret;
+
+	ret = set_parse(set, &err, "id", "1", "cluster", "krep-test",
+			"listen", "10.0.0.1:9092", "peers",
+			"2@10.0.0.2:9092,3@[fd00::3]:9093", NULL);
+	if (ret) {
+		printf("# cannot parse: %s\n", err);
+		return NULL;
+	}
+	return krep_broker_set_msg(FAMILY, set);
+}
+
+static void test_set_msg(void)
+{
+	const struct nlattr *a, *ep, *peers, *p, *x;
+	struct krep_broker_set set;
+	const struct genlmsghdr *gh;
+	const struct nlmsghdr *nlh;
+	static const uint8_t v4[4] = { 10, 0, 0, 1 };
+	struct in6_addr v6;
+	struct nl_msg *msg;
+	const char *err;
+	int len, n;
+
+	msg = full_set_msg(&set);
+	CHECK(msg, "BROKER_SET request built");
+	if (!msg)
+		return;
+	nlh = nlmsg_hdr(msg);
+	gh = nlmsg_data(nlh);
+	CHECK(nlh->nlmsg_type == FAMILY && gh->cmd == KREP_CMD_BROKER_SET &&
+	      gh->version == KREP_GENL_VERSION && gh->reserved == 0,
+	      "genl header: family, cmd BROKER_SET, version");
+	a = genlmsg_attrdata(gh, 0);
+	len = genlmsg_attrlen(gh, 0);
+
+	x = find(a, len, KREP_A_BROKER_ID);
+	CHECK(x && nla_len(x) == 4 && nla_get_u32(x) == 1,
+	      "KREP_A_BROKER_ID u32 1");
+	x = find(a, len, KREP_A_CLUSTER_ID);
+	CHECK(x && nla_len(x) == 10 && !memcmp(nla_data(x), "krep-test", 10),
+	      "KREP_A_CLUSTER_ID NUL-terminated string");
+	x = find(a, len, KREP_A_LISTEN);
+	CHECK(is_nest(x), "KREP_A_LISTEN is a nest with NLA_F_NESTED");
+	if (x) {
+		ep = find(nla_data(x), nla_len(x), KREP_A_EP_IPV4);
+		CHECK(ep && nla_len(ep) == 4 && !memcmp(nla_data(ep), v4, 4),
+		      "listen KREP_A_EP_IPV4 in network byte order");
+		ep = find(nla_data(x), nla_len(x), KREP_A_EP_PORT);
+		CHECK(ep && nla_len(ep) == 2 && nla_get_u16(ep) == 9092,
+		      "listen KREP_A_EP_PORT u16 host order");
+		CHECK(!find(nla_data(x), nla_len(x), KREP_A_EP_IPV6),
+		      "listen has no KREP_A_EP_IPV6");
+	}
+	peers = find(a, len, KREP_A_PEERS);
+	CHECK(is_nest(peers), "KREP_A_PEERS is a nest with NLA_F_NESTED");
+	if (peers) {
+		n = 0;
+		nla_for_each_nested(p, (struct nlattr *)peers, len) {
+			n++;
+			CHECK(nla_type(p) == KREP_A_PEER && is_nest(p),
+			      "peer %d is a KREP_A_PEER nest", n);
+		}
+		p = nla_data(peers);
+		x = find(nla_data(p), nla_len(p), KREP_A_PEER_ID);
+		CHECK(n == 2 && x && nla_get_u32(x) == 2, "peer 1 id 2");
+		CHECK(!find(nla_data(p), nla_len(p), KREP_A_PEER_STATE),
+		      "requests carry no KREP_A_PEER_STATE");
+		p = next_attr(p);
+		x = find(nla_data(p), nla_len(p), KREP_A_PEER_EP);
+		CHECK(is_nest(x), "peer 2 KREP_A_PEER_EP nest");
+		inet_pton(AF_INET6, "fd00::3", &v6);
+		ep = x ? find(nla_data(x), nla_len(x), KREP_A_EP_IPV6) : NULL;
+		CHECK(ep && nla_len(ep) == 16 && !memcmp(nla_data(ep), &v6, 16),
+		      "peer 2 KREP_A_EP_IPV6 16 bytes");
+		ep = x ? find(nla_data(x), nla_len(x), KREP_A_EP_PORT) : NULL;
+		CHECK(ep && nla_get_u16(ep) == 9093, "peer 2 port 9093");
+	}
+	nlmsg_free(msg);
+	krep_broker_set_free(&set);
+
+	set_parse(&set, &err, "peers", "none", NULL);
+	msg = krep_broker_set_msg(FAMILY, &set);
+	nlh = msg ? nlmsg_hdr(msg) : NULL;
+	gh = nlh ? nlmsg_data(nlh) : NULL;
+	x = gh ? find(genlmsg_attrdata(gh, 0), genlmsg_attrlen(gh, 0),
+		      KREP_A_PEERS) : NULL;
+	CHECK(is_nest(x) && nla_len(x) == 0 &&
+	      genlmsg_attrlen(gh, 0) == NLA_HDRLEN,
+	      "peers none: only an empty KREP_A_PEERS nest");
+	nlmsg_free(msg);
+	krep_broker_set_free(&set);
+
+	set_parse(&set, &err, "id", "3000000000", NULL);
+	msg = krep_broker_set_msg(FAMILY, &set);
+	gh = msg ? nlmsg_data(nlmsg_hdr(msg)) : NULL;
+	x = gh ? find(genlmsg_attrdata(gh, 0), genlmsg_attrlen(gh, 0),
+		      KREP_A_BROKER_ID) : NULL;
+	CHECK(x && nla_get_u32(x) == 3000000000U &&
+	      genlmsg_attrlen(gh, 0) == NLA_HDRLEN + 4,
+	      "id 3000000000: only KREP_A_BROKER_ID, value unchanged");
+	nlmsg_free(msg);
+	krep_broker_set_free(&set);
+}
+
+/* ---- extack ----------------------------------------------------------- */
+
+/* Offset in @msg of the attribute found by following @types. */
+static uint32_t offset_of(struct nl_msg *msg, const int *types, int n)
+{
+	const struct nlmsghdr *nlh = nlmsg_hdr(msg);
+	const struct genlmsghdr *gh = nlmsg_data(nlh);
+	const void *head = genlmsg_attrdata(gh, 0);
+	int len = genlmsg_attrlen(gh, 0), i;
+	const struct nlattr *a = NULL;
+
+	for (i = 0; i < n; i++) {
+		a = find(head, len, types[i]);
+		if (!a)
+			return 0;
+		head = nla_data(a);
+		len = nla_len(a);
+	}
+	return (const char *)a - (const char *)nlh;
+}
+
+static size_t put_tlv(char *p, int type, const void *data, int len)
+{
+	struct nlattr *a = (struct nlattr *)p;
+
+	a->nla_type = type;
+	a->nla_len = NLA_HDRLEN + len;
+	memcpy(p + NLA_HDRLEN, data, len);
+	return NLA_ALIGN(a->nla_len);
+}
+
+/*
+ * Build the NLMSG_ERROR the kernel sends for @req: capped (as with
+ * NETLINK_CAP_ACK) or with the request echoed, then the TLVs.
+ */
+static struct nlmsghdr *make_err(char *buf, struct nl_msg *req, int error,
+				 bool capped, const char *text, bool has_offs,
+				 uint32_t offs, bool has_miss,
+				 uint32_t miss_type, uint32_t miss_nest)
+{
+	struct nlmsghdr *nlh = (struct nlmsghdr *)buf, *rq = nlmsg_hdr(req);
+	struct nlmsgerr *e = NLMSG_DATA(nlh);
+	size_t off = NLMSG_HDRLEN + sizeof(*e);
+
+	memset(buf, 0, 4096);
+	nlh->nlmsg_type = NLMSG_ERROR;
+	nlh->nlmsg_flags = NLM_F_ACK_TLVS | (capped ? NLM_F_CAPPED : 0);
+	e->error = error;
+	e->msg = *rq;
+	if (!capped) {
+		memcpy(buf + off, (char *)rq + NLMSG_HDRLEN,
+		       rq->nlmsg_len - NLMSG_HDRLEN);
+		off += rq->nlmsg_len - NLMSG_HDRLEN;
+	}
+	off = NLMSG_ALIGN(off);
+	if (text)
+		off += put_tlv(buf + off, NLMSGERR_ATTR_MSG, text,
+			       strlen(text) + 1);
+	if (has_offs)
+		off += put_tlv(buf + off, NLMSGERR_ATTR_OFFS, &offs, 4);
+	if (has_miss) {
+		off += put_tlv(buf + off, NLMSGERR_ATTR_MISS_TYPE, &miss_type,
+			       4);
+		if (miss_nest)
+			off += put_tlv(buf + off, NLMSGERR_ATTR_MISS_NEST,
+				       &miss_nest, 4);
+	}
+	nlh->nlmsg_len = off;
+	return nlh;
+}
+
+static const char *extack_text(struct nlmsghdr *nlh, int err,
+			       struct nl_msg *req)
+{
+	static char out[1024];
+	struct krep_extack ea;
+	FILE *f;
+
+	if (krep_extack_parse(nlh, &ea))
+		return "(parse failed)";
+	f = fmemopen(out, sizeof(out), "w");
+	if (!f)
+		return "(fmemopen failed)";
+	krep_extack_print(f, err, &ea, req);
+	fclose(f);
+	return out;
+}
+
+static void test_extack(void)
+{
+	static const int listen_port[] = { KREP_A_LISTEN, KREP_A_EP_PORT };
+	static const int peers[] = { KREP_A_PEERS };
+	static const int listen[] = { KREP_A_LISTEN };
+	static const int cluster[] = { KREP_A_CLUSTER_ID };
+	static char buf[4096] __attribute__((aligned(8)));
+	const struct krep_attr_space *inner;
+	struct krep_broker_set set;
+	const struct nlattr *p;
+	struct nlmsghdr *nlh;
+	struct nl_msg *req;
+	uint32_t off;
+	char path[128];
+
+	req = full_set_msg(&set);
+	if (!req) {
+		CHECK(0, "request for extack tests");
+		return;
+	}
+
+	off = offset_of(req, listen_port, 2);
+	nlh = make_err(buf, req, -ERANGE, true, "integer out of range", true,
+		       off, false, 0, 0);
+	CHECK_STR(extack_text(nlh, -ERANGE, req),
+		  "test: Numerical result out of range: integer out of range (attribute listen.port)\n",
+		  "capped error: message and attribute path");
+
+	nlh = make_err(buf, req, -ERANGE, false, "integer out of range", true,
+		       off, false, 0, 0);
+	CHECK_STR(extack_text(nlh, -ERANGE, req),
+		  "test: Numerical result out of range: integer out of range (attribute listen.port)\n",
+		  "uncapped error (request echoed): same result");
+
+	/* The second peer's endpoint port. */
+	off = offset_of(req, peers, 1);
+	p = next_attr(nla_data((const struct nlattr *)
+			       ((const char *)nlmsg_hdr(req) + off)));
+	p = find(nla_data(p), nla_len(p), KREP_A_PEER_EP);
+	p = find(nla_data(p), nla_len(p), KREP_A_EP_PORT);
+	off = (const char *)p - (const char *)nlmsg_hdr(req);
+	nlh = make_err(buf, req, -EEXIST, true, "duplicate peer id", true, off,
+		       false, 0, 0);
+	CHECK_STR(extack_text(nlh, -EEXIST, req),
+		  "test: File exists: duplicate peer id (attribute peers.peer[1].ep.port)\n",
+		  "attribute path into the second peer");
+
+	nlh = make_err(buf, req, -EINVAL, true, NULL, false, 0, false, 0, 0);
+	CHECK_STR(extack_text(nlh, -EINVAL, req), "test: Invalid argument\n",
+		  "error without extack message");
+
+	nlh->nlmsg_flags = 0;
+	CHECK_STR(extack_text(nlh, -EPERM, req),
+		  "test: Operation not permitted\n",
+		  "error without NLM_F_ACK_TLVS");
+
+	nlh = make_err(buf, req, -EINVAL, true, "missing attribute", false, 0,
+		       true, KREP_A_EP_PORT, offset_of(req, listen, 1));
+	CHECK_STR(extack_text(nlh, -EINVAL, req),
+		  "test: Invalid argument: missing attribute (missing attribute listen.port)\n",
+		  "missing attribute inside a nest");
+
+	nlh = make_err(buf, req, -EINVAL, true, NULL, false, 0, true,
+		       KREP_A_BROKER_ID, 0);
+	CHECK_STR(extack_text(nlh, -EINVAL, req),
+		  "test: Invalid argument (missing attribute broker_id)\n",
+		  "missing top-level attribute");
+
+	nlh = make_err(buf, req, -EINVAL, true, "bad", true, 3, false, 0, 0);
+	CHECK_STR(extack_text(nlh, -EINVAL, req),
+		  "test: Invalid argument: bad (attribute at offset 3)\n",
+		  "offset that names no attribute");
+
+	off = offset_of(req, (const int []){ KREP_A_BROKER_ID }, 1) + NLA_HDRLEN;
+	nlh = make_err(buf, req, -EINVAL, true, "bad", true, off, false, 0, 0);
+	CHECK_STR(extack_text(nlh, -EINVAL, req),
+		  "test: Invalid argument: bad (attribute broker_id)\n",
+		  "offset inside an attribute's payload names it");
+
+	nlh = make_err(buf, req, 0, true, "deprecated", false, 0, false, 0, 0);
+	CHECK_STR(extack_text(nlh, 0, req), "test: warning: deprecated\n",
+		  "ack with a message is a warning");
+
+	off = offset_of(req, cluster, 1);
+	CHECK(!krep_attr_path(nlmsg_hdr(req), nlmsg_hdr(req)->nlmsg_len,
+			      NLMSG_HDRLEN + GENL_HDRLEN, off, path,
+			      sizeof(path), &inner) &&
+	      !strcmp(path, "cluster_id") && !inner,
+	      "krep_attr_path names a top-level attribute");
+	nlmsg_free(req);
+	krep_broker_set_free(&set);
+}
+
+/* ---- BROKER_GET reply ------------------------------------------------- */
+
+static void put_ep(struct nl_msg *m, int type, const char *s)
+{
+	const char *why;
+	struct krep_ep ep;
+
+	if (krep_ep_parse(s, &ep, &why) || krep_ep_put(m, type, &ep))
+		abort();
+}
+
+static void put_peer(struct nl_msg *m, uint32_t id, const char *ep,
+		     int state)
+{
+	struct nlattr *n = nla_nest_start(m, KREP_A_PEER | NLA_F_NESTED);
+
+	nla_put_u32(m, KREP_A_PEER_ID, id);
+	put_ep(m, KREP_A_PEER_EP, ep);
+	if (state >= 0)
+		nla_put_u8(m, KREP_A_PEER_STATE, state);
+	nla_nest_end(m, n);
+}
+
+static const char *reply_text(struct nl_msg *m, bool json)
+{
+	static char out[2048];
+	FILE *f = fmemopen(out, sizeof(out), "w");
+	int err;
+
+	if (!f)
+		return "(fmemopen failed)";
+	capture_begin();
+	err = krep_broker_reply_print(m, json, f);
+	capture_end();
+	fclose(f);
+	return err ? "(error)" : out;
+}
+
+static void test_reply(void)
+{
+	struct nl_msg *m;
+	struct nlattr *n;
+
+	m = krep_genl_msg_new(FAMILY, KREP_CMD_BROKER_GET, 0, 0);
+	nla_put_u32(m, KREP_A_BROKER_ID, 1);
+	nla_put_string(m, KREP_A_CLUSTER_ID, "krep-test");
+	put_ep(m, KREP_A_LISTEN, "10.0.0.1:9092");
+	n = nla_nest_start(m, KREP_A_PEERS | NLA_F_NESTED);
+	put_peer(m, 2, "10.0.0.2:9092", KREP_PEER_CONFIGURED);
+	put_peer(m, 3, "[fd00::3]:9092", KREP_PEER_UP);
+	put_peer(m, 4, "10.0.0.4:9092", 9);
+	put_peer(m, 5, "10.0.0.5:9092", -1);
+	nla_nest_end(m, n);
+	nla_put_u32(m, KREP_A_GENERATION, 3);
+	nla_put_u32(m, 200, 7);		/* from a newer kernel: ignored */
+
+	CHECK_STR(reply_text(m, false),
+		  "broker 1  cluster krep-test  generation 3\n"
+		  "listen 10.0.0.1:9092\n"
+		  "peer 2  10.0.0.2:9092  configured\n"
+		  "peer 3  [fd00::3]:9092  up\n"
+		  "peer 4  10.0.0.4:9092  unknown(9)\n"
+		  "peer 5  10.0.0.5:9092  -\n",
+		  "broker show text");
+	CHECK_STR(reply_text(m, true),
+		  "{\"broker_id\":1,\"cluster_id\":\"krep-test\","
+		  "\"listen\":\"10.0.0.1:9092\",\"generation\":3,\"peers\":["
+		  "{\"id\":2,\"addr\":\"10.0.0.2:9092\",\"state\":\"configured\"},"
+		  "{\"id\":3,\"addr\":\"[fd00::3]:9092\",\"state\":\"up\"},"
+		  "{\"id\":4,\"addr\":\"10.0.0.4:9092\",\"state\":\"unknown(9)\"},"
+		  "{\"id\":5,\"addr\":\"10.0.0.5:9092\",\"state\":null}]}\n",
+		  "broker show --json");
+	nlmsg_free(m);
+
+	m = krep_genl_msg_new(FAMILY, KREP_CMD_BROKER_GET, 0, 0);
+	CHECK_STR(reply_text(m, false),
+		  "broker -  cluster -  generation -\nlisten -\n",
+		  "unconfigured broker, text");
+	CHECK_STR(reply_text(m, true),
+		  "{\"broker_id\":null,\"cluster_id\":null,\"listen\":null,"
+		  "\"generation\":null,\"peers\":[]}\n",
+		  "unconfigured broker, JSON nulls");
+	nlmsg_free(m);
+
+	m = krep_genl_msg_new(FAMILY, KREP_CMD_BROKER_GET, 0, 0);
+	nla_put_u32(m, KREP_A_BROKER_ID, 0);
+	nla_put_string(m, KREP_A_CLUSTER_ID, "a\"b\\c\n");
+	nla_put_u32(m, KREP_A_GENERATION, 0);
+	CHECK_STR(reply_text(m, true),
+		  "{\"broker_id\":0,\"cluster_id\":\"a\\\"b\\\\c\\n\","
+		  "\"listen\":null,\"generation\":0,\"peers\":[]}\n",
+		  "JSON escapes the cluster id");
+	nlmsg_free(m);
+
+	m = krep_genl_msg_new(FAMILY, KREP_CMD_BROKER_GET, 0, 0);
+	nla_put_u16(m, KREP_A_BROKER_ID, 1);
+	CHECK_STR(reply_text(m, false), "(error)",
+		  "malformed reply is an error");
+	nlmsg_free(m);
+}
+
+/* ---- JSON -------------------------------------------------------------- */
+
+static const char *escaped(const char *s, size_t len)
+{
+	static char out[256];
+	FILE *f = fmemopen(out, sizeof(out), "w");
+
+	if (!f)
+		return "(fmemopen failed)";
+	json_escape(f, s, len);
+	fclose(f);
+	return out;
+}
+
+static void test_json(void)
+{
+	static char out[256];
+	struct json j;
+	FILE *f;
+
+	CHECK_STR(escaped("plain", 5), "\"plain\"", "plain string");
+	CHECK_STR(escaped("q\"b\\s/", 6), "\"q\\\"b\\\\s/\"",
+		  "quote and backslash");
+	CHECK_STR(escaped("\b\f\n\r\t\x01\x1f\x7f", 8),
+		  "\"\\b\\f\\n\\r\\t\\u0001\\u001f\\u007f\"",
+		  "control characters");
+	CHECK_STR(escaped("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14),
+		  "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"",
+		  "valid UTF-8 passes through");
+	CHECK_STR(escaped("a\xff" "b\xc3", 4), "\"a\\ufffdb\\ufffd\"",
+		  "invalid UTF-8 becomes U+FFFD");
+	CHECK_STR(escaped("\xc0\xaf\xed\xa0\x80", 5),
+		  "\"\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\"",
+		  "overlong and surrogate encodings rejected");
+	CHECK_STR(escaped("a\0b", 3), "\"a\\u0000b\"", "NUL byte");
+
+	f = fmemopen(out, sizeof(out), "w");
+	json_init(&j, f);
+	json_obj_begin(&j);
+	json_key(&j, "a");
+	json_arr_begin(&j);
+	json_u64(&j, 18446744073709551615ULL);
+	json_s64(&j, -5);
+	json_bool(&j, true);
+	json_null(&j);
+	json_obj_begin(&j);
+	json_obj_end(&j);
+	json_arr_end(&j);
+	json_key(&j, "b");
+	json_str(&j, "x");
+	json_obj_end(&j);
+	fclose(f);
+	CHECK_STR(out, "{\"a\":[18446744073709551615,-5,true,null,{}],\"b\":\"x\"}",
+		  "writer places commas and colons");
+}
+
+/* ---- event printer ----------------------------------------------------- */
+
+static void test_attrs_print(void)
+{
+	static char out[1024];
+	struct nl_msg *m;
+	struct nlattr *n;
+	struct genlmsghdr *gh;
+	FILE *f;
+
+	m = krep_genl_msg_new(FAMILY, 42, 0, 0);
+	nla_put_u32(m, KREP_A_BROKER_ID, 1);
+	nla_put_string(m, KREP_A_CLUSTER_ID, "krep-test");
+	put_ep(m, KREP_A_LISTEN, "[::1]:9092");
+	n = nla_nest_start(m, KREP_A_PEERS | NLA_F_NESTED);
+	put_peer(m, 2, "10.0.0.2:9092", KREP_PEER_UP);
+	nla_nest_end(m, n);
+	nla_put_u16(m, KREP_A_KAFKA_ERROR, (uint16_t)19);
+	nla_put_u16(m, KREP_A_GENERATION, 1);
+	nla_put_u32(m, 99, 0);
+
+	gh = nlmsg_data(nlmsg_hdr(m));
+	f = fmemopen(out, sizeof(out), "w");
+	krep_attrs_print(f, &krep_attr_space, genlmsg_attrdata(gh, 0),
+			 genlmsg_attrlen(gh, 0));
+	fclose(f);
+	CHECK_STR(out,
+		  "broker_id=1 cluster_id=\"krep-test\" listen=[::1]:9092 "
+		  "peers={peer={id=2 ep=10.0.0.2:9092 state=up(2)}} "
+		  "kafka_error=NOT_ENOUGH_REPLICAS(19) "
+		  "generation=<bad length 2> attr#99=<4 bytes>",
+		  "event attributes decoded");
+	nlmsg_free(m);
+
+	CHECK(krep_kafka_error_name(-1) &&
+	      !strcmp(krep_kafka_error_name(-1), "UNKNOWN_SERVER_ERROR") &&
+	      !krep_kafka_error_name(12345), "Kafka error names");
+}
+
+/* ---- transport, against nlctrl ----------------------------------------- */
+
+static int count_reply(struct nl_msg *msg, void *arg)
+{
+	(void)msg;
+	++*(int *)arg;
+	return 0;
+}
+
+static void test_transport(void)
+{
+	struct krep_genl gl;
+	struct nl_msg *m;
+	const char *err;
+	int ret, n = 0;
+
+	if (krep_genl_connect(&gl)) {
+		CHECK(0, "generic netlink socket");
+		return;
+	}
+	gl.family = GENL_ID_CTRL;
+
+	m = krep_genl_msg_new(GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 0, 0);
+	nla_put_string(m, CTRL_ATTR_FAMILY_NAME, "nlctrl");
+	capture_begin();
+	ret = krep_genl_request(&gl, m, count_reply, &n);
+	err = capture_end();
+	CHECK(!ret && n == 1 && !*err, "request: one reply, then the ack");
+	nlmsg_free(m);
+
+	/* A one-byte u16: the policy rejects it and points at it. */
+	m = krep_genl_msg_new(GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 0, 0);
+	nla_put_u8(m, CTRL_ATTR_FAMILY_ID, 1);
+	capture_begin();
+	ret = krep_genl_request(&gl, m, count_reply, &n);
+	err = capture_end();
+	CHECK(ret < 0 && !strncmp(err, "test: ", 6) &&
+	      strstr(err, strerror(-ret)) && strstr(err, "(attribute "),
+	      "kernel error with extack message and offset: %.*s",
+	      (int)strcspn(err, "\n"), err);
+	nlmsg_free(m);
+
+	m = krep_genl_msg_new(GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 0, 0);
+	nla_put_string(m, CTRL_ATTR_FAMILY_NAME, "krep-nosuchfam");
+	capture_begin();
+	ret = krep_genl_request(&gl, m, count_reply, &n);
+	err = capture_end();
+	CHECK(ret == -ENOENT && !strcmp(err, "test: No such file or directory\n"),
+	      "plain errno without extack (%d: %.*s)", ret,
+	      (int)strcspn(err, "\n"), err);
+	nlmsg_free(m);
+
+	krep_genl_close(&gl);
+}
+
+int main(void)
+{
+	krep_prog = "test";
+	printf("TAP version 13\n");
+	test_u32();
+	test_ep();
+	test_peers();
+	test_set_parse();
+	test_set_msg();
+	test_extack();
+	test_reply();
+	test_json();
+	test_attrs_print();
+	test_transport();
+	printf("1..%d\n", ntests);
+	printf("# %d passed, %d failed\n", ntests - nfailed, nfailed);
+	return nfailed ? 1 : 0;
+}
