@@ -15,7 +15,11 @@
 #include "topic.h"
 
 #define KREP_FETCH_MAX_BYTES	BIT(20)
-#define KREP_WAIT_MAX_MS	(300U * 1000)
+/*
+ * Waits hold genetlink's cb_lock for reading, which family registration
+ * takes for writing: keep them as short as Kafka's request timeout.
+ */
+#define KREP_WAIT_MAX_MS	30000U
 
 static struct netlink_range_validation fetch_bytes_range = {
 	.min = 1, .max = KREP_FETCH_MAX_BYTES,

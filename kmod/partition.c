@@ -201,6 +201,34 @@ static int append_error(int err, struct krep_status *st)
 	}
 }
 
+/* aborted ranges wholly below the log start offset serve nobody */
+static void prune_aborted(struct krep_partition *p)
+{
+	struct krep_aborted *a, *tmp;
+
+	list_for_each_entry_safe(a, tmp, &p->aborted, node) {
+		if (a->last_offset < p->log.start_offset) {
+			list_del(&a->node);
+			kfree(a);
+		}
+	}
+}
+
+/* LW: the smallest log start offset over AR (unknown followers count 0) */
+static void update_low_watermark(struct krep_partition *p)
+{
+	u64 lw = p->log.start_offset;
+	unsigned int i;
+
+	for (i = 0; i < p->nreplicas; i++) {
+		if (i != p->self)
+			lw = min(lw, p->remotes[i].log_start);
+	}
+	if (lw > p->low_watermark)
+		p->low_watermark = lw;
+	prune_aborted(p);
+}
+
 /* append at the log end as leader, stamping offset and epoch */
 static int leader_append(struct krep_partition *p, const u8 *batch, u32 len,
 			 u64 *base, struct krep_status *st)
@@ -212,6 +240,7 @@ static int leader_append(struct krep_partition *p, const u8 *batch, u32 len,
 	if (err)
 		return append_error(err, st);
 	krep_log_retain(&p->log, p->topic->config.retention_bytes, p->hw);
+	update_low_watermark(p);
 	krep_partition_update_hw(p);
 	return 0;
 }
@@ -512,20 +541,6 @@ int krep_partition_list_offset(struct krep_partition *p, s64 ts, u64 *offset,
 out:
 	mutex_unlock(&p->lock);
 	return err;
-}
-
-/* LW: the smallest log start offset over AR (unknown followers count 0) */
-static void update_low_watermark(struct krep_partition *p)
-{
-	u64 lw = p->log.start_offset;
-	unsigned int i;
-
-	for (i = 0; i < p->nreplicas; i++) {
-		if (i != p->self)
-			lw = min(lw, p->remotes[i].log_start);
-	}
-	if (lw > p->low_watermark)
-		p->low_watermark = lw;
 }
 
 int krep_partition_delete_records(struct krep_partition *p, u64 offset,

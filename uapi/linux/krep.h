@@ -61,7 +61,7 @@
  *   request:  KREP_A_TOPIC, KREP_A_PARTITION, KREP_A_RECORDS (exactly one
  *             RecordBatch v2, magic 2, CRC-32C valid; baseOffset and
  *             partitionLeaderEpoch are overwritten by the leader),
- *             KREP_A_ACKS (default -1), KREP_A_TIMEOUT_MS (default 30000)
+ *             KREP_A_ACKS (default -1), KREP_A_TIMEOUT_MS (default and max 30000)
  *   reply:    KREP_A_OFFSET (base offset assigned), KREP_A_HW
  *   errors:   MESSAGE_TOO_LARGE (EMSGSIZE), CORRUPT_MESSAGE (EBADMSG),
  *             INVALID_RECORD (EINVAL), NOT_ENOUGH_REPLICAS (EAGAIN, nothing
@@ -72,7 +72,7 @@
  * KREP_CMD_FETCH       (do)          any user
  *   request:  KREP_A_TOPIC, KREP_A_PARTITION, KREP_A_OFFSET,
  *             KREP_A_MAX_BYTES (default 1 MiB; at least one whole batch is
- *             returned), KREP_A_MAX_WAIT_MS (default 0), KREP_A_ISOLATION
+ *             returned), KREP_A_MAX_WAIT_MS (default 0, max 30000), KREP_A_ISOLATION
  *   reply:    KREP_A_RECORDS (absent when none; whole batches, as stored;
  *             read_committed stops at LSO and leaves out batches of
  *             aborted transactions), KREP_A_HW, KREP_A_LSO,
