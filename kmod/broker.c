@@ -22,6 +22,7 @@
 #include "krep.h"
 #include "broker.h"
 #include "isr.h"
+#include "net.h"
 #include "param.h"
 #include "topic.h"
 
@@ -177,6 +178,10 @@ static int __net_init krep_net_init(struct net *net)
 	cfg = krep_broker_cfg_alloc(0);
 	if (!cfg)
 		return -ENOMEM;
+	if (krep_net_state_alloc(kn)) {
+		krep_broker_cfg_free(cfg);
+		return -ENOMEM;
+	}
 	kn->net = net;
 	mutex_init(&kn->cfg_lock);
 	INIT_LIST_HEAD(&kn->topic_specs);
@@ -189,13 +194,20 @@ static int __net_init krep_net_init(struct net *net)
 	return 0;
 }
 
-static void __net_exit krep_net_exit(struct net *net)
+/* kernel sockets do not pin the namespace: close them before it goes */
+static void __net_exit krep_net_pre_exit(struct net *net)
 {
 	struct krep_net *kn = krep_net(net);
 
+	krep_isr_stop(kn);
+	krep_net_state_free(kn);
+}
+
+static void __net_exit krep_net_exit(struct net *net)
+{
+	struct krep_net *kn = krep_net(net);
 	struct krep_broker_cfg *cfg;
 
-	krep_isr_stop(kn);
 	krep_topics_destroy(kn);
 	/* topics are freed after a grace period and uncharge kn->mem */
 	rcu_barrier();
@@ -211,6 +223,7 @@ static void __net_exit krep_net_exit(struct net *net)
 
 static struct pernet_operations krep_net_ops = {
 	.init = krep_net_init,
+	.pre_exit = krep_net_pre_exit,
 	.exit = krep_net_exit,
 	.id = &krep_net_id,
 	.size = sizeof(struct krep_net),

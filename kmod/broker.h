@@ -59,6 +59,7 @@ struct krep_net {
 	struct list_head topics;		/* RCU list of krep_topic */
 	struct krep_mem mem;			/* log memory of this broker */
 	struct delayed_work isr_work;		/* ISR expiration scan */
+	struct krep_net_state *ns;		/* sockets (net.c) */
 	bool dying;				/* no more timers, no new work */
 };
 

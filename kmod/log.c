@@ -427,6 +427,17 @@ void krep_log_advance_start(struct krep_log *log, u64 offset)
 	}
 }
 
+/*
+ * Drop everything and restart the log at @offset (a follower that fell
+ * below its leader's log start).
+ */
+void krep_log_reset(struct krep_log *log, u64 offset)
+{
+	krep_log_destroy(log);
+	log->start_offset = offset;
+	log->end_offset = offset;
+}
+
 /* retention by bytes: drop whole old segments that are below @hw */
 void krep_log_retain(struct krep_log *log, s64 retention_bytes, u64 hw)
 {

@@ -53,6 +53,7 @@ int krep_log_read(struct krep_log *log, u64 offset, u32 max_bytes,
 		  krep_log_filter_t filter, void *arg, u8 *dst, long size);
 s64 krep_log_offset_for_ts(struct krep_log *log, s64 ts, s64 *found_ts);
 void krep_log_advance_start(struct krep_log *log, u64 offset);
+void krep_log_reset(struct krep_log *log, u64 offset);
 void krep_log_retain(struct krep_log *log, s64 retention_bytes, u64 hw);
 
 #endif /* _KREP_LOG_H */

@@ -12,6 +12,7 @@
 
 #include "krep.h"
 #include "broker.h"
+#include "net.h"
 #include "netlink.h"
 #include "param.h"
 #include "topic.h"
@@ -25,6 +26,8 @@ static const char *const krep_obj_names[__KREP_OBJ_MAX] = {
 	[KREP_OBJ_TOPIC] = "topic",
 	[KREP_OBJ_PARTITION] = "partition",
 	[KREP_OBJ_SEGMENT] = "log segment",
+	[KREP_OBJ_CONN] = "connection",
+	[KREP_OBJ_DELAYED_FETCH] = "parked fetch",
 };
 
 static void krep_check_leaks(void)
@@ -50,9 +53,12 @@ static int __init krep_init(void)
 	if (err)
 		return err;
 
-	err = krep_broker_init();
+	err = krep_net_module_init();
 	if (err)
 		goto err_cfg;
+	err = krep_broker_init();
+	if (err)
+		goto err_net;
 
 	kn = krep_net(&init_net);
 	mutex_lock(&kn->cfg_lock);
@@ -66,14 +72,18 @@ static int __init krep_init(void)
 	err = krep_netlink_init();
 	if (err)
 		goto err_broker;
+	krep_net_apply(kn);
 
 	pr_info("loaded, protocol version %d\n", KREP_GENL_VERSION);
 	return 0;
 
 err_broker:
 	krep_broker_exit();
+	krep_net_module_exit();
 	krep_check_leaks();
 	return err;
+err_net:
+	krep_net_module_exit();
 err_cfg:
 	krep_topic_spec_free_list(&specs);
 	krep_broker_cfg_free(cfg);
@@ -86,6 +96,7 @@ static void __exit krep_exit(void)
 	krep_broker_shutdown();
 	krep_netlink_exit();
 	krep_broker_exit();
+	krep_net_module_exit();
 	krep_check_leaks();
 	pr_info("unloaded\n");
 }

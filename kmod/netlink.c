@@ -16,6 +16,7 @@
 
 #include "krep.h"
 #include "broker.h"
+#include "net.h"
 #include "netlink.h"
 #include "partition.h"
 
@@ -87,7 +88,8 @@ cancel:
 	return -EMSGSIZE;
 }
 
-static int put_broker(struct sk_buff *skb, const struct krep_broker_cfg *cfg)
+static int put_broker(struct sk_buff *skb, struct krep_net *kn,
+		      const struct krep_broker_cfg *cfg)
 {
 	struct nlattr *peers, *peer;
 	unsigned int i;
@@ -112,7 +114,8 @@ static int put_broker(struct sk_buff *skb, const struct krep_broker_cfg *cfg)
 		if (!peer ||
 		    nla_put_u32(skb, KREP_A_PEER_ID, cfg->peers[i].id) ||
 		    put_endpoint(skb, KREP_A_PEER_EP, &cfg->peers[i].ep) ||
-		    nla_put_u8(skb, KREP_A_PEER_STATE, KREP_PEER_CONFIGURED))
+		    nla_put_u8(skb, KREP_A_PEER_STATE,
+			       krep_net_peer_state(kn, cfg->peers[i].id)))
 			return -EMSGSIZE;
 		nla_nest_end(skb, peer);
 	}
@@ -120,18 +123,19 @@ static int put_broker(struct sk_buff *skb, const struct krep_broker_cfg *cfg)
 	return 0;
 }
 
-/* a message carrying the broker's state; caller holds RCU or cfg_lock */
-static struct sk_buff *broker_msg(const struct krep_broker_cfg *cfg, u8 cmd,
-				  u32 portid, u32 seq, gfp_t gfp)
+/* a message carrying the broker's state; caller holds cfg_lock */
+static struct sk_buff *broker_msg(struct krep_net *kn,
+				  const struct krep_broker_cfg *cfg, u8 cmd,
+				  u32 portid, u32 seq)
 {
 	struct sk_buff *msg;
 	void *hdr;
 
-	msg = genlmsg_new(NLMSG_GOODSIZE, gfp);
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
 	if (!msg)
 		return NULL;
 	hdr = genlmsg_put(msg, portid, seq, &krep_genl_family, 0, cmd);
-	if (!hdr || put_broker(msg, cfg)) {
+	if (!hdr || put_broker(msg, kn, cfg)) {
 		nlmsg_free(msg);
 		return NULL;
 	}
@@ -144,10 +148,10 @@ static int krep_nl_broker_get(struct sk_buff *skb, struct genl_info *info)
 	struct krep_net *kn = krep_net(genl_info_net(info));
 	struct sk_buff *msg;
 
-	rcu_read_lock();
-	msg = broker_msg(rcu_dereference(kn->cfg), KREP_CMD_BROKER_GET,
-			 info->snd_portid, info->snd_seq, GFP_ATOMIC);
-	rcu_read_unlock();
+	mutex_lock(&kn->cfg_lock);
+	msg = broker_msg(kn, krep_broker_cfg_locked(kn), KREP_CMD_BROKER_GET,
+			 info->snd_portid, info->snd_seq);
+	mutex_unlock(&kn->cfg_lock);
 	if (!msg)
 		return -ENOMEM;
 	return genlmsg_reply(msg, info);
@@ -304,7 +308,7 @@ static void notify_broker(struct krep_net *kn, const struct krep_broker_cfg *cfg
 	if (!genl_has_listeners(&krep_genl_family, kn->net,
 				KREP_MCGRP_EVENTS_ID))
 		return;
-	msg = broker_msg(cfg, KREP_CMD_BROKER_SET, 0, 0, GFP_KERNEL);
+	msg = broker_msg(kn, cfg, KREP_CMD_BROKER_SET, 0, 0);
 	if (msg)
 		genlmsg_multicast_netns(&krep_genl_family, kn->net, msg, 0,
 					KREP_MCGRP_EVENTS_ID, GFP_KERNEL);
@@ -330,6 +334,8 @@ static int krep_nl_broker_set(struct sk_buff *skb, struct genl_info *info)
 	krep_broker_cfg_replace(kn, cfg);
 	notify_broker(kn, cfg);
 	mutex_unlock(&kn->cfg_lock);
+	/* the sockets follow the new listen address and peers */
+	krep_net_apply(kn);
 	return 0;
 }
 

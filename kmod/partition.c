@@ -685,3 +685,237 @@ out:
 	mutex_unlock(&p->lock);
 	return err;
 }
+
+/* --- leader: serving followers --- */
+
+static int replica_index(const struct krep_partition *p, u32 id)
+{
+	unsigned int i;
+
+	for (i = 0; i < p->nreplicas; i++) {
+		if (p->replicas[i] == id)
+			return i;
+	}
+	return -1;
+}
+
+/* the errors a follower's fetch of this partition may get, or 0 */
+static s16 follower_fetch_error(const struct krep_partition *p, int idx,
+				const struct krep_fetch_part *fp)
+{
+	if (p->dead)
+		return KREP_KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	if (p->role != KREP_ROLE_LEADER || idx < 0 || idx == p->self)
+		return KREP_KERR_NOT_LEADER_OR_FOLLOWER;
+	if (fp->leader_epoch < p->leader_epoch)
+		return KREP_KERR_FENCED_LEADER_EPOCH;
+	if (fp->leader_epoch > p->leader_epoch)
+		return KREP_KERR_UNKNOWN_LEADER_EPOCH;
+	if (fp->offset < p->log.start_offset || fp->offset > p->log.end_offset)
+		return KREP_KERR_OFFSET_OUT_OF_RANGE;
+	return 0;
+}
+
+/* a follower outside the ISR rejoins once it has caught up to HW */
+static void maybe_expand_isr(struct krep_partition *p, int idx)
+{
+	const struct krep_remote *r = &p->remotes[idx];
+
+	if (test_bit(idx, p->isr) || r->leo < (s64)p->hw ||
+	    r->leo < (s64)p->epoch_start_offset)
+		return;
+	__set_bit(idx, p->isr);
+	p->partition_epoch++;
+	pr_info("%s-%u: ISR expand: broker %u caught up at %lld\n",
+		p->topic->name, p->index, p->replicas[idx], r->leo);
+}
+
+/**
+ * krep_partition_follower_update - the leader takes in a follower's FETCH
+ * @p: the partition
+ * @replica_id: the follower
+ * @fp: its fetch offset, epoch and log start
+ *
+ * Updates the remote replica (LEO, log start, last fetch time and
+ * lastCaughtUpTime by DESIGN.md's rule), may add it to the ISR, and
+ * recomputes HW. Called once per FETCH, not when a parked one is retried.
+ *
+ * Return: 0 or Kafka's error code for this partition.
+ */
+int krep_partition_follower_update(struct krep_partition *p, u32 replica_id,
+				   const struct krep_fetch_part *fp)
+{
+	u64 now = krep_now_ms(), old_hw;
+	struct krep_remote *r;
+	int idx;
+	s16 kerr;
+
+	mutex_lock(&p->lock);
+	idx = replica_index(p, replica_id);
+	kerr = follower_fetch_error(p, idx, fp);
+	if (kerr)
+		goto out;
+	r = &p->remotes[idx];
+	if (fp->offset >= p->log.end_offset)
+		r->last_caught_up_ms = max(r->last_caught_up_ms, now);
+	else if (fp->offset >= r->leo_at_last_fetch)
+		r->last_caught_up_ms = max(r->last_caught_up_ms,
+					   r->last_fetch_ms);
+	r->last_fetch_ms = now;
+	r->leo_at_last_fetch = p->log.end_offset;
+	r->leo = fp->offset;
+	r->log_start = fp->log_start;
+	maybe_expand_isr(p, idx);
+	old_hw = p->hw;
+	krep_partition_update_hw(p);
+	update_low_watermark(p);
+	if (p->hw != old_hw)
+		krep_partition_wake(p);
+out:
+	mutex_unlock(&p->lock);
+	return kerr;
+}
+
+static enum krep_log_verdict take_all(const struct krep_batch *b, void *arg)
+{
+	return KREP_LOG_TAKE;
+}
+
+/**
+ * krep_partition_follower_read - the records a follower's FETCH gets
+ * @p: the partition
+ * @replica_id: the follower
+ * @fp: the fetch
+ * @dst: where to copy whole batches
+ * @room: bytes available at @dst
+ * @max_bytes: what is left of the response's byte budget
+ * @first: no records are in the response yet (one batch may pass budget)
+ * @res: set to the error, HW and log start
+ * @len: set to the bytes copied
+ *
+ * Return: 0, or -ENOSPC when @room cannot hold what is to be sent.
+ */
+int krep_partition_follower_read(struct krep_partition *p, u32 replica_id,
+				 const struct krep_fetch_part *fp, u8 *dst,
+				 u32 room, u32 max_bytes, bool first,
+				 struct krep_fetch_result *res, u32 *len)
+{
+	long size = 0;
+	int err = 0;
+
+	*len = 0;
+	mutex_lock(&p->lock);
+	res->hw = p->hw;
+	res->log_start = p->log.start_offset;
+	res->error = follower_fetch_error(p, replica_index(p, replica_id), fp);
+	if (res->error || fp->offset >= p->log.end_offset ||
+	    (!first && !max_bytes))
+		goto out;
+	size = krep_log_read_size(&p->log, fp->offset, max_bytes, take_all,
+				  NULL);
+	if (size <= 0)
+		goto out;
+	if (size > room) {
+		err = -ENOSPC;
+		goto out;
+	}
+	err = krep_log_read(&p->log, fp->offset, max_bytes, take_all, NULL,
+			    dst, size);
+	if (err) {
+		res->error = KREP_KERR_CORRUPT_MESSAGE;
+		err = 0;
+		goto out;
+	}
+	*len = size;
+out:
+	mutex_unlock(&p->lock);
+	return err;
+}
+
+/* --- follower: fetching from the leader --- */
+
+/* what this replica's next FETCH asks of @leader_id, if it follows it */
+bool krep_partition_fetch_state(struct krep_partition *p, u32 leader_id,
+				struct krep_fetch_part *fp)
+{
+	bool follows;
+
+	mutex_lock(&p->lock);
+	follows = !p->dead && p->role == KREP_ROLE_FOLLOWER &&
+		  p->leader == leader_id;
+	if (follows) {
+		fp->partition = p->index;
+		fp->leader_epoch = p->leader_epoch;
+		fp->offset = p->log.end_offset;
+		fp->last_epoch = -1;
+		fp->log_start = p->log.start_offset;
+	}
+	mutex_unlock(&p->lock);
+	return follows;
+}
+
+/**
+ * krep_partition_follower_apply - append what the leader sent
+ * @p: the partition
+ * @leader_id: the broker that answered
+ * @res: its error, HW and log start for this partition
+ * @records: whole batches, as the leader stores them
+ * @len: their length
+ *
+ * Each batch must start at this replica's LEO and pass its CRC check; it
+ * is appended unchanged. Then HW = min(LEO, leader HW) and the leader's
+ * log start offset is adopted.
+ *
+ * Return: 0, or a negative errno when the response is unusable (the
+ * caller logs it and the next FETCH starts again from the LEO).
+ */
+int krep_partition_follower_apply(struct krep_partition *p, u32 leader_id,
+				  const struct krep_fetch_result *res,
+				  const u8 *records, u32 len)
+{
+	const u8 *end = records + len;
+	struct krep_batch b;
+	u64 hw;
+	int err = 0;
+
+	mutex_lock(&p->lock);
+	if (p->dead || p->role != KREP_ROLE_FOLLOWER || p->leader != leader_id)
+		goto out;
+	if (res->error == KREP_KERR_OFFSET_OUT_OF_RANGE &&
+	    p->log.end_offset < res->log_start) {
+		/* fell below the leader's log start: start over from there */
+		krep_log_reset(&p->log, res->log_start);
+		goto out;
+	}
+	if (res->error)
+		goto out;
+	while (records < end) {
+		if (krep_batch_parse(records, end - records, &b) ||
+		    b.len > end - records || !krep_batch_crc_ok(records, b.len)) {
+			err = -EBADMSG;
+			break;
+		}
+		if (b.base_offset != p->log.end_offset) {
+			err = -EPROTO;
+			break;
+		}
+		err = krep_log_append(&p->log, records, b.len, b.base_offset,
+				      b.leader_epoch);
+		if (err)
+			break;
+		records += b.len;
+	}
+	if (res->log_start > p->log.start_offset)
+		krep_log_advance_start(&p->log, min(res->log_start,
+						    p->log.end_offset));
+	hw = min(p->log.end_offset, res->hw);
+	if (hw > p->hw)
+		p->hw = hw;
+	update_lso(p);
+	if (p->log.start_offset > p->low_watermark)
+		p->low_watermark = p->log.start_offset;
+	krep_partition_wake(p);
+out:
+	mutex_unlock(&p->lock);
+	return err;
+}

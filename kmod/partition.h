@@ -77,6 +77,22 @@ struct krep_fetch_req {
 	void *ctx;
 };
 
+/* one partition of a follower's FETCH, host order */
+struct krep_fetch_part {
+	u32 partition;
+	u32 leader_epoch;
+	u64 offset;
+	s32 last_epoch;
+	u64 log_start;
+};
+
+/* the leader's answer for one partition, besides the records */
+struct krep_fetch_result {
+	s16 error;
+	u64 hw;
+	u64 log_start;
+};
+
 struct krep_partition *krep_partition_new(struct krep_topic *t, u32 index,
 					  const u32 *replicas,
 					  unsigned int nreplicas, u32 self_id);
@@ -97,6 +113,18 @@ int krep_partition_delete_records(struct krep_partition *p, u64 offset,
 int krep_partition_txn(struct krep_partition *p, u64 pid, u16 pepoch, u8 op,
 		       u64 *offset, struct krep_status *st);
 int krep_partition_fill(struct krep_partition *p, struct sk_buff *skb);
+
+int krep_partition_follower_update(struct krep_partition *p, u32 replica_id,
+				   const struct krep_fetch_part *fp);
+int krep_partition_follower_read(struct krep_partition *p, u32 replica_id,
+				 const struct krep_fetch_part *fp, u8 *dst,
+				 u32 room, u32 max_bytes, bool first,
+				 struct krep_fetch_result *res, u32 *len);
+bool krep_partition_fetch_state(struct krep_partition *p, u32 leader_id,
+				struct krep_fetch_part *fp);
+int krep_partition_follower_apply(struct krep_partition *p, u32 leader_id,
+				  const struct krep_fetch_result *res,
+				  const u8 *records, u32 len);
 
 unsigned int krep_partition_isr_size(const struct krep_partition *p);
 void krep_partition_update_hw(struct krep_partition *p);

@@ -14,6 +14,7 @@
 
 #include "krep.h"
 #include "broker.h"
+#include "fetcher.h"
 #include "isr.h"
 #include "partition.h"
 #include "topic.h"
@@ -316,6 +317,8 @@ int krep_topic_create(struct krep_net *kn, const char *name, u32 npartitions,
 	mutex_unlock(&kn->topics_lock);
 	if (err)
 		topic_free(t);
+	else
+		krep_fetcher_kick_all(kn);
 	return err;
 }
 

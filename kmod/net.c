@@ -1,0 +1,673 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krep: a broker's sockets, served from callbacks and the krep workqueue
+ * (the nvmet-tcp model).
+ *
+ * Work and timers in this file, per broker:
+ *   accept_work            queued by the listener's data_ready; accepts
+ *                          with kernel_accept(O_NONBLOCK) in a loop.
+ *   peer.connect_work      connects to a peer; re-armed with backoff
+ *                          (100 ms doubling to 5 s) when the connection
+ *                          fails or drops, unless the net state stopped.
+ *   peer.fetch_work        the fetcher (fetcher.c): sends the next FETCH.
+ *   conn.rx_work           queued by data_ready/state_change; reads what
+ *                          the socket has, frames it, dispatches frames.
+ *   conn.release_work      queued once by krep_conn_close(); stops the
+ *                          connection's work and drops the list reference.
+ * krep_net_stop() marks the state stopped (the gate every re-arm checks),
+ * closes the listener and every connection and waits for all of it.
+ *
+ * A frame that breaks the protocol closes its connection, with one
+ * rate-limited line naming the peer and the reason, and nothing else.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/inet.h>
+#include <linux/net.h>
+#include <linux/slab.h>
+#include <linux/tcp.h>
+#include <net/sock.h>
+#include <net/tcp.h>
+
+#include "krep.h"
+#include "broker.h"
+#include "fetcher.h"
+#include "net.h"
+#include "replica.h"
+#include "wire.h"
+
+struct workqueue_struct *krep_wq;
+
+#define KREP_BACKOFF_MIN_MS	100
+#define KREP_BACKOFF_MAX_MS	5000
+#define KREP_CONNECT_TIMEOUT	(3 * HZ)
+
+static void conn_release(struct kref *ref)
+{
+	struct krep_conn *c = container_of(ref, struct krep_conn, ref);
+
+	kvfree(c->payload);
+	kfree(c);
+	krep_obj_put(KREP_OBJ_CONN);
+}
+
+void krep_conn_put(struct krep_conn *c)
+{
+	kref_put(&c->ref, conn_release);
+}
+
+/* queue @work of a live connection, holding a reference for it */
+void krep_conn_queue(struct krep_conn *c, struct work_struct *work)
+{
+	if (test_bit(KREP_CONN_DEAD, &c->flags))
+		return;
+	kref_get(&c->ref);
+	if (!queue_work(krep_wq, work))
+		krep_conn_put(c);
+}
+
+static void conn_data_ready(struct sock *sk)
+{
+	struct krep_conn *c;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	c = sk->sk_user_data;
+	if (c)
+		krep_conn_queue(c, &c->rx_work);
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+static void conn_state_change(struct sock *sk)
+{
+	void (*saved)(struct sock *sk) = NULL;
+	struct krep_conn *c;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	c = sk->sk_user_data;
+	if (c) {
+		saved = c->saved_state_change;
+		/* the rx work sees the end of the stream and closes */
+		if (sk->sk_state != TCP_ESTABLISHED)
+			krep_conn_queue(c, &c->rx_work);
+	}
+	read_unlock_bh(&sk->sk_callback_lock);
+	if (saved)
+		saved(sk);
+}
+
+static void conn_attach(struct krep_conn *c)
+{
+	struct sock *sk = c->sock->sk;
+
+	write_lock_bh(&sk->sk_callback_lock);
+	sk->sk_user_data = c;
+	c->saved_data_ready = sk->sk_data_ready;
+	c->saved_state_change = sk->sk_state_change;
+	c->saved_write_space = sk->sk_write_space;
+	sk->sk_data_ready = conn_data_ready;
+	sk->sk_state_change = conn_state_change;
+	write_unlock_bh(&sk->sk_callback_lock);
+}
+
+static void conn_detach(struct krep_conn *c)
+{
+	struct sock *sk = c->sock->sk;
+
+	write_lock_bh(&sk->sk_callback_lock);
+	if (sk->sk_user_data == c) {
+		sk->sk_user_data = NULL;
+		sk->sk_data_ready = c->saved_data_ready;
+		sk->sk_state_change = c->saved_state_change;
+		sk->sk_write_space = c->saved_write_space;
+	}
+	write_unlock_bh(&sk->sk_callback_lock);
+}
+
+static void conn_release_work(struct work_struct *work)
+{
+	struct krep_conn *c = container_of(work, struct krep_conn,
+					   release_work);
+	struct krep_net_state *ns = c->kn->ns;
+	struct krep_peer *peer;
+
+	if (cancel_work_sync(&c->rx_work))
+		krep_conn_put(c);	/* the queued work's reference */
+	krep_replica_cancel_delayed(c);
+	kernel_sock_shutdown(c->sock, SHUT_RDWR);
+	sock_release(c->sock);
+
+	mutex_lock(&ns->lock);
+	list_del(&c->node);
+	peer = c->peer;
+	if (peer && peer->conn == c) {
+		peer->conn = NULL;
+		peer->fetch_inflight = false;
+		WRITE_ONCE(peer->state, KREP_PEER_DOWN);
+		if (!ns->stopped)
+			queue_delayed_work(krep_wq, &peer->connect_work,
+					   msecs_to_jiffies(peer->backoff_ms));
+	}
+	mutex_unlock(&ns->lock);
+	krep_conn_put(c);	/* the list's reference */
+	krep_conn_put(c);	/* this work's */
+}
+
+/**
+ * krep_conn_close - close a connection, once; safe from any context that
+ * may sleep, including the connection's own work
+ * @c: the connection
+ * @why: logged (rate-limited) when not NULL
+ */
+void krep_conn_close(struct krep_conn *c, const char *why)
+{
+	if (test_and_set_bit(KREP_CONN_DEAD, &c->flags))
+		return;
+	if (why)
+		pr_info_ratelimited("connection %s broker %lld (%s) closed: %s\n",
+				    c->outbound ? "to" : "from", c->peer_id,
+				    c->addr, why);
+	conn_detach(c);
+	kref_get(&c->ref);
+	queue_work(krep_wq, &c->release_work);
+}
+
+static struct krep_conn *conn_new(struct krep_net *kn, struct socket *sock,
+				  struct krep_peer *peer)
+{
+	struct krep_conn *c;
+
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	if (!c)
+		return NULL;
+	kref_init(&c->ref);
+	c->kn = kn;
+	c->sock = sock;
+	c->peer = peer;
+	c->outbound = !!peer;
+	c->peer_id = peer ? peer->id : -1;
+	mutex_init(&c->tx_lock);
+	INIT_WORK(&c->rx_work, krep_conn_rx_work);
+	INIT_WORK(&c->release_work, conn_release_work);
+	krep_replica_conn_init(c);
+	if (peer)
+		snprintf(c->addr, sizeof(c->addr), "%pISpc", &peer->ep.sa);
+	krep_obj_get(KREP_OBJ_CONN);
+	return c;
+}
+
+/* send one frame; blocking, from process context */
+int krep_conn_send(struct krep_conn *c, u8 type, u32 correlation,
+		   const void *payload, u32 len)
+{
+	struct krep_wire_hdr hdr;
+	struct kvec iov[2] = {
+		{ .iov_base = &hdr, .iov_len = sizeof(hdr) },
+		{ .iov_base = (void *)payload, .iov_len = len },
+	};
+	struct msghdr msg = { .msg_flags = MSG_NOSIGNAL };
+	int ret;
+
+	if (test_bit(KREP_CONN_DEAD, &c->flags))
+		return -ENOTCONN;
+	krep_wire_hdr_init(&hdr, type, len, correlation);
+	mutex_lock(&c->tx_lock);
+	ret = kernel_sendmsg(c->sock, &msg, iov, len ? 2 : 1,
+			     sizeof(hdr) + len);
+	mutex_unlock(&c->tx_lock);
+	if (ret < 0)
+		return ret;
+	return ret == sizeof(hdr) + len ? 0 : -EIO;
+}
+
+/* read up to @len bytes without blocking; 0 at the end of the stream */
+static int conn_recv(struct krep_conn *c, void *buf, u32 len)
+{
+	struct kvec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT };
+
+	return kernel_recvmsg(c->sock, &msg, &iov, 1, len, MSG_DONTWAIT);
+}
+
+static int send_hello(struct krep_conn *c)
+{
+	struct krep_wire_hello hello = {};
+	struct krep_broker_cfg *cfg;
+
+	rcu_read_lock();
+	cfg = rcu_dereference(c->kn->cfg);
+	hello.broker_id = cpu_to_be32(cfg->broker_id);
+	strncpy(hello.cluster_id, cfg->cluster_id, sizeof(hello.cluster_id));
+	rcu_read_unlock();
+	hello.version = cpu_to_be16(KREP_WIRE_VERSION);
+	return krep_conn_send(c, KREP_WIRE_HELLO, 0, &hello, sizeof(hello));
+}
+
+/* a peer's HELLO: same cluster and version, a configured peer id */
+static int handle_hello(struct krep_conn *c, const u8 *buf, u32 len,
+			const char **why)
+{
+	const struct krep_wire_hello *h = (const void *)buf;
+	char cluster[KREP_WIRE_CLUSTER_ID_LEN + 1];
+	struct krep_broker_cfg *cfg;
+	bool known = false;
+	unsigned int i;
+	u32 id;
+
+	if (test_bit(KREP_CONN_HELLO, &c->flags) || len != sizeof(*h) ||
+	    h->reserved) {
+		*why = "malformed or repeated HELLO";
+		return -EPROTO;
+	}
+	if (be16_to_cpu(h->version) != KREP_WIRE_VERSION) {
+		*why = "protocol version mismatch";
+		return -EPROTO;
+	}
+	id = be32_to_cpu(h->broker_id);
+	memcpy(cluster, h->cluster_id, sizeof(h->cluster_id));
+	cluster[sizeof(h->cluster_id)] = '\0';
+
+	rcu_read_lock();
+	cfg = rcu_dereference(c->kn->cfg);
+	if (strcmp(cluster, cfg->cluster_id))
+		*why = "cluster id mismatch";
+	for (i = 0; i < cfg->npeers; i++)
+		known |= cfg->peers[i].id == id;
+	rcu_read_unlock();
+	if (!*why && !known)
+		*why = "broker id is not a configured peer";
+	if (!*why && c->outbound && id != c->peer->id)
+		*why = "peer answered with another broker id";
+	if (*why) {
+		c->peer_id = id;
+		return -EPROTO;
+	}
+	c->peer_id = id;
+	set_bit(KREP_CONN_HELLO, &c->flags);
+	if (c->outbound) {
+		WRITE_ONCE(c->peer->state, KREP_PEER_UP);
+		c->peer->backoff_ms = KREP_BACKOFF_MIN_MS;
+		krep_fetcher_kick(c->peer);
+		return 0;
+	}
+	return send_hello(c);
+}
+
+static int dispatch(struct krep_conn *c, const char **why)
+{
+	u32 len = be32_to_cpu(c->hdr.length);
+	u32 corr = be32_to_cpu(c->hdr.correlation_id);
+
+	switch (c->hdr.type) {
+	case KREP_WIRE_HELLO:
+		return handle_hello(c, c->payload, len, why);
+	case KREP_WIRE_FETCH:
+		if (c->outbound || !test_bit(KREP_CONN_HELLO, &c->flags)) {
+			*why = "FETCH before HELLO or on an outbound connection";
+			return -EPROTO;
+		}
+		return krep_replica_serve(c, corr, &c->payload, len, why);
+	case KREP_WIRE_FETCH_RESP:
+		if (!c->outbound || !test_bit(KREP_CONN_HELLO, &c->flags)) {
+			*why = "unexpected FETCH response";
+			return -EPROTO;
+		}
+		return krep_fetcher_response(c, corr, c->payload, len, why);
+	}
+	*why = "unknown frame type";
+	return -EPROTO;
+}
+
+/* read and dispatch every complete frame the socket holds */
+void krep_conn_rx_work(struct work_struct *work)
+{
+	struct krep_conn *c = container_of(work, struct krep_conn, rx_work);
+	const char *why = NULL;
+	int ret, budget = 64;
+	u32 len;
+
+	while (!test_bit(KREP_CONN_DEAD, &c->flags) && budget--) {
+		if (c->hdr_got < sizeof(c->hdr)) {
+			ret = conn_recv(c, (u8 *)&c->hdr + c->hdr_got,
+					sizeof(c->hdr) - c->hdr_got);
+			if (ret <= 0)
+				goto out;
+			c->hdr_got += ret;
+			if (c->hdr_got < sizeof(c->hdr))
+				continue;
+			if (krep_wire_hdr_check(&c->hdr, &why))
+				goto bad;
+			if (!test_bit(KREP_CONN_HELLO, &c->flags) &&
+			    c->hdr.type != KREP_WIRE_HELLO) {
+				why = "first frame is not HELLO";
+				goto bad;
+			}
+			c->payload_got = 0;
+			len = max_t(u32, 1, be32_to_cpu(c->hdr.length));
+			c->payload = kvmalloc(len, GFP_KERNEL);
+			if (!c->payload) {
+				why = "out of memory for a frame";
+				goto bad;
+			}
+		}
+		if (c->payload_got < be32_to_cpu(c->hdr.length)) {
+			ret = conn_recv(c, c->payload + c->payload_got,
+					be32_to_cpu(c->hdr.length) -
+					c->payload_got);
+			if (ret <= 0)
+				goto out;
+			c->payload_got += ret;
+			if (c->payload_got < be32_to_cpu(c->hdr.length))
+				continue;
+		}
+		ret = dispatch(c, &why);
+		kvfree(c->payload);	/* NULL if the handler kept it */
+		c->payload = NULL;
+		c->hdr_got = 0;
+		if (ret)
+			goto bad;
+	}
+	if (budget < 0)		/* more to read: yield and come back */
+		krep_conn_queue(c, &c->rx_work);
+	krep_conn_put(c);
+	return;
+out:
+	if (ret == 0 || (ret < 0 && ret != -EAGAIN))
+		krep_conn_close(c, ret == 0 ? NULL : "receive error");
+	krep_conn_put(c);
+	return;
+bad:
+	krep_conn_close(c, why);
+	krep_conn_put(c);
+}
+
+static void listen_data_ready(struct sock *sk)
+{
+	struct krep_net *kn;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	kn = sk->sk_user_data;
+	if (kn && sk->sk_state == TCP_LISTEN)
+		queue_work(krep_wq, &kn->ns->accept_work);
+	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+static void accept_work(struct work_struct *work)
+{
+	struct krep_net_state *ns = container_of(work, struct krep_net_state,
+						 accept_work);
+	struct socket *lsock, *sock;
+	struct krep_net *kn;
+	struct krep_conn *c;
+
+	for (;;) {
+		mutex_lock(&ns->lock);
+		lsock = ns->listener;
+		if (!lsock || ns->stopped) {
+			mutex_unlock(&ns->lock);
+			return;
+		}
+		kn = ns->kn;
+		if (kernel_accept(lsock, &sock, O_NONBLOCK)) {
+			mutex_unlock(&ns->lock);
+			return;
+		}
+		c = conn_new(kn, sock, NULL);
+		if (!c) {
+			mutex_unlock(&ns->lock);
+			sock_release(sock);
+			continue;
+		}
+		if (sock->sk->sk_family == AF_INET6)
+			snprintf(c->addr, sizeof(c->addr), "[%pI6c]:%u",
+				 &sock->sk->sk_v6_daddr,
+				 ntohs(sock->sk->sk_dport));
+		else
+			snprintf(c->addr, sizeof(c->addr), "%pI4:%u",
+				 &sock->sk->sk_daddr,
+				 ntohs(sock->sk->sk_dport));
+		tcp_sock_set_nodelay(sock->sk);
+		list_add_tail(&c->node, &ns->conns);
+		conn_attach(c);
+		krep_conn_queue(c, &c->rx_work);
+		mutex_unlock(&ns->lock);
+	}
+}
+
+static int listener_start(struct krep_net *kn, const struct krep_endpoint *ep)
+{
+	struct krep_net_state *ns = kn->ns;
+	struct socket *sock;
+	int len, err;
+
+	err = sock_create_kern(kn->net, ep->sa.sa_family, SOCK_STREAM,
+			       IPPROTO_TCP, &sock);
+	if (err)
+		return err;
+	sock_set_reuseaddr(sock->sk);
+	len = ep->sa.sa_family == AF_INET ? sizeof(ep->in4) : sizeof(ep->in6);
+	err = kernel_bind(sock, (struct sockaddr *)&ep->sa, len);
+	if (!err)
+		err = kernel_listen(sock, 128);
+	if (err) {
+		sock_release(sock);
+		return err;
+	}
+	write_lock_bh(&sock->sk->sk_callback_lock);
+	sock->sk->sk_user_data = kn;
+	ns->saved_listen_data_ready = sock->sk->sk_data_ready;
+	sock->sk->sk_data_ready = listen_data_ready;
+	write_unlock_bh(&sock->sk->sk_callback_lock);
+	ns->listener = sock;
+	return 0;
+}
+
+static void listener_stop(struct krep_net_state *ns)
+{
+	struct socket *sock = ns->listener;
+
+	if (!sock)
+		return;
+	write_lock_bh(&sock->sk->sk_callback_lock);
+	sock->sk->sk_user_data = NULL;
+	sock->sk->sk_data_ready = ns->saved_listen_data_ready;
+	write_unlock_bh(&sock->sk->sk_callback_lock);
+	ns->listener = NULL;
+	kernel_sock_shutdown(sock, SHUT_RDWR);
+	sock_release(sock);
+}
+
+static void connect_work(struct work_struct *work)
+{
+	struct krep_peer *peer = container_of(to_delayed_work(work),
+					      struct krep_peer, connect_work);
+	struct krep_net *kn = peer->kn;
+	struct krep_net_state *ns = kn->ns;
+	struct socket *sock;
+	struct krep_conn *c;
+	int len, err;
+
+	if (READ_ONCE(ns->stopped))
+		return;
+	WRITE_ONCE(peer->state, KREP_PEER_CONNECTING);
+	err = sock_create_kern(kn->net, peer->ep.sa.sa_family, SOCK_STREAM,
+			       IPPROTO_TCP, &sock);
+	if (err)
+		goto retry;
+	sock->sk->sk_sndtimeo = KREP_CONNECT_TIMEOUT;
+	len = peer->ep.sa.sa_family == AF_INET ? sizeof(peer->ep.in4) :
+						 sizeof(peer->ep.in6);
+	err = kernel_connect(sock, (struct sockaddr *)&peer->ep.sa, len, 0);
+	if (err) {
+		sock_release(sock);
+		goto retry;
+	}
+	sock->sk->sk_sndtimeo = MAX_SCHEDULE_TIMEOUT;
+	tcp_sock_set_nodelay(sock->sk);
+	c = conn_new(kn, sock, peer);
+	if (!c) {
+		sock_release(sock);
+		goto retry;
+	}
+	mutex_lock(&ns->lock);
+	if (ns->stopped) {
+		mutex_unlock(&ns->lock);
+		sock_release(sock);
+		krep_conn_put(c);
+		return;
+	}
+	list_add_tail(&c->node, &ns->conns);
+	peer->conn = c;
+	conn_attach(c);
+	mutex_unlock(&ns->lock);
+	if (send_hello(c))
+		krep_conn_close(c, "cannot send HELLO");
+	else
+		krep_conn_queue(c, &c->rx_work);
+	return;
+
+retry:
+	WRITE_ONCE(peer->state, KREP_PEER_DOWN);
+	peer->backoff_ms = clamp(peer->backoff_ms * 2, KREP_BACKOFF_MIN_MS,
+				 KREP_BACKOFF_MAX_MS);
+	mutex_lock(&ns->lock);
+	if (!ns->stopped)
+		queue_delayed_work(krep_wq, &peer->connect_work,
+				   msecs_to_jiffies(peer->backoff_ms));
+	mutex_unlock(&ns->lock);
+}
+
+/* close every socket and wait for all work; the state may restart */
+void krep_net_stop(struct krep_net *kn)
+{
+	struct krep_net_state *ns = kn->ns;
+	struct krep_conn *c;
+	unsigned int i;
+
+	mutex_lock(&ns->lock);
+	ns->stopped = true;
+	listener_stop(ns);
+	list_for_each_entry(c, &ns->conns, node)
+		krep_conn_close(c, NULL);
+	mutex_unlock(&ns->lock);
+	cancel_work_sync(&ns->accept_work);
+	for (i = 0; i < ns->npeers; i++) {
+		cancel_delayed_work_sync(&ns->peers[i].connect_work);
+		cancel_delayed_work_sync(&ns->peers[i].fetch_work);
+	}
+	/* release works requeue nothing once stopped */
+	flush_workqueue(krep_wq);
+	WARN_ON_ONCE(!list_empty(&ns->conns));
+	kfree(ns->peers);
+	ns->peers = NULL;
+	ns->npeers = 0;
+}
+
+/**
+ * krep_net_apply - (re)start the sockets for the broker's configuration:
+ * the listener on `listen`, and a connection to every peer
+ * @kn: the broker; its configuration is read under cfg_lock
+ *
+ * Return: 0, or the error of binding the listener (logged).
+ */
+int krep_net_apply(struct krep_net *kn)
+{
+	struct krep_net_state *ns = kn->ns;
+	struct krep_broker_cfg *cfg;
+	struct krep_endpoint listen;
+	struct krep_peer *peers;
+	unsigned int i, n;
+	int err = 0;
+
+	mutex_lock(&ns->apply_lock);
+	krep_net_stop(kn);
+
+	mutex_lock(&kn->cfg_lock);
+	cfg = krep_broker_cfg_locked(kn);
+	n = cfg->broker_id == KREP_BROKER_ID_UNSET ? 0 : cfg->npeers;
+	peers = n ? kcalloc(n, sizeof(*peers), GFP_KERNEL) : NULL;
+	if (n && !peers) {
+		mutex_unlock(&kn->cfg_lock);
+		mutex_unlock(&ns->apply_lock);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		peers[i].kn = kn;
+		peers[i].id = cfg->peers[i].id;
+		peers[i].ep = cfg->peers[i].ep;
+		peers[i].state = KREP_PEER_CONFIGURED;
+		peers[i].backoff_ms = KREP_BACKOFF_MIN_MS;
+		INIT_DELAYED_WORK(&peers[i].connect_work, connect_work);
+		INIT_DELAYED_WORK(&peers[i].fetch_work, krep_fetcher_work);
+	}
+	listen = cfg->listen;
+	if (cfg->broker_id == KREP_BROKER_ID_UNSET)
+		listen.sa.sa_family = AF_UNSPEC;
+	mutex_unlock(&kn->cfg_lock);
+
+	mutex_lock(&ns->lock);
+	ns->peers = peers;
+	ns->npeers = n;
+	ns->stopped = false;
+	if (krep_endpoint_valid(&listen)) {
+		err = listener_start(kn, &listen);
+		if (err)
+			pr_warn("cannot listen on %pISpc: error %d\n",
+				&listen.sa, err);
+	}
+	for (i = 0; i < n; i++)
+		queue_delayed_work(krep_wq, &peers[i].connect_work, 0);
+	mutex_unlock(&ns->lock);
+	mutex_unlock(&ns->apply_lock);
+	return err;
+}
+
+u8 krep_net_peer_state(struct krep_net *kn, u32 id)
+{
+	struct krep_net_state *ns = kn->ns;
+	u8 state = KREP_PEER_CONFIGURED;
+	unsigned int i;
+
+	mutex_lock(&ns->lock);
+	for (i = 0; i < ns->npeers; i++) {
+		if (ns->peers[i].id == id)
+			state = READ_ONCE(ns->peers[i].state);
+	}
+	mutex_unlock(&ns->lock);
+	return state;
+}
+
+int krep_net_state_alloc(struct krep_net *kn)
+{
+	struct krep_net_state *ns = kzalloc(sizeof(*ns), GFP_KERNEL);
+
+	if (!ns)
+		return -ENOMEM;
+	ns->kn = kn;
+	mutex_init(&ns->lock);
+	mutex_init(&ns->apply_lock);
+	INIT_LIST_HEAD(&ns->conns);
+	INIT_WORK(&ns->accept_work, accept_work);
+	ns->stopped = true;
+	kn->ns = ns;
+	return 0;
+}
+
+void krep_net_state_free(struct krep_net *kn)
+{
+	mutex_lock(&kn->ns->apply_lock);
+	krep_net_stop(kn);
+	mutex_unlock(&kn->ns->apply_lock);
+	kfree(kn->ns);
+	kn->ns = NULL;
+}
+
+int krep_net_module_init(void)
+{
+	krep_wq = alloc_workqueue("krep", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	return krep_wq ? 0 : -ENOMEM;
+}
+
+void krep_net_module_exit(void)
+{
+	destroy_workqueue(krep_wq);
+}

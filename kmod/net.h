@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * krep: a broker's sockets: the listener, the connections to and from its
+ * peers, and framing.
+ */
+#ifndef _KREP_NET_H
+#define _KREP_NET_H
+
+#include <linux/kref.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/types.h>
+#include <linux/workqueue.h>
+#include <linux/krep_wire.h>
+
+#include "broker.h"
+
+struct socket;
+struct sock;
+struct krep_delayed_fetch;
+
+/*
+ * One TCP connection between two brokers. Outbound connections are made
+ * by this broker to a peer it follows (the fetcher); inbound ones were
+ * accepted by the listener (the peer fetches from us).
+ *
+ * Lifetime: the net core's list holds one reference; socket callbacks
+ * only queue work and reach the connection through sk_user_data under
+ * sk_callback_lock. krep_conn_close() detaches the callbacks, and the
+ * release work stops the rest and drops the list's reference.
+ */
+struct krep_conn {
+	struct kref ref;
+	struct krep_net *kn;
+	struct socket *sock;
+	struct list_head node;		/* krep_net_state.conns */
+	struct krep_peer *peer;		/* outbound: whom we fetch from */
+	bool outbound;
+	s64 peer_id;			/* -1 until HELLO */
+	char addr[64];			/* the peer's address, for messages */
+	unsigned long flags;
+	struct work_struct rx_work;
+	struct work_struct release_work;
+	struct mutex tx_lock;		/* one frame at a time */
+	/* receive framing */
+	struct krep_wire_hdr hdr;
+	u32 hdr_got;
+	u8 *payload;
+	u32 payload_got;
+	/* leader side: the FETCH parked until data or its max wait */
+	struct mutex delayed_lock;
+	struct krep_delayed_fetch *delayed;
+	struct delayed_work fetch_work;
+	void (*saved_data_ready)(struct sock *sk);
+	void (*saved_state_change)(struct sock *sk);
+	void (*saved_write_space)(struct sock *sk);
+};
+
+#define KREP_CONN_DEAD		0	/* flags bit: closing */
+#define KREP_CONN_HELLO		1	/* flags bit: HELLO exchanged */
+
+/* a configured peer and our outbound connection to it */
+struct krep_peer {
+	struct krep_net *kn;
+	u32 id;
+	struct krep_endpoint ep;
+	u8 state;			/* enum krep_peer_state */
+	unsigned int backoff_ms;
+	struct delayed_work connect_work;
+	struct delayed_work fetch_work;
+	struct krep_conn *conn;		/* under krep_net_state.lock */
+	u32 correlation;
+	bool fetch_inflight;
+};
+
+struct krep_net_state {
+	struct krep_net *kn;
+	struct mutex apply_lock;	/* serialises stop and restart */
+	struct mutex lock;		/* guards peers, listener, conns */
+	struct socket *listener;
+	struct work_struct accept_work;
+	struct list_head conns;
+	unsigned int npeers;
+	struct krep_peer *peers;
+	bool stopped;
+	void (*saved_listen_data_ready)(struct sock *sk);
+};
+
+int krep_net_module_init(void);
+void krep_net_module_exit(void);
+int krep_net_state_alloc(struct krep_net *kn);
+void krep_net_state_free(struct krep_net *kn);
+int krep_net_apply(struct krep_net *kn);
+void krep_net_stop(struct krep_net *kn);
+u8 krep_net_peer_state(struct krep_net *kn, u32 id);
+
+int krep_conn_send(struct krep_conn *c, u8 type, u32 correlation,
+		   const void *payload, u32 len);
+void krep_conn_close(struct krep_conn *c, const char *why);
+void krep_conn_put(struct krep_conn *c);
+void krep_conn_queue(struct krep_conn *c, struct work_struct *work);
+void krep_conn_rx_work(struct work_struct *work);
+
+extern struct workqueue_struct *krep_wq;
+
+#endif /* _KREP_NET_H */

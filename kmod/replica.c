@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krep: the leader serves its followers' FETCHes.
+ *
+ * A FETCH first updates, once, what the leader knows of the follower for
+ * every partition in it (partition.c: LEO, lastCaughtUpTime, ISR expand,
+ * HW). Then the response is built: whole batches from each fetch offset,
+ * within the request's byte budget. When no partition has anything to
+ * send, the FETCH is parked (one per connection, as a follower keeps one
+ * in flight): a wait entry on every partition's wait queue re-runs it on
+ * the next append or HW move, and the connection's fetch_work times it
+ * out after max wait. So a produce reaches the followers without polling.
+ *
+ * Work in this file: krep_conn.fetch_work (delayed), armed when a FETCH
+ * is parked and by the wait entries; cancelled, after the entries are
+ * removed, in krep_replica_cancel_delayed() from the connection's release.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/jiffies.h>
+#include <linux/slab.h>
+#include <linux/wait.h>
+
+#include "krep.h"
+#include "broker.h"
+#include "net.h"
+#include "partition.h"
+#include "replica.h"
+#include "topic.h"
+#include "wire.h"
+
+#define KREP_RESP_PART_OVERHEAD	(2 + KREP_TOPIC_NAME_MAX + \
+				 sizeof(struct krep_wire_resp_part))
+
+struct fetch_waiter {
+	wait_queue_entry_t wq;
+	struct krep_partition *p;
+	struct krep_delayed_fetch *df;
+};
+
+/* a parsed partition entry of the request */
+struct fetch_entry {
+	char topic[KREP_TOPIC_NAME_MAX + 1];
+	struct krep_fetch_part fp;
+	struct krep_topic *t;		/* NULL: unknown topic */
+	struct krep_partition *p;	/* NULL: not hosted */
+};
+
+struct krep_delayed_fetch {
+	struct krep_conn *c;
+	u32 corr;
+	u32 replica_id;
+	u32 max_bytes;
+	unsigned long deadline;
+	unsigned int n;
+	struct fetch_entry *entries;
+	unsigned int nwait;
+	struct fetch_waiter *waiters;
+};
+
+static void entries_put(struct fetch_entry *e, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		krep_topic_put(e[i].t);
+	kvfree(e);
+}
+
+/* parse the request whole before acting on any of it */
+static struct fetch_entry *parse_fetch(struct krep_conn *c, const u8 *buf,
+				       u32 len, struct krep_delayed_fetch *df,
+				       const char **why)
+{
+	struct fetch_entry *e;
+	struct krep_rd rd;
+	unsigned int i;
+	u16 tlen;
+
+	krep_rd_init(&rd, buf, len);
+	df->replica_id = krep_rd_be32(&rd);
+	df->deadline = jiffies + msecs_to_jiffies(min_t(u32,
+				krep_rd_be32(&rd), 30000));
+	df->max_bytes = min_t(u32, krep_rd_be32(&rd),
+			      KREP_WIRE_MAX_PAYLOAD / 2);
+	df->n = krep_rd_be32(&rd);
+	if (rd.bad || df->n > KREP_WIRE_MAX_PARTITIONS) {
+		*why = "malformed FETCH header";
+		return NULL;
+	}
+	if (df->replica_id != c->peer_id) {
+		*why = "FETCH replica id differs from the HELLO";
+		return NULL;
+	}
+	e = kvcalloc(max(df->n, 1U), sizeof(*e), GFP_KERNEL);
+	if (!e) {
+		*why = "out of memory for a FETCH";
+		return NULL;
+	}
+	for (i = 0; i < df->n; i++) {
+		const char *name = krep_rd_topic(&rd, &tlen);
+
+		if (name)
+			memcpy(e[i].topic, name, tlen);
+		e[i].fp.partition = krep_rd_be32(&rd);
+		e[i].fp.leader_epoch = krep_rd_be32(&rd);
+		e[i].fp.offset = krep_rd_be64(&rd);
+		e[i].fp.last_epoch = krep_rd_be32(&rd);
+		e[i].fp.log_start = krep_rd_be64(&rd);
+	}
+	if (!krep_rd_done(&rd)) {
+		kvfree(e);
+		*why = "malformed FETCH partition list";
+		return NULL;
+	}
+	return e;
+}
+
+static void resolve_entries(struct krep_net *kn, struct krep_delayed_fetch *df)
+{
+	struct krep_status st = {};
+	unsigned int i;
+
+	for (i = 0; i < df->n; i++) {
+		struct fetch_entry *e = &df->entries[i];
+		struct krep_partition *p;
+
+		e->t = krep_topic_get(kn, e->topic);
+		if (!e->t)
+			continue;
+		p = krep_topic_partition(e->t, e->fp.partition, &st);
+		e->p = IS_ERR(p) ? NULL : p;
+	}
+}
+
+/*
+ * Build the response; @sent is set when it went out (data, errors or the
+ * deadline), else the fetch stays parked.
+ */
+static int respond(struct krep_delayed_fetch *df, bool force, bool *sent)
+{
+	u32 room = df->max_bytes + 1048588 + 4 +
+		   df->n * KREP_RESP_PART_OVERHEAD;
+	u32 budget = df->max_bytes, total = 0;
+	bool anything = force;
+	struct krep_wr wr;
+	unsigned int i;
+	u8 *buf;
+	int err;
+
+	*sent = false;
+	room = min_t(u32, room, KREP_WIRE_MAX_PAYLOAD);
+	buf = kvmalloc(room, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	wr.p = buf;
+	wr.end = buf + room;
+	wr.full = false;
+	krep_wr_be32(&wr, df->n);
+	for (i = 0; i < df->n; i++) {
+		struct fetch_entry *e = &df->entries[i];
+		struct krep_fetch_result res = {
+			.error = KREP_KERR_UNKNOWN_TOPIC_OR_PARTITION,
+		};
+		struct krep_wire_resp_part *rp;
+		u32 len = 0, avail;
+
+		krep_wr_topic(&wr, e->topic);
+		rp = krep_wr_bytes(&wr, NULL, sizeof(*rp));
+		if (!rp)
+			break;
+		avail = wr.end - wr.p;
+		if (e->p) {
+			err = krep_partition_follower_read(e->p, df->replica_id,
+							   &e->fp, wr.p, avail,
+							   budget, !total,
+							   &res, &len);
+			if (err)
+				len = 0;	/* no room: next FETCH */
+		}
+		wr.p += len;
+		total += len;
+		budget -= min(budget, len);
+		anything |= len || res.error;
+		rp->partition = cpu_to_be32(e->fp.partition);
+		rp->error = cpu_to_be16(res.error);
+		rp->high_watermark = cpu_to_be64(res.hw);
+		rp->log_start_offset = cpu_to_be64(res.log_start);
+		rp->diverging_epoch = cpu_to_be32(-1);
+		rp->diverging_end_offset = cpu_to_be64(-1);
+		rp->records_len = cpu_to_be32(len);
+	}
+	err = wr.full ? -EMSGSIZE : 0;
+	if (!err && anything) {
+		err = krep_conn_send(df->c, KREP_WIRE_FETCH_RESP, df->corr, buf,
+				     wr.p - buf);
+		*sent = !err;
+	}
+	kvfree(buf);
+	return err;
+}
+
+static int fetch_wake(wait_queue_entry_t *wq, unsigned int mode, int flags,
+		      void *key)
+{
+	struct fetch_waiter *w = container_of(wq, struct fetch_waiter, wq);
+
+	mod_delayed_work(krep_wq, &w->df->c->fetch_work, 0);
+	return 0;
+}
+
+static void waiters_remove(struct krep_delayed_fetch *df)
+{
+	unsigned int i;
+
+	for (i = 0; i < df->nwait; i++)
+		remove_wait_queue(&df->waiters[i].p->waitq, &df->waiters[i].wq);
+	df->nwait = 0;
+}
+
+static void delayed_free(struct krep_delayed_fetch *df)
+{
+	waiters_remove(df);
+	kvfree(df->waiters);
+	entries_put(df->entries, df->n);
+	kfree(df);
+	krep_obj_put(KREP_OBJ_DELAYED_FETCH);
+}
+
+/* retry a parked FETCH: woken by an append, or its max wait is over */
+static void fetch_work(struct work_struct *work)
+{
+	struct krep_conn *c = container_of(to_delayed_work(work),
+					   struct krep_conn, fetch_work);
+	struct krep_delayed_fetch *df;
+	bool sent = false;
+	int err;
+
+	mutex_lock(&c->delayed_lock);
+	df = c->delayed;
+	if (!df)
+		goto out;
+	err = respond(df, time_after_eq(jiffies, df->deadline), &sent);
+	if (err) {
+		krep_conn_close(c, "cannot send a FETCH response");
+		sent = true;
+	}
+	if (sent) {
+		c->delayed = NULL;
+		delayed_free(df);
+	} else {
+		mod_delayed_work(krep_wq, &c->fetch_work,
+				 max_t(long, df->deadline - jiffies, 1));
+	}
+out:
+	mutex_unlock(&c->delayed_lock);
+}
+
+static int park(struct krep_conn *c, struct krep_delayed_fetch *df)
+{
+	unsigned int i;
+
+	df->waiters = kvcalloc(max(df->n, 1U), sizeof(*df->waiters),
+			       GFP_KERNEL);
+	if (!df->waiters)
+		return -ENOMEM;
+	for (i = 0; i < df->n; i++) {
+		struct fetch_waiter *w = &df->waiters[df->nwait];
+
+		if (!df->entries[i].p)
+			continue;
+		w->p = df->entries[i].p;
+		w->df = df;
+		init_waitqueue_func_entry(&w->wq, fetch_wake);
+		add_wait_queue(&w->p->waitq, &w->wq);
+		df->nwait++;
+	}
+	c->delayed = df;
+	mod_delayed_work(krep_wq, &c->fetch_work,
+			 max_t(long, df->deadline - jiffies, 1));
+	return 0;
+}
+
+/**
+ * krep_replica_serve - a follower's FETCH arrived on @c
+ * @c: the inbound connection
+ * @corr: the request's correlation id
+ * @payload: the request; taken (set to NULL) when the fetch is parked
+ * @len: its length
+ * @why: set to the reason of a protocol error
+ *
+ * Return: 0, or a negative errno that closes the connection.
+ */
+int krep_replica_serve(struct krep_conn *c, u32 corr, u8 **payload, u32 len,
+		       const char **why)
+{
+	struct krep_delayed_fetch *df;
+	bool sent;
+	unsigned int i;
+	int err;
+
+	df = kzalloc(sizeof(*df), GFP_KERNEL);
+	if (!df) {
+		*why = "out of memory for a FETCH";
+		return -ENOMEM;
+	}
+	krep_obj_get(KREP_OBJ_DELAYED_FETCH);
+	df->c = c;
+	df->corr = corr;
+	df->entries = parse_fetch(c, *payload, len, df, why);
+	if (!df->entries) {
+		kfree(df);
+		krep_obj_put(KREP_OBJ_DELAYED_FETCH);
+		return -EPROTO;
+	}
+	resolve_entries(c->kn, df);
+	for (i = 0; i < df->n; i++) {
+		if (df->entries[i].p)
+			krep_partition_follower_update(df->entries[i].p,
+						       df->replica_id,
+						       &df->entries[i].fp);
+	}
+
+	mutex_lock(&c->delayed_lock);
+	if (c->delayed) {
+		*why = "a second FETCH while one is parked";
+		err = -EPROTO;
+		goto fail;
+	}
+	err = respond(df, time_after_eq(jiffies, df->deadline), &sent);
+	if (err) {
+		*why = "cannot send a FETCH response";
+		goto fail;
+	}
+	if (sent) {
+		delayed_free(df);
+	} else {
+		err = park(c, df);
+		if (err) {
+			*why = "out of memory parking a FETCH";
+			goto fail;
+		}
+	}
+	mutex_unlock(&c->delayed_lock);
+	return 0;
+
+fail:
+	mutex_unlock(&c->delayed_lock);
+	delayed_free(df);
+	return err;
+}
+
+void krep_replica_conn_init(struct krep_conn *c)
+{
+	mutex_init(&c->delayed_lock);
+	INIT_DELAYED_WORK(&c->fetch_work, fetch_work);
+}
+
+/* the connection is going: drop its parked FETCH */
+void krep_replica_cancel_delayed(struct krep_conn *c)
+{
+	struct krep_delayed_fetch *df;
+
+	mutex_lock(&c->delayed_lock);
+	df = c->delayed;
+	c->delayed = NULL;
+	if (df)
+		waiters_remove(df);
+	mutex_unlock(&c->delayed_lock);
+	cancel_delayed_work_sync(&c->fetch_work);
+	if (df)
+		delayed_free(df);
+}
