@@ -158,6 +158,7 @@ void krep_broker_cfg_replace(struct krep_net *kn, struct krep_broker_cfg *cfg)
 	old = krep_broker_cfg_locked(kn);
 	cfg->generation = old ? old->generation + 1 : 0;
 	rcu_assign_pointer(kn->cfg, cfg);
+	WRITE_ONCE(kn->broker_id, cfg->broker_id);
 	if (old)
 		call_rcu(&old->rcu, cfg_free_rcu);
 }
@@ -183,6 +184,7 @@ static int __net_init krep_net_init(struct net *net)
 		return -ENOMEM;
 	}
 	kn->net = net;
+	kn->broker_id = KREP_BROKER_ID_UNSET;
 	mutex_init(&kn->cfg_lock);
 	INIT_LIST_HEAD(&kn->topic_specs);
 	mutex_init(&kn->topics_lock);

@@ -60,6 +60,7 @@ struct krep_net {
 	struct krep_mem mem;			/* log memory of this broker */
 	struct delayed_work isr_work;		/* ISR expiration scan */
 	struct krep_net_state *ns;		/* sockets (net.c) */
+	s64 broker_id;				/* copy of cfg's, for traces */
 	bool dying;				/* no more timers, no new work */
 };
 

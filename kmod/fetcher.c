@@ -87,8 +87,9 @@ static u8 *build_fetch(struct krep_net *kn, u32 self, u32 leader, u32 *lenp)
 			krep_wr_be32(&wr, fp.partition);
 			krep_wr_be32(&wr, fp.leader_epoch);
 			krep_wr_be64(&wr, fp.offset);
-			krep_wr_be32(&wr, fp.last_epoch);
 			krep_wr_be64(&wr, fp.log_start);
+			krep_wr_be32(&wr, fp.last_epoch);
+			krep_wr_be32(&wr, 0);
 			n++;
 		}
 	}
@@ -187,10 +188,11 @@ int krep_fetcher_response(struct krep_conn *c, u32 corr, const u8 *payload,
 		tname = krep_rd_topic(&rd, &tlen);
 		part = krep_rd_be32(&rd);
 		res.error = krep_rd_be16(&rd);
+		krep_rd_be16(&rd);	/* reserved */
 		res.hw = krep_rd_be64(&rd);
 		res.log_start = krep_rd_be64(&rd);
-		krep_rd_be32(&rd);	/* diverging epoch: controller issue */
-		krep_rd_be64(&rd);
+		krep_rd_be64(&rd);	/* diverging end offset and epoch: */
+		krep_rd_be32(&rd);	/* the controller issue uses them */
 		rlen = krep_rd_be32(&rd);
 		records = krep_rd_bytes(&rd, rlen);
 		if (rd.bad)

@@ -26,6 +26,7 @@
 #include "isr.h"
 #include "partition.h"
 #include "topic.h"
+#include "trace.h"
 
 static bool shrink_partition(struct krep_partition *p, u64 now)
 {
@@ -45,6 +46,10 @@ static bool shrink_partition(struct krep_partition *p, u64 now)
 			continue;
 		__clear_bit(i, p->isr);
 		changed = true;
+		trace_krep_isr_shrink(p, p->replicas[i],
+				      r->leo < 0 ? -1 : p->log.end_offset - r->leo,
+				      now - r->last_caught_up_ms,
+				      r->leo < 0 ? "never fetched" : "lagging");
 		pr_info("%s-%u: ISR shrink: broker %u out of sync for %llu ms\n",
 			p->topic->name, p->index, p->replicas[i],
 			now - r->last_caught_up_ms);

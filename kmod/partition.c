@@ -24,6 +24,7 @@
 #include "partition.h"
 #include "record.h"
 #include "topic.h"
+#include "trace.h"
 
 /* an open transaction of one producer on this partition */
 struct krep_txn {
@@ -132,8 +133,41 @@ static void update_lso(struct krep_partition *p)
 		if (x->first_offset >= 0)
 			lso = min_t(u64, lso, x->first_offset);
 	}
-	if (lso > p->lso)
+	if (lso > p->lso) {
+		trace_krep_lso_update(p, p->replicas[p->self], p->lso, lso);
 		p->lso = lso;
+	}
+}
+
+static void pending_push(struct krep_partition *p, u64 last_offset)
+{
+	unsigned int next = (p->pend_head + 1) % KREP_PENDING_RING;
+
+	if (next == p->pend_tail)
+		return;		/* full: these batches go unmeasured */
+	p->pending[p->pend_head].last_offset = last_offset;
+	p->pending[p->pend_head].append_ns = ktime_get_ns();
+	p->pend_head = next;
+}
+
+/* the append time of the oldest batch now below @hw, or -1 */
+static s64 pending_pop(struct krep_partition *p, u64 hw)
+{
+	s64 oldest = -1;
+
+	while (p->pend_tail != p->pend_head &&
+	       p->pending[p->pend_tail].last_offset < hw) {
+		if (oldest < 0)
+			oldest = p->pending[p->pend_tail].append_ns;
+		p->pend_tail = (p->pend_tail + 1) % KREP_PENDING_RING;
+	}
+	return oldest;
+}
+
+static void set_hw(struct krep_partition *p, u64 hw)
+{
+	trace_krep_hw_advance(p, p->hw, hw, pending_pop(p, hw));
+	p->hw = hw;
 }
 
 /*
@@ -160,7 +194,7 @@ void krep_partition_update_hw(struct krep_partition *p)
 		hw = min_t(u64, hw, p->remotes[i].leo);
 	}
 	if (hw > p->hw)
-		p->hw = hw;
+		set_hw(p, hw);
 	update_lso(p);
 }
 
@@ -239,6 +273,8 @@ static int leader_append(struct krep_partition *p, const u8 *batch, u32 len,
 	err = krep_log_append(&p->log, batch, len, *base, p->leader_epoch);
 	if (err)
 		return append_error(err, st);
+	trace_krep_leo_update(p, p->replicas[p->self], *base, p->log.end_offset);
+	pending_push(p, p->log.end_offset - 1);
 	krep_log_retain(&p->log, p->topic->config.retention_bytes, p->hw);
 	update_low_watermark(p);
 	krep_partition_update_hw(p);
@@ -351,6 +387,8 @@ int krep_partition_produce(struct krep_partition *p, const u8 *batch, u32 len,
 	if (acks == -1)
 		err = wait_commit(p, last, timeout_ms, st);
 out:
+	trace_krep_produce(p, err && !*base ? 0 : *base, b.count, len, acks,
+			   err ? st->kerr : 0);
 	mutex_unlock(&p->lock);
 	return err;
 }
@@ -557,6 +595,9 @@ int krep_partition_delete_records(struct krep_partition *p, u64 offset,
 				"offset beyond the high watermark");
 		goto out;
 	}
+	if (offset > p->log.start_offset)
+		trace_krep_log_start_update(p, p->replicas[p->self],
+					    p->log.start_offset, offset);
 	krep_log_advance_start(&p->log, offset);
 	update_low_watermark(p);
 	krep_partition_wake(p);
@@ -658,6 +699,44 @@ static int put_id_list(struct sk_buff *skb, int type,
 	return 0;
 }
 
+static int put_remotes(struct sk_buff *skb, const struct krep_partition *p)
+{
+	struct nlattr *nest, *rn;
+	u64 now = krep_now_ms();
+	unsigned int i;
+
+	if (p->role != KREP_ROLE_LEADER)
+		return 0;
+	nest = nla_nest_start(skb, KREP_A_REMOTES);
+	if (!nest)
+		return -EMSGSIZE;
+	for (i = 0; i < p->nreplicas; i++) {
+		const struct krep_remote *r = &p->remotes[i];
+
+		if (i == p->self)
+			continue;
+		rn = nla_nest_start(skb, KREP_A_REMOTE);
+		if (!rn ||
+		    nla_put_u32(skb, KREP_A_REMOTE_ID, p->replicas[i]) ||
+		    (r->leo >= 0 &&
+		     nla_put_u64_64bit(skb, KREP_A_REMOTE_LEO, r->leo,
+				       KREP_A_REMOTE_PAD)) ||
+		    nla_put_u64_64bit(skb, KREP_A_REMOTE_LOG_START, r->log_start,
+				      KREP_A_REMOTE_PAD) ||
+		    nla_put_u64_64bit(skb, KREP_A_REMOTE_FETCH_AGE_MS,
+				      now - r->last_fetch_ms,
+				      KREP_A_REMOTE_PAD) ||
+		    nla_put_u64_64bit(skb, KREP_A_REMOTE_CAUGHT_UP_AGE_MS,
+				      now - r->last_caught_up_ms,
+				      KREP_A_REMOTE_PAD) ||
+		    nla_put_u8(skb, KREP_A_REMOTE_IN_ISR, test_bit(i, p->isr)))
+			return -EMSGSIZE;
+		nla_nest_end(skb, rn);
+	}
+	nla_nest_end(skb, nest);
+	return 0;
+}
+
 /* PARTITION_GET: the replica's state as attributes */
 int krep_partition_fill(struct krep_partition *p, struct sk_buff *skb)
 {
@@ -678,7 +757,8 @@ int krep_partition_fill(struct krep_partition *p, struct sk_buff *skb)
 			      KREP_A_PAD) ||
 	    nla_put_u64_64bit(skb, KREP_A_LOW_WATERMARK, p->low_watermark,
 			      KREP_A_PAD) ||
-	    nla_put_u64_64bit(skb, KREP_A_LOG_BYTES, p->log.bytes, KREP_A_PAD))
+	    nla_put_u64_64bit(skb, KREP_A_LOG_BYTES, p->log.bytes, KREP_A_PAD) ||
+	    put_remotes(skb, p))
 		goto out;
 	err = 0;
 out:
@@ -726,6 +806,10 @@ static void maybe_expand_isr(struct krep_partition *p, int idx)
 		return;
 	__set_bit(idx, p->isr);
 	p->partition_epoch++;
+	trace_krep_isr_expand(p, p->replicas[idx],
+			      p->log.end_offset - r->leo,
+			      krep_now_ms() - r->last_caught_up_ms,
+			      "caught up to HW");
 	pr_info("%s-%u: ISR expand: broker %u caught up at %lld\n",
 		p->topic->name, p->index, p->replicas[idx], r->leo);
 }
@@ -763,6 +847,8 @@ int krep_partition_follower_update(struct krep_partition *p, u32 replica_id,
 					   r->last_fetch_ms);
 	r->last_fetch_ms = now;
 	r->leo_at_last_fetch = p->log.end_offset;
+	if (r->leo != (s64)fp->offset)
+		trace_krep_leo_update(p, replica_id, r->leo, fp->offset);
 	r->leo = fp->offset;
 	r->log_start = fp->log_start;
 	maybe_expand_isr(p, idx);
@@ -828,6 +914,7 @@ int krep_partition_follower_read(struct krep_partition *p, u32 replica_id,
 	}
 	*len = size;
 out:
+	trace_krep_fetch(p, replica_id, fp->offset, *len, res->error);
 	mutex_unlock(&p->lock);
 	return err;
 }
@@ -884,6 +971,8 @@ int krep_partition_follower_apply(struct krep_partition *p, u32 leader_id,
 	if (res->error == KREP_KERR_OFFSET_OUT_OF_RANGE &&
 	    p->log.end_offset < res->log_start) {
 		/* fell below the leader's log start: start over from there */
+		trace_krep_truncate(p, p->replicas[p->self], p->log.end_offset,
+				    res->log_start);
 		krep_log_reset(&p->log, res->log_start);
 		goto out;
 	}
@@ -903,14 +992,21 @@ int krep_partition_follower_apply(struct krep_partition *p, u32 leader_id,
 				      b.leader_epoch);
 		if (err)
 			break;
+		trace_krep_leo_update(p, p->replicas[p->self], b.base_offset,
+				      p->log.end_offset);
 		records += b.len;
 	}
-	if (res->log_start > p->log.start_offset)
+	if (res->log_start > p->log.start_offset) {
+		u64 old = p->log.start_offset;
+
 		krep_log_advance_start(&p->log, min(res->log_start,
 						    p->log.end_offset));
+		trace_krep_log_start_update(p, p->replicas[p->self], old,
+					    p->log.start_offset);
+	}
 	hw = min(p->log.end_offset, res->hw);
 	if (hw > p->hw)
-		p->hw = hw;
+		set_hw(p, hw);
 	update_lso(p);
 	if (p->log.start_offset > p->low_watermark)
 		p->low_watermark = p->log.start_offset;

@@ -43,6 +43,14 @@ struct krep_remote {
 	u64 leo_at_last_fetch;
 };
 
+/* append times of batches not yet below HW, for commit latency */
+#define KREP_PENDING_RING	256
+
+struct krep_pending {
+	u64 last_offset;
+	s64 append_ns;
+};
+
 struct krep_partition {
 	struct krep_topic *topic;	/* owner; it outlives us */
 	u32 index;
@@ -65,6 +73,8 @@ struct krep_partition {
 	struct list_head txns;		/* open transactions */
 	struct list_head aborted;	/* aborted transaction index */
 	wait_queue_head_t waitq;	/* produces and fetches waiting */
+	unsigned int pend_head, pend_tail;
+	struct krep_pending pending[KREP_PENDING_RING];
 };
 
 struct krep_fetch_req {

@@ -20,6 +20,7 @@
 #include <linux/jiffies.h>
 #include <linux/slab.h>
 #include <linux/wait.h>
+#include <asm/unaligned.h>
 
 #include "krep.h"
 #include "broker.h"
@@ -105,8 +106,10 @@ static struct fetch_entry *parse_fetch(struct krep_conn *c, const u8 *buf,
 		e[i].fp.partition = krep_rd_be32(&rd);
 		e[i].fp.leader_epoch = krep_rd_be32(&rd);
 		e[i].fp.offset = krep_rd_be64(&rd);
-		e[i].fp.last_epoch = krep_rd_be32(&rd);
 		e[i].fp.log_start = krep_rd_be64(&rd);
+		e[i].fp.last_epoch = krep_rd_be32(&rd);
+		if (krep_rd_be32(&rd))
+			rd.bad = true;	/* reserved */
 	}
 	if (!krep_rd_done(&rd)) {
 		kvfree(e);
@@ -131,6 +134,24 @@ static void resolve_entries(struct krep_net *kn, struct krep_delayed_fetch *df)
 		p = krep_topic_partition(e->t, e->fp.partition, &st);
 		e->p = IS_ERR(p) ? NULL : p;
 	}
+}
+
+#define RP_PUT(type, field, val, rp)					\
+	put_unaligned_##type(val, (rp) +					\
+			     offsetof(struct krep_wire_resp_part, field))
+
+/* the fixed part of one partition's answer; @rp may be unaligned */
+static void put_resp_part(u8 *rp, u32 partition,
+			  const struct krep_fetch_result *res, u32 len)
+{
+	RP_PUT(be32, partition, partition, rp);
+	RP_PUT(be16, error, res->error, rp);
+	RP_PUT(be16, reserved, 0, rp);
+	RP_PUT(be64, high_watermark, res->hw, rp);
+	RP_PUT(be64, log_start_offset, res->log_start, rp);
+	RP_PUT(be64, diverging_end_offset, -1, rp);
+	RP_PUT(be32, diverging_epoch, -1, rp);
+	RP_PUT(be32, records_len, len, rp);
 }
 
 /*
@@ -162,11 +183,11 @@ static int respond(struct krep_delayed_fetch *df, bool force, bool *sent)
 		struct krep_fetch_result res = {
 			.error = KREP_KERR_UNKNOWN_TOPIC_OR_PARTITION,
 		};
-		struct krep_wire_resp_part *rp;
 		u32 len = 0, avail;
+		u8 *rp;
 
 		krep_wr_topic(&wr, e->topic);
-		rp = krep_wr_bytes(&wr, NULL, sizeof(*rp));
+		rp = krep_wr_bytes(&wr, NULL, sizeof(struct krep_wire_resp_part));
 		if (!rp)
 			break;
 		avail = wr.end - wr.p;
@@ -182,13 +203,7 @@ static int respond(struct krep_delayed_fetch *df, bool force, bool *sent)
 		total += len;
 		budget -= min(budget, len);
 		anything |= len || res.error;
-		rp->partition = cpu_to_be32(e->fp.partition);
-		rp->error = cpu_to_be16(res.error);
-		rp->high_watermark = cpu_to_be64(res.hw);
-		rp->log_start_offset = cpu_to_be64(res.log_start);
-		rp->diverging_epoch = cpu_to_be32(-1);
-		rp->diverging_end_offset = cpu_to_be64(-1);
-		rp->records_len = cpu_to_be32(len);
+		put_resp_part(rp, e->fp.partition, &res, len);
 	}
 	err = wr.full ? -EMSGSIZE : 0;
 	if (!err && anything) {

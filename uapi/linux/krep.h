@@ -56,7 +56,10 @@
  *             KREP_A_ROLE, KREP_A_LEADER, KREP_A_LEADER_EPOCH,
  *             KREP_A_PARTITION_EPOCH, KREP_A_REPLICAS, KREP_A_ISR,
  *             KREP_A_LEO, KREP_A_HW, KREP_A_LSO, KREP_A_LOG_START,
- *             KREP_A_LOW_WATERMARK, KREP_A_LOG_BYTES
+ *             KREP_A_LOW_WATERMARK, KREP_A_LOG_BYTES, and on a leader
+ *             KREP_A_REMOTES: a KREP_A_REMOTE nest per follower
+ *             (KREP_A_REMOTE_*: id, LEO, log start, ms since its last
+ *             fetch and since it was last caught up, ISR membership)
  * KREP_CMD_PRODUCE     (do)          CAP_NET_ADMIN
  *   request:  KREP_A_TOPIC, KREP_A_PARTITION, KREP_A_RECORDS (exactly one
  *             RecordBatch v2, magic 2, CRC-32C valid; baseOffset and
@@ -182,6 +185,8 @@ enum krep_attr {
 	KREP_A_TXN_OP,		/* u8: enum krep_txn_op */
 	KREP_A_LOG_BYTES,	/* u64: bytes held by the log */
 	KREP_A_PAD,		/* for 64-bit alignment */
+	KREP_A_REMOTES,		/* nest: KREP_A_REMOTE ... (leader only) */
+	KREP_A_REMOTE,		/* nest: enum krep_remote_attr */
 
 	__KREP_A_MAX,
 	KREP_A_MAX = __KREP_A_MAX - 1
@@ -220,6 +225,21 @@ enum krep_tcfg_attr {
 
 	__KREP_A_TCFG_MAX,
 	KREP_A_TCFG_MAX = __KREP_A_TCFG_MAX - 1
+};
+
+/* what a leader knows of one follower (PARTITION_GET) */
+enum krep_remote_attr {
+	KREP_A_REMOTE_UNSPEC,
+	KREP_A_REMOTE_ID,		/* u32: broker id */
+	KREP_A_REMOTE_LEO,		/* u64: absent while unknown */
+	KREP_A_REMOTE_LOG_START,	/* u64 */
+	KREP_A_REMOTE_FETCH_AGE_MS,	/* u64: ms since its last FETCH */
+	KREP_A_REMOTE_CAUGHT_UP_AGE_MS,	/* u64: ms since last caught up */
+	KREP_A_REMOTE_IN_ISR,		/* u8: 0 or 1 */
+	KREP_A_REMOTE_PAD,
+
+	__KREP_A_REMOTE_MAX,
+	KREP_A_REMOTE_MAX = __KREP_A_REMOTE_MAX - 1
 };
 
 enum krep_role {

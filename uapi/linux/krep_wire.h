@@ -3,7 +3,9 @@
  * krep: the wire protocol between brokers.
  *
  * A TCP stream of frames. Every frame is a fixed header followed by
- * hdr.length bytes of payload; all integers are big-endian. A frame whose
+ * hdr.length bytes of payload; all integers are big-endian. Payloads are
+ * the structs below, field by field in order, with no padding between a
+ * topic name and the struct that follows it (read them unaligned). A frame whose
  * magic, version, type or length is wrong, or whose payload does not parse
  * exactly, closes that connection and nothing else.
  *
@@ -75,9 +77,10 @@ struct krep_wire_fetch_part {
 	__be32 partition;
 	__be32 current_leader_epoch;
 	__be64 fetch_offset;
-	__be32 last_fetched_epoch;	/* -1: none */
 	__be64 log_start_offset;
-} __attribute__((packed));
+	__be32 last_fetched_epoch;	/* -1: none */
+	__be32 reserved;		/* 0 */
+};
 
 struct krep_wire_fetch_resp {
 	__be32 npartitions;
@@ -87,11 +90,12 @@ struct krep_wire_fetch_resp {
 struct krep_wire_resp_part {
 	__be32 partition;
 	__be16 error;			/* enum krep_kafka_error */
+	__be16 reserved;		/* 0 */
 	__be64 high_watermark;
 	__be64 log_start_offset;
-	__be32 diverging_epoch;		/* -1: none */
 	__be64 diverging_end_offset;
+	__be32 diverging_epoch;		/* -1: none */
 	__be32 records_len;		/* RecordBatch v2 bytes that follow */
-} __attribute__((packed));
+};
 
 #endif /* _UAPI_LINUX_KREP_WIRE_H */
