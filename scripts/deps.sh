@@ -1,0 +1,78 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# deps.sh - install the Debian packages krep's build, VM and tests need.
+#
+# Usage: scripts/deps.sh [--check|--list]
+#
+#   (none)    install what is missing (apt-get, as root or through sudo);
+#             silent and quick when everything is there
+#   --check   exit 1, naming what is missing, if anything is; installs nothing
+#   --list    print the package list
+
+set -eu
+
+PKGS=(
+	build-essential make gcc pkg-config perl	# build
+	libnl-3-dev libnl-genl-3-dev libbpf-dev clang llvm
+	linux-headers-amd64 linux-source-6.1 sparse
+	linux-image-amd64 qemu-system-x86 busybox-static	# the test VM
+	kmod cpio xz-utils zstd
+	iproute2 bpftrace bpftool jq	# tests and tools
+)
+
+usage() {
+	sed -n '/^# Usage:/,/^$/{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}" >&2
+	exit 2
+}
+
+# The packages of PKGS that are not installed.
+missing() {
+	local installed p
+
+	installed=$(dpkg-query -W -f '${Package} ${db:Status-Status}\n' "${PKGS[@]}" 2>/dev/null |
+		awk '$2 == "installed" { sub(/:.*/, "", $1); print $1 }') || true
+	for p in "${PKGS[@]}"; do
+		grep -qxF "$p" <<<"$installed" || echo "$p"
+	done
+}
+
+mode=install
+case ${1:-} in
+"") ;;
+--check) mode=check ;;
+--list) printf '%s\n' "${PKGS[@]}"; exit 0 ;;
+*) usage ;;
+esac
+[ $# -le 1 ] || usage
+
+command -v dpkg-query >/dev/null || { echo "deps.sh: not a Debian system (no dpkg-query)" >&2; exit 1; }
+
+mapfile -t need < <(missing)
+[ ${#need[@]} = 0 ] && exit 0
+
+if [ "$mode" = check ]; then
+	echo "deps.sh: missing packages: ${need[*]}" >&2
+	exit 1
+fi
+
+if [ "$(id -u)" = 0 ]; then
+	sudo=()
+elif command -v sudo >/dev/null; then
+	sudo=(sudo)
+else
+	echo "deps.sh: missing packages: ${need[*]}; run as root (no sudo here)" >&2
+	exit 1
+fi
+
+echo "deps.sh: installing ${need[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	--no-install-recommends "${need[@]}"
+
+mapfile -t need < <(missing)
+if [ ${#need[@]} != 0 ]; then
+	echo "deps.sh: still missing after apt-get: ${need[*]}" >&2
+	exit 1
+fi

@@ -1,0 +1,259 @@
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
+#
+# lib.sh - helpers for krep's shell selftests. Source it, do not run it:
+#
+#	here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+#	. "$here/lib.sh"
+#
+# Paths
+#   KREP_ROOT                the repo root; KREP_KO, KREPCTL, KREPD
+#
+# KTAP output (kselftest style: "TAP version 13", "1..N", "ok N desc")
+#   ktap_plan N              header and plan
+#   ktap_ok DESC             ok N DESC
+#   ktap_fail DESC           not ok N DESC
+#   ktap_skip DESC REASON    ok N DESC # SKIP REASON
+#   ktap_check DESC CMD...   ok if CMD succeeds, else not ok with CMD's
+#                            status and output as "# " lines
+#   ktap_expect_fail DESC CMD...  ok if CMD fails, else not ok (with output)
+#   ktap_diag MSG...         MSG as "# " lines
+#   ktap_diag_stdin          stdin as "# " lines; true if there was any
+#   ktap_bail REASON         "Bail out! REASON", totals, exit 1
+#   ktap_skip_all REASON     "1..0 # SKIP REASON", exit 4 (KSFT_SKIP); before
+#                            ktap_plan
+#   ktap_finish              "# Totals: pass:X fail:Y skip:Z"; a plan that
+#                            was not met counts as a failure; exits 1 on
+#                            failures, else 0
+#
+# Clean-up registry (LIFO, run on exit, errors ignored)
+#   krep_cleanup_push CMD... one command (several words: exactly these
+#                            arguments; one word: a shell snippet). The first
+#                            push installs the EXIT/INT/TERM traps; a suite
+#                            with a trap of its own calls krep_cleanup_run
+#                            from it. Never push from a $(...) subshell.
+#   krep_cleanup_run         run and forget the registered commands now
+#
+# Namespaces, module, misc
+#   krep_netns_name BASE     print a unique netns name (krep-BASE-<pid>-<random>)
+#   krep_netns_add VAR BASE  create such a netns, store its name in VAR and
+#                            register its deletion
+#   krep_mod_load [PARAM...] insmod $KREP_KO and register its unloading
+#   krep_mod_unload          rmmod krep if it is loaded
+#   krep_mod_loaded          true if krep is loaded
+#   krep_wait_for SECONDS CMD...  poll CMD every 0.1 s until it succeeds;
+#                            false on timeout
+#   krep_kmsg_mark NAME      write a marker line into the kernel log
+#   krep_kmsg_since NAME     the kernel log after that marker
+#   krep_require_vm          skip the whole suite outside the test VM
+#   krep_require_cmd CMD...  skip the whole suite if a command is missing
+
+[ -n "${KREP_LIB_SH:-}" ] && return 0
+KREP_LIB_SH=1
+
+# shellcheck disable=SC2034 # for the suites
+{
+	KREP_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+	KREP_KO=$KREP_ROOT/kmod/krep.ko
+	KREPCTL=$KREP_ROOT/agent/krepctl
+	KREPD=$KREP_ROOT/agent/krepd
+}
+# iproute2's ip, not busybox's
+case ":$PATH:" in
+:/usr/sbin:/sbin:*) ;;
+*) PATH=/usr/sbin:/sbin:$PATH ;;
+esac
+export PATH
+
+_ktap_n=0
+_ktap_pass=0
+_ktap_fail=0
+_ktap_skip=0
+_ktap_plan=
+
+ktap_plan() {
+	_ktap_plan=$1
+	echo "TAP version 13"
+	echo "1..$1"
+}
+
+ktap_diag() {
+	local line
+
+	while IFS= read -r line; do
+		echo "# $line"
+	done <<<"$*"
+}
+
+ktap_diag_stdin() {
+	local line any=1
+
+	while IFS= read -r line || [ -n "$line" ]; do
+		echo "# $line"
+		any=0
+	done
+	return $any
+}
+
+ktap_ok() {
+	_ktap_n=$((_ktap_n + 1))
+	_ktap_pass=$((_ktap_pass + 1))
+	echo "ok $_ktap_n $*"
+}
+
+ktap_fail() {
+	_ktap_n=$((_ktap_n + 1))
+	_ktap_fail=$((_ktap_fail + 1))
+	echo "not ok $_ktap_n $*"
+}
+
+ktap_skip() {
+	_ktap_n=$((_ktap_n + 1))
+	_ktap_skip=$((_ktap_skip + 1))
+	echo "ok $_ktap_n $1 # SKIP ${2:-}"
+}
+
+ktap_check() {
+	local desc=$1 out rc
+	shift
+
+	out=$("$@" 2>&1) && rc=0 || rc=$?
+	if [ "$rc" = 0 ]; then
+		ktap_ok "$desc"
+		return 0
+	fi
+	ktap_diag "exit $rc: $*"
+	[ -z "$out" ] || ktap_diag "$out"
+	ktap_fail "$desc"
+	return 1
+}
+
+ktap_expect_fail() {
+	local desc=$1 out rc
+	shift
+
+	out=$("$@" 2>&1) && rc=0 || rc=$?
+	if [ "$rc" != 0 ]; then
+		ktap_ok "$desc"
+		return 0
+	fi
+	ktap_diag "succeeded but should fail: $*"
+	[ -z "$out" ] || ktap_diag "$out"
+	ktap_fail "$desc"
+	return 1
+}
+
+_ktap_totals() {
+	echo "# Totals: pass:$_ktap_pass fail:$_ktap_fail skip:$_ktap_skip"
+}
+
+ktap_bail() {
+	echo "Bail out! $*"
+	_ktap_totals
+	exit 1
+}
+
+ktap_skip_all() {
+	echo "TAP version 13"
+	echo "1..0 # SKIP $*"
+	exit 4
+}
+
+ktap_finish() {
+	if [ -n "$_ktap_plan" ] && [ "$_ktap_n" != "$_ktap_plan" ]; then
+		ktap_diag "planned $_ktap_plan tests, ran $_ktap_n"
+		_ktap_fail=$((_ktap_fail + 1))
+	fi
+	_ktap_totals
+	[ "$_ktap_fail" = 0 ] || exit 1
+	exit 0
+}
+
+_krep_cleanups=()
+
+krep_cleanup_run() {
+	local i
+
+	for ((i = ${#_krep_cleanups[@]} - 1; i >= 0; i--)); do
+		eval "${_krep_cleanups[i]}" >/dev/null 2>&1 || true
+	done
+	_krep_cleanups=()
+}
+
+krep_cleanup_push() {
+	if [ ${#_krep_cleanups[@]} = 0 ] && [ -z "${_krep_traps:-}" ]; then
+		_krep_traps=1
+		trap krep_cleanup_run EXIT
+		trap 'exit 130' INT
+		trap 'exit 143' TERM
+	fi
+	if [ $# = 1 ]; then
+		_krep_cleanups+=("$1")
+	else
+		_krep_cleanups+=("$(printf '%q ' "$@")")
+	fi
+}
+
+krep_netns_name() {
+	local name
+
+	# $RANDOM is reseeded in every subshell: unique even from $(...)
+	while name=krep-$1-$$-$RANDOM && [ -e "/run/netns/$name" ]; do :; done
+	echo "$name"
+}
+
+krep_netns_add() {
+	local -n _ns_var=$1
+	local name
+
+	name=$(krep_netns_name "$2")
+	ip netns add "$name" || return 1
+	krep_cleanup_push ip netns del "$name"
+	# shellcheck disable=SC2034 # nameref
+	_ns_var=$name
+}
+
+krep_mod_loaded() {
+	grep -q '^krep ' /proc/modules
+}
+
+krep_mod_unload() {
+	! krep_mod_loaded || rmmod krep
+}
+
+krep_mod_load() {
+	insmod "$KREP_KO" "$@" || return
+	krep_cleanup_push krep_mod_unload
+}
+
+krep_wait_for() {
+	local deadline=$((SECONDS + $1))
+	shift
+
+	until "$@"; do
+		[ "$SECONDS" -lt "$deadline" ] || return 1
+		sleep 0.1
+	done
+}
+
+krep_kmsg_mark() {
+	echo "<6>krep-selftests: mark $1" >/dev/kmsg
+}
+
+krep_kmsg_since() {
+	dmesg | awk -v m="krep-selftests: mark $1" \
+		'found { print } index($0, m) && substr($0, index($0, m) + length(m)) == "" { found = 1 }'
+}
+
+krep_require_vm() {
+	[ "${KREP_VM:-}" = 1 ] ||
+		ktap_skip_all "not in the test VM (run it with selftests/vm/run.sh)"
+}
+
+krep_require_cmd() {
+	local c
+
+	for c in "$@"; do
+		command -v "$c" >/dev/null 2>&1 || ktap_skip_all "$c not found"
+	done
+}

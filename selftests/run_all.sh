@@ -1,0 +1,250 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# run_all.sh - run every krep selftest suite, inside the test VM:
+#
+#	selftests/vm/run.sh -- selftests/run_all.sh [SUITE...]
+#
+# Usage: selftests/run_all.sh [-t SECONDS] [SUITE...]
+#
+# The suites are the lines of selftests/suites.list in that order ("PATH
+# [timeout=SECONDS]", PATH relative to selftests/ or to the repo root, "#"
+# starts a comment; shell suites and C test binaries alike), or without that
+# file every executable selftests/*.sh but run_all.sh and lib.sh. SUITE
+# arguments pick suites by name (as printed after "# suite:", ".sh" may be
+# left out).
+#
+# Each suite runs in its own directory with stdin /dev/null and a timeout
+# (-t, KREP_SUITE_TIMEOUT, default 600 s); its output is shown indented. Its
+# KTAP result lines count: "ok" passed, "not ok" failed (also "# TODO"), any
+# "# SKIP" skipped. One more failure for the first of: a timeout, a non-zero
+# exit without a "not ok" line (exit 4, KSFT_SKIP, without results is a
+# skip), "Bail out!", fewer results than planned, no results at all. One more
+# for a kernel log (dmesg since the suite started) with WARNING, BUG, Oops,
+# general protection, panic, "krep: leak" and the like, and one more if the
+# krep module is still loaded afterwards (it is then unloaded). Processes a
+# suite leaves in its process group are killed. The suites load and unload
+# krep themselves.
+#
+# The last line is "selftests: N passed, M failed" (", K skipped" when K > 0);
+# exit status 1 if M > 0. Refuses to run outside the VM (KREP_VM=1, set by
+# selftests/vm/run.sh) unless KREP_ALLOW_HOST=1.
+
+set -u
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+root=$(cd "$here/.." && pwd -P)
+timeout_s=${KREP_SUITE_TIMEOUT:-600}
+indent='  '
+
+KERNEL_BAD='WARNING:|BUG:|BUG [^ ]+ \(|kernel BUG at|Oops|general protection|Kernel panic|Unknown symbol|disagrees about version of symbol|INFO: task .* blocked for more than|detected stall|UBSAN:|krep: leak'
+
+usage() {
+	sed -n '/^# Usage:/,/^# The last line/{/^# The last line/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}" >&2
+	exit "${1:-2}"
+}
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	-t) [ $# -ge 2 ] || usage; timeout_s=$2; shift 2 ;;
+	-h|--help) usage 0 ;;
+	--) shift; break ;;
+	-*) usage ;;
+	*) break ;;
+	esac
+done
+case $timeout_s in
+''|*[!0-9]*|0) echo "run_all.sh: the timeout must be a positive number of seconds" >&2; exit 2 ;;
+esac
+
+if [ "${KREP_VM:-}" != 1 ] && [ "${KREP_ALLOW_HOST:-}" != 1 ]; then
+	echo "run_all.sh: refusing to run outside the test VM;" \
+	     "use selftests/vm/run.sh -- selftests/run_all.sh (or KREP_ALLOW_HOST=1)" >&2
+	exit 2
+fi
+
+export PATH=/usr/sbin:/sbin:$PATH
+export KREP_ROOT=$root
+
+passed=0
+failed=0
+skipped=0
+failed_suites=()
+
+# suites: "path<TAB>name<TAB>timeout" lines
+suites=()
+add_suite() { # PATH-AS-LISTED TIMEOUT
+	local p=$1 path name
+	if [ -e "$here/$p" ]; then
+		path=$here/$p
+	elif [ -e "$root/$p" ]; then
+		path=$root/$p
+	else
+		path=$here/$p # reported missing when its turn comes
+	fi
+	case $path in
+	"$here"/*) name=${path#"$here"/} ;;
+	*) name=${path#"$root"/} ;;
+	esac
+	suites+=("$path"$'\t'"$name"$'\t'"$2")
+}
+
+if [ -f "$here/suites.list" ]; then
+	while IFS= read -r line || [ -n "$line" ]; do
+		line=${line%%#*}
+		read -r p opt _ <<<"$line" || true
+		[ -n "${p:-}" ] || continue
+		t=$timeout_s
+		case ${opt:-} in
+		timeout=*) t=${opt#timeout=} ;;
+		esac
+		add_suite "$p" "$t"
+	done <"$here/suites.list"
+else
+	for f in "$here"/*.sh; do
+		case ${f##*/} in
+		run_all.sh|lib.sh) continue ;;
+		esac
+		[ -x "$f" ] && add_suite "${f##*/}" "$timeout_s"
+	done
+fi
+
+selected() { # NAME
+	local a
+	[ ${#filters[@]} = 0 ] && return 0
+	for a in "${filters[@]}"; do
+		[ "$1" = "$a" ] || [ "$1" = "$a.sh" ] && return 0
+	done
+	return 1
+}
+filters=("$@")
+
+module_loaded() {
+	grep -q '^krep ' /proc/modules 2>/dev/null
+}
+
+kmsg() { # at KERN_INFO: in the log, not on the console
+	echo "<6>$*" >/dev/kmsg 2>/dev/null
+}
+
+# KTAP counts of a suite's output: pass fail skip plan bail
+count_results() {
+	awk '
+	/^(not )?ok( |$)/ {
+		if ($0 ~ /#[ \t]*[Ss][Kk][Ii][Pp]/) skip++
+		else if ($0 ~ /^not ok/) fail++
+		else pass++
+		next
+	}
+	/^1\.\.[0-9]+/ { split($0, a, /[^0-9.]/); sub(/^1\.\./, "", a[1]); plan = a[1] + 0
+		if (plan == 0 && $0 ~ /#[ \t]*[Ss][Kk][Ii][Pp]/) skipall = 1 }
+	/^Bail out!/ { bail = 1 }
+	END { printf "%d %d %d %d %d %d\n", pass, fail, skip, plan, bail, skipall }
+	' "$1"
+}
+
+if module_loaded; then
+	echo "# krep was loaded before the first suite: unloading it"
+	rmmod krep || echo "# rmmod krep failed"
+fi
+
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+idx=0
+
+for s in "${suites[@]}"; do
+	IFS=$'\t' read -r path name t <<<"$s"
+	selected "$name" || continue
+	idx=$((idx + 1))
+	echo "# suite: $name"
+	reasons=()
+	p=0 f=0 sk=0 plan=0 bail=0 skipall=0
+
+	if [ ! -f "$path" ] || [ ! -x "$path" ]; then
+		echo "# suite $name: FAIL: $path is missing or not executable"
+		failed=$((failed + 1))
+		failed_suites+=("$name")
+		continue
+	fi
+
+	mark="krep-selftests: suite $idx $name"
+	kmsg "$mark"
+	start=$SECONDS
+	: >"$out"
+	# timeout makes itself the leader of a process group holding the suite
+	(cd "$(dirname "$path")" && KREP_SUITE=$name exec timeout -k 10 "$t" "$path") \
+		</dev/null >"$out" 2>&1 &
+	pid=$!
+	tail -n +1 -s 0.2 -f --pid="$pid" "$out" 2>/dev/null | sed -u "s/^/$indent/" &
+	tail_pid=$!
+	wait "$pid"
+	rc=$?
+	wait "$tail_pid"
+	elapsed=$((SECONDS - start))
+	# Anything the suite left running in its group goes now.
+	if kill -0 -- "-$pid" 2>/dev/null; then
+		echo "# suite $name: killing processes it left behind"
+		kill -TERM -- "-$pid" 2>/dev/null
+		sleep 1
+		kill -KILL -- "-$pid" 2>/dev/null
+	fi
+
+	read -r p f sk plan bail skipall <<<"$(count_results "$out")"
+
+	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+		reasons+=("timed out after ${t}s")
+	elif [ "$rc" = 4 ] && [ "$f" = 0 ] && [ $((p + sk)) = 0 ]; then
+		sk=1 # KSFT_SKIP
+	elif [ "$rc" != 0 ] && [ "$f" = 0 ]; then
+		reasons+=("exit status $rc without a failed test")
+	elif [ "$bail" = 1 ]; then
+		reasons+=("bailed out")
+	elif [ "$skipall" = 1 ]; then
+		[ $((p + f + sk)) -gt 0 ] || sk=1
+	elif [ "$plan" -gt 0 ] && [ $((p + f + sk)) -lt "$plan" ]; then
+		reasons+=("$((p + f + sk)) results for a plan of $plan")
+	elif [ $((p + f + sk)) = 0 ]; then
+		reasons+=("no KTAP results")
+	fi
+	[ ${#reasons[@]} = 0 ] || f=$((f + 1))
+
+	if klog=$(dmesg 2>/dev/null); then
+		since=$(awk -v m="$mark" 'found { print } index($0, m) && substr($0, index($0, m) + length(m)) == "" { found = 1 }' <<<"$klog")
+		[ -n "$since" ] || grep -qF "$mark" <<<"$klog" || since=$klog
+		bad=$(grep -E "$KERNEL_BAD" <<<"$since" | head -n 20)
+		if [ -n "$bad" ]; then
+			reasons+=("kernel log:")
+			f=$((f + 1))
+			while IFS= read -r l; do
+				reasons+=("$indent$l")
+			done <<<"$bad"
+		fi
+	else
+		echo "# suite $name: cannot read the kernel log (dmesg)"
+	fi
+
+	if module_loaded; then
+		reasons+=("module left loaded")
+		f=$((f + 1))
+		rmmod krep 2>&1 | sed "s/^/# /"
+	fi
+
+	passed=$((passed + p))
+	failed=$((failed + f))
+	skipped=$((skipped + sk))
+	[ "$f" = 0 ] || failed_suites+=("$name")
+	for r in "${reasons[@]}"; do
+		echo "# suite $name: FAIL: $r"
+	done
+	echo "# suite $name: $p passed, $f failed, $sk skipped (exit $rc, ${elapsed}s)"
+done
+
+if [ "$idx" = 0 ]; then
+	echo "# no suite to run"
+	failed=$((failed + 1))
+fi
+[ ${#failed_suites[@]} = 0 ] || echo "# failed suites: ${failed_suites[*]}"
+summary="selftests: $passed passed, $failed failed"
+[ "$skipped" = 0 ] || summary+=", $skipped skipped"
+echo "$summary"
+[ "$failed" = 0 ]
