@@ -14,6 +14,10 @@
  *                          the socket has, frames it, dispatches frames.
  *   conn.release_work      queued once by krep_conn_close(); stops the
  *                          connection's work and drops the list reference.
+ *   conn.fetch_work        replica.c: an accepted connection's HELLO
+ *                          deadline, then its parked FETCH.
+ * At most KREP_MAX_INBOUND accepted connections live at once; a flood of
+ * connections that never say HELLO is closed after KREP_HELLO_TIMEOUT_MS.
  * krep_net_stop() marks the state stopped (the gate every re-arm checks),
  * closes the listener and every connection and waits for all of it.
  *
@@ -41,6 +45,7 @@ struct workqueue_struct *krep_wq;
 #define KREP_BACKOFF_MIN_MS	100
 #define KREP_BACKOFF_MAX_MS	5000
 #define KREP_CONNECT_TIMEOUT	(3 * HZ)
+#define KREP_MAX_INBOUND	128	/* connections accepted at once */
 
 static void conn_release(struct kref *ref)
 {
@@ -138,6 +143,8 @@ static void conn_release_work(struct work_struct *work)
 
 	mutex_lock(&ns->lock);
 	list_del(&c->node);
+	if (!c->outbound)
+		ns->ninbound--;
 	peer = c->peer;
 	if (peer && peer->conn == c) {
 		peer->conn = NULL;
@@ -411,12 +418,16 @@ static void accept_work(struct work_struct *work)
 			mutex_unlock(&ns->lock);
 			return;
 		}
-		c = conn_new(kn, sock, NULL);
+		c = ns->ninbound < KREP_MAX_INBOUND ?
+		    conn_new(kn, sock, NULL) : NULL;
 		if (!c) {
 			mutex_unlock(&ns->lock);
+			pr_info_ratelimited("refusing a connection: %u inbound already\n",
+					    ns->ninbound);
 			sock_release(sock);
 			continue;
 		}
+		ns->ninbound++;
 		if (sock->sk->sk_family == AF_INET6)
 			snprintf(c->addr, sizeof(c->addr), "[%pI6c]:%u",
 				 &sock->sk->sk_v6_daddr,
@@ -428,6 +439,7 @@ static void accept_work(struct work_struct *work)
 		tcp_sock_set_nodelay(sock->sk);
 		list_add_tail(&c->node, &ns->conns);
 		conn_attach(c);
+		krep_replica_hello_deadline(c);
 		krep_conn_queue(c, &c->rx_work);
 		mutex_unlock(&ns->lock);
 	}

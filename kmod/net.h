@@ -80,6 +80,7 @@ struct krep_net_state {
 	struct socket *listener;
 	struct work_struct accept_work;
 	struct list_head conns;
+	unsigned int ninbound;		/* accepted connections in conns */
 	unsigned int npeers;
 	struct krep_peer *peers;
 	bool stopped;

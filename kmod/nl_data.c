@@ -51,6 +51,7 @@ const struct nla_policy krep_fetch_policy[KREP_A_MAX + 1] = {
 	[KREP_A_MAX_BYTES] = NLA_POLICY_FULL_RANGE(NLA_U32, &fetch_bytes_range),
 	[KREP_A_MAX_WAIT_MS] = NLA_POLICY_FULL_RANGE(NLA_U32, &wait_range),
 	[KREP_A_ISOLATION] = NLA_POLICY_MAX(NLA_U8, KREP_READ_COMMITTED),
+	[KREP_A_FOLLOWER_READ] = { .type = NLA_FLAG },
 };
 
 const struct nla_policy krep_list_offsets_policy[KREP_A_MAX + 1] = {
@@ -197,6 +198,7 @@ int krep_nl_fetch(struct sk_buff *skb, struct genl_info *info)
 		req.max_wait_ms = nla_get_u32(attrs[KREP_A_MAX_WAIT_MS]);
 	if (attrs[KREP_A_ISOLATION])
 		req.isolation = nla_get_u8(attrs[KREP_A_ISOLATION]);
+	req.follower_read = nla_get_flag(attrs[KREP_A_FOLLOWER_READ]);
 	p = req_partition(info, &t, &st);
 	if (IS_ERR(p))
 		return krep_nl_status(info, PTR_ERR(p), &st);

@@ -445,7 +445,14 @@ static int fetch_wait(struct krep_partition *p, const struct krep_fetch_req *req
 	int err;
 
 	for (;;) {
-		err = check_leader(p, st);
+		if (req->follower_read && !p->dead &&
+		    p->role == KREP_ROLE_FOLLOWER)
+			/* fetch from follower: up to its HW */
+			err = req->isolation == KREP_READ_COMMITTED ?
+			      krep_fail(st, KREP_KERR_INVALID_REQUEST, -EINVAL,
+					"read_committed is served by the leader only") : 0;
+		else
+			err = check_leader(p, st);
 		if (err)
 			return err;
 		if (krep_exiting())

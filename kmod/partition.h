@@ -82,6 +82,7 @@ struct krep_fetch_req {
 	u32 max_bytes;
 	u32 max_wait_ms;
 	u8 isolation;
+	bool follower_read;		/* a follower may serve it */
 	/* allocate the reply with room for @payload bytes of attributes */
 	struct sk_buff *(*alloc_reply)(void *ctx, size_t payload);
 	void *ctx;

@@ -14,6 +14,8 @@
  * Work in this file: krep_conn.fetch_work (delayed), armed when a FETCH
  * is parked and by the wait entries; cancelled, after the entries are
  * removed, in krep_replica_cancel_delayed() from the connection's release.
+ * Before the HELLO it is the accepted connection's HELLO deadline
+ * (krep_replica_hello_deadline()).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -251,6 +253,11 @@ static void fetch_work(struct work_struct *work)
 	bool sent = false;
 	int err;
 
+	/* before HELLO this work is the HELLO deadline of an accepted peer */
+	if (!test_bit(KREP_CONN_HELLO, &c->flags)) {
+		krep_conn_close(c, "no HELLO in time");
+		return;
+	}
 	mutex_lock(&c->delayed_lock);
 	df = c->delayed;
 	if (!df)
@@ -363,6 +370,13 @@ fail:
 	mutex_unlock(&c->delayed_lock);
 	delayed_free(df);
 	return err;
+}
+
+/* an accepted connection that does not say HELLO in time is closed */
+void krep_replica_hello_deadline(struct krep_conn *c)
+{
+	mod_delayed_work(krep_wq, &c->fetch_work,
+			 msecs_to_jiffies(KREP_HELLO_TIMEOUT_MS));
 }
 
 void krep_replica_conn_init(struct krep_conn *c)

@@ -75,7 +75,9 @@
  * KREP_CMD_FETCH       (do)          any user
  *   request:  KREP_A_TOPIC, KREP_A_PARTITION, KREP_A_OFFSET,
  *             KREP_A_MAX_BYTES (default 1 MiB; at least one whole batch is
- *             returned), KREP_A_MAX_WAIT_MS (default 0, max 30000), KREP_A_ISOLATION
+ *             returned), KREP_A_MAX_WAIT_MS (default 0, max 30000), KREP_A_ISOLATION,
+ *             KREP_A_FOLLOWER_READ (flag: accept a follower replica too, as
+ *             Kafka's fetch-from-follower; it serves up to its own HW)
  *   reply:    KREP_A_RECORDS (absent when none; whole batches, as stored;
  *             read_committed stops at LSO and leaves out batches of
  *             aborted transactions), KREP_A_HW, KREP_A_LSO,
@@ -187,6 +189,7 @@ enum krep_attr {
 	KREP_A_PAD,		/* for 64-bit alignment */
 	KREP_A_REMOTES,		/* nest: KREP_A_REMOTE ... (leader only) */
 	KREP_A_REMOTE,		/* nest: enum krep_remote_attr */
+	KREP_A_FOLLOWER_READ,	/* flag: FETCH from a follower (KIP-392) */
 
 	__KREP_A_MAX,
 	KREP_A_MAX = __KREP_A_MAX - 1
