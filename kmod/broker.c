@@ -149,14 +149,16 @@ struct krep_broker_cfg *krep_broker_cfg_locked(struct krep_net *kn)
 					 lockdep_is_held(&kn->cfg_lock));
 }
 
-/* publish @cfg as the broker's configuration; caller holds cfg_lock */
+/*
+ * Publish @cfg as the broker's configuration; caller holds cfg_lock and
+ * has set its generation.
+ */
 void krep_broker_cfg_replace(struct krep_net *kn, struct krep_broker_cfg *cfg)
 {
 	struct krep_broker_cfg *old;
 
 	lockdep_assert_held(&kn->cfg_lock);
 	old = krep_broker_cfg_locked(kn);
-	cfg->generation = old ? old->generation + 1 : 0;
 	rcu_assign_pointer(kn->cfg, cfg);
 	WRITE_ONCE(kn->broker_id, cfg->broker_id);
 	if (old)

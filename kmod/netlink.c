@@ -331,6 +331,7 @@ static int krep_nl_broker_set(struct sk_buff *skb, struct genl_info *info)
 		mutex_unlock(&kn->cfg_lock);
 		return PTR_ERR(cfg);
 	}
+	cfg->generation++;	/* only a successful SET bumps it */
 	krep_broker_cfg_replace(kn, cfg);
 	notify_broker(kn, cfg);
 	mutex_unlock(&kn->cfg_lock);

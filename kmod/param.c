@@ -39,9 +39,11 @@ static char *listen_ep;
 module_param_named(listen, listen_ep, charp, 0444);
 MODULE_PARM_DESC(listen, "replication listener, ADDR:PORT or [ADDR6]:PORT");
 
+/* string parameters are limited to 1024 characters by the kernel */
 static char *peers;
 module_param(peers, charp, 0444);
-MODULE_PARM_DESC(peers, "the other brokers, ID@ADDR:PORT,... (needs broker_id)");
+MODULE_PARM_DESC(peers,
+		 "the other brokers, ID@ADDR:PORT,... (needs broker_id; 1024 characters at most)");
 
 static char *topics;
 module_param(topics, charp, 0444);
@@ -209,7 +211,7 @@ static int parse_topic(const char *s, size_t len, unsigned int nbrokers,
 		return -EINVAL;
 	}
 	ts->partitions = v;
-	if (parse_u64(field[2], flen[2], KREP_RF_MAX, &v) || !v) {
+	if (parse_u64(field[2], flen[2], U32_MAX, &v) || !v) {
 		*why = "replication factor must be at least 1";
 		return -EINVAL;
 	}

@@ -108,7 +108,8 @@
  *
  * Errors: the errno of the NLMSG_ERROR reply, with an extack message naming
  * the reason and, where one attribute is at fault, that attribute:
- *   EINVAL   missing, malformed or out-of-range attribute, empty SET
+ *   EINVAL   missing, malformed or wrongly sized attribute, a string
+ *            without its NUL within the maximum length, empty SET
  *   ERANGE   a value outside its documented range (policy checks)
  *   EEXIST   two peers with the same id
  *   E2BIG    more than KREP_PEERS_MAX peers
