@@ -3,8 +3,9 @@
 # krep top-level build.
 #
 #   make               kmod/krep.ko, agent/krepctl, agent/krepd, selftests
-#   make check         install what is missing, build, boot the VM, run
-#                      every selftest suite (ends "selftests: N passed, ...")
+#   make check         install what is missing, build, run sparse,
+#                      checkpatch and the agent's unit tests, boot the VM and
+#                      run every selftest suite ("selftests: N passed, ...")
 #   make demo          install what is missing, build, run the demo in the VM
 #   make vm-shell      an interactive shell in the same VM
 #   make sparse        sparse over the module (endian checks on), must be clean
@@ -18,6 +19,8 @@ KDIR ?= $(shell scripts/kdir.sh)
 VM_KDIR = $(shell scripts/kdir.sh --vm)
 TOOLS := build/linux-tools
 VM := selftests/vm/run.sh
+# the whole selftest run in the VM, seconds (CI allows 90 minutes)
+CHECK_TIMEOUT ?= 2400
 
 # trace.h is written in the TRACE_EVENT macro language, which checkpatch
 # does not parse (the kernel's own trace headers draw the same complaints)
@@ -51,7 +54,9 @@ deps:
 # so that KDIR is looked up after the kernel headers exist.
 check: deps
 	$(MAKE) KDIR="$(VM_KDIR)" all
-	$(VM) -- selftests/run_all.sh
+	$(MAKE) KDIR="$(VM_KDIR)" sparse checkpatch
+	$(MAKE) -C agent test
+	$(VM) --timeout $(CHECK_TIMEOUT) -- selftests/run_all.sh
 
 demo: deps
 	$(MAKE) KDIR="$(VM_KDIR)" all
