@@ -58,13 +58,19 @@ check: deps
 	$(MAKE) -C agent test
 	$(VM) --timeout $(CHECK_TIMEOUT) -- selftests/run_all.sh
 
+# make demo STEP=N stops after step N and opens a shell in the VM there
 demo: deps
 	$(MAKE) KDIR="$(VM_KDIR)" all
-	$(VM) -- scripts/demo.sh $(if $(STEP),--step $(STEP))
+ifeq ($(STEP),)
+	$(VM) -- scripts/demo.sh
+else
+	KREP_SHELL_INIT="scripts/demo.sh --step $(STEP)" $(VM) --shell
+endif
 
+# the demo's cluster, without the narration
 vm-shell: deps
 	$(MAKE) KDIR="$(VM_KDIR)" all
-	$(VM) --shell
+	KREP_SHELL_INIT="scripts/demo.sh --setup-only" $(VM) --shell
 
 # sparse (C=2 checks every file; endian checks are on by default in 6.1
 # via -D__CHECK_ENDIAN__ being implied). Any warning fails the target.

@@ -39,6 +39,7 @@
 #   KREP_VM_TIMEOUT  default for --timeout (1500)
 #   KREP_VM_APPEND   extra kernel command line
 #   KREP_VM_LOGLEVEL console log level once booted (5: up to KERN_WARNING)
+#   KREP_SHELL_INIT  with --shell: a command the shell runs before its prompt
 #   KREP_VM_ENV      names of extra variables to pass into the guest
 #                    (every KREP_* variable except KREP_VM_* is passed anyway)
 
@@ -219,6 +220,8 @@ shq() {
 cat >"$rundir/bashrc" <<'EOF'
 PS1='krep-vm:\w\$ '
 alias ls='ls --color=auto'
+# KREP_SHELL_INIT: a command the shell runs first (make demo STEP=N)
+if [ -n "${KREP_SHELL_INIT:-}" ]; then eval "$KREP_SHELL_INIT"; fi
 EOF
 
 append="console=ttyS0 quiet panic=-1 panic_on_warn=1 oops=panic slub_debug=FZPU"
