@@ -48,6 +48,92 @@ static const struct krep_attr_space peer_space = {
 	.attrs	= peer_attrs,
 };
 
+static const struct krep_attr_desc tcfg_attrs[KREP_A_TCFG_MAX + 1] = {
+	[KREP_A_TCFG_MIN_INSYNC_REPLICAS] = { "min_insync_replicas",
+					      KREP_AT_U32 },
+	[KREP_A_TCFG_REPLICA_LAG_TIME_MAX_MS] = { "replica_lag_time_max_ms",
+						  KREP_AT_U32 },
+	[KREP_A_TCFG_SEGMENT_BYTES] = { "segment_bytes", KREP_AT_U32 },
+	[KREP_A_TCFG_RETENTION_BYTES] = { "retention_bytes", KREP_AT_S64 },
+	[KREP_A_TCFG_MAX_MESSAGE_BYTES] = { "max_message_bytes", KREP_AT_U32 },
+	[KREP_A_TCFG_UNCLEAN_LEADER_ELECTION] = { "unclean_leader_election",
+						  KREP_AT_U8 },
+};
+
+static const struct krep_attr_space tcfg_space = {
+	.name	= "config",
+	.max	= KREP_A_TCFG_MAX,
+	.attrs	= tcfg_attrs,
+};
+
+/* KREP_A_REPLICAS and KREP_A_ISR: a list of KREP_A_BROKER_ID */
+static const struct krep_attr_desc id_list_attrs[KREP_A_BROKER_ID + 1] = {
+	[KREP_A_BROKER_ID]	= { "broker_id", KREP_AT_U32, .multi = 1 },
+};
+
+static const struct krep_attr_space id_list_space = {
+	.name	= "ids",
+	.max	= KREP_A_BROKER_ID,
+	.attrs	= id_list_attrs,
+};
+
+static const struct krep_attr_desc remote_attrs[KREP_A_REMOTE_MAX + 1] = {
+	[KREP_A_REMOTE_ID]		= { "id", KREP_AT_U32 },
+	[KREP_A_REMOTE_LEO]		= { "leo", KREP_AT_U64 },
+	[KREP_A_REMOTE_LOG_START]	= { "log_start", KREP_AT_U64 },
+	[KREP_A_REMOTE_FETCH_AGE_MS]	= { "fetch_age_ms", KREP_AT_U64 },
+	[KREP_A_REMOTE_CAUGHT_UP_AGE_MS] = { "caught_up_age_ms", KREP_AT_U64 },
+	[KREP_A_REMOTE_IN_ISR]		= { "in_isr", KREP_AT_U8 },
+	[KREP_A_REMOTE_PAD]		= { "pad", KREP_AT_BINARY },
+};
+
+static const struct krep_attr_space remote_space = {
+	.name	= "remote",
+	.max	= KREP_A_REMOTE_MAX,
+	.attrs	= remote_attrs,
+};
+
+/* KREP_A_REMOTES: a list of KREP_A_REMOTE */
+static const struct krep_attr_desc remote_list_attrs[KREP_A_REMOTE + 1] = {
+	[KREP_A_REMOTE]		= { "remote", KREP_AT_NEST, &remote_space,
+				    .multi = 1 },
+};
+
+static const struct krep_attr_space remote_list_space = {
+	.name	= "remotes",
+	.max	= KREP_A_REMOTE,
+	.attrs	= remote_list_attrs,
+};
+
+static const char *role_name(long v)
+{
+	return v >= 0 ? krep_role_name(v) : NULL;
+}
+
+static const char *isolation_name(long v)
+{
+	switch (v) {
+	case KREP_READ_UNCOMMITTED:
+		return "read_uncommitted";
+	case KREP_READ_COMMITTED:
+		return "read_committed";
+	}
+	return NULL;
+}
+
+static const char *txn_op_name(long v)
+{
+	switch (v) {
+	case KREP_TXN_BEGIN:
+		return "begin";
+	case KREP_TXN_COMMIT:
+		return "commit";
+	case KREP_TXN_ABORT:
+		return "abort";
+	}
+	return NULL;
+}
+
 static const struct krep_attr_desc top_attrs[KREP_A_MAX + 1] = {
 	[KREP_A_BROKER_ID]	= { "broker_id", KREP_AT_U32 },
 	[KREP_A_CLUSTER_ID]	= { "cluster_id", KREP_AT_STRING },
@@ -58,6 +144,40 @@ static const struct krep_attr_desc top_attrs[KREP_A_MAX + 1] = {
 	[KREP_A_GENERATION]	= { "generation", KREP_AT_U32 },
 	[KREP_A_KAFKA_ERROR]	= { "kafka_error", KREP_AT_S16,
 				    .enum_name = krep_kafka_error_name },
+	[KREP_A_TOPIC]		= { "topic", KREP_AT_STRING },
+	[KREP_A_PARTITIONS]	= { "partitions", KREP_AT_U32 },
+	[KREP_A_REPLICATION_FACTOR] = { "replication_factor", KREP_AT_U32 },
+	[KREP_A_TOPIC_CONFIG]	= { "config", KREP_AT_NEST, &tcfg_space },
+	[KREP_A_PARTITION]	= { "partition", KREP_AT_U32 },
+	[KREP_A_ROLE]		= { "role", KREP_AT_U8, .enum_name = role_name },
+	[KREP_A_LEADER]		= { "leader", KREP_AT_U32 },
+	[KREP_A_LEADER_EPOCH]	= { "leader_epoch", KREP_AT_U32 },
+	[KREP_A_PARTITION_EPOCH] = { "partition_epoch", KREP_AT_U32 },
+	[KREP_A_REPLICAS]	= { "replicas", KREP_AT_NEST, &id_list_space },
+	[KREP_A_ISR]		= { "isr", KREP_AT_NEST, &id_list_space },
+	[KREP_A_LEO]		= { "leo", KREP_AT_U64 },
+	[KREP_A_HW]		= { "hw", KREP_AT_U64 },
+	[KREP_A_LSO]		= { "lso", KREP_AT_U64 },
+	[KREP_A_LOG_START]	= { "log_start", KREP_AT_U64 },
+	[KREP_A_LOW_WATERMARK]	= { "low_watermark", KREP_AT_U64 },
+	[KREP_A_RECORDS]	= { "records", KREP_AT_BINARY },
+	[KREP_A_ACKS]		= { "acks", KREP_AT_S16 },
+	[KREP_A_TIMEOUT_MS]	= { "timeout_ms", KREP_AT_U32 },
+	[KREP_A_OFFSET]		= { "offset", KREP_AT_U64 },
+	[KREP_A_MAX_BYTES]	= { "max_bytes", KREP_AT_U32 },
+	[KREP_A_MAX_WAIT_MS]	= { "max_wait_ms", KREP_AT_U32 },
+	[KREP_A_ISOLATION]	= { "isolation", KREP_AT_U8,
+				    .enum_name = isolation_name },
+	[KREP_A_TIMESTAMP]	= { "timestamp", KREP_AT_S64 },
+	[KREP_A_PRODUCER_ID]	= { "producer_id", KREP_AT_U64 },
+	[KREP_A_PRODUCER_EPOCH]	= { "producer_epoch", KREP_AT_U16 },
+	[KREP_A_TXN_OP]		= { "txn_op", KREP_AT_U8,
+				    .enum_name = txn_op_name },
+	[KREP_A_LOG_BYTES]	= { "log_bytes", KREP_AT_U64 },
+	[KREP_A_PAD]		= { "pad", KREP_AT_BINARY },
+	[KREP_A_REMOTES]	= { "remotes", KREP_AT_NEST, &remote_list_space },
+	[KREP_A_REMOTE]		= { "remote", KREP_AT_NEST, &remote_space,
+				    .multi = 1 },
 };
 
 const struct krep_attr_space krep_attr_space = {
@@ -71,10 +191,32 @@ const char *krep_cmd_name(unsigned int cmd)
 	static const char * const names[] = {
 		[KREP_CMD_BROKER_GET]	= "broker_get",
 		[KREP_CMD_BROKER_SET]	= "broker_set",
+		[KREP_CMD_TOPIC_NEW]	= "topic_new",
+		[KREP_CMD_TOPIC_DEL]	= "topic_del",
+		[KREP_CMD_TOPIC_GET]	= "topic_get",
+		[KREP_CMD_PARTITION_GET] = "partition_get",
+		[KREP_CMD_PRODUCE]	= "produce",
+		[KREP_CMD_FETCH]	= "fetch",
+		[KREP_CMD_LIST_OFFSETS]	= "list_offsets",
+		[KREP_CMD_DELETE_RECORDS] = "delete_records",
+		[KREP_CMD_TXN]		= "txn",
 	};
 
 	if (cmd < ARRAY_SIZE(names))
 		return names[cmd];
+	return NULL;
+}
+
+const char *krep_role_name(long role)
+{
+	switch (role) {
+	case KREP_ROLE_LEADER:
+		return "leader";
+	case KREP_ROLE_FOLLOWER:
+		return "follower";
+	case KREP_ROLE_OFFLINE:
+		return "offline";
+	}
 	return NULL;
 }
 
@@ -304,6 +446,10 @@ static bool print_int(FILE *f, const struct krep_attr_desc *d,
 		fprintf(f, "%" PRIu64, nla_get_u64((struct nlattr *)a));
 		return true;
 	}
+	if (d->type == KREP_AT_S64) {
+		fprintf(f, "%" PRId64, (int64_t)nla_get_u64((struct nlattr *)a));
+		return true;
+	}
 	switch (d->type) {
 	case KREP_AT_U8:
 		v = nla_get_u8(a);
@@ -338,6 +484,7 @@ static void print_attr(FILE *f, const struct krep_attr_desc *d,
 	case KREP_AT_U32:
 	case KREP_AT_U64:
 	case KREP_AT_S16:
+	case KREP_AT_S64:
 		if (!print_int(f, d, a))
 			fprintf(f, "<bad length %d>", nla_len(a));
 		break;

@@ -19,6 +19,7 @@ enum krep_attr_type {
 	KREP_AT_U32,
 	KREP_AT_U64,
 	KREP_AT_S16,
+	KREP_AT_S64,
 	KREP_AT_STRING,
 	KREP_AT_BINARY,
 	KREP_AT_NEST,		/* nest of ->space */
@@ -45,6 +46,7 @@ extern const struct krep_attr_space krep_attr_space;	/* KREP_A_* */
 
 const char *krep_cmd_name(unsigned int cmd);
 const char *krep_kafka_error_name(long err);
+const char *krep_role_name(long role);
 
 /*
  * Name the attribute starting at byte @off of the message @base (@len

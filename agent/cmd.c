@@ -3,15 +3,21 @@
  * krepctl's command plumbing, shared by every command file: dispatch from
  * a command table, help and usage errors, and connecting to the kernel.
  */
+#include <errno.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include <linux/krep.h>
+
+#include "attrs.h"
+#include "json.h"
 #include "krepctl.h"
 
 void krepctl_list_cmds(FILE *f, const struct krepctl_cmd *list)
 {
 	for (; list->name; list++)
-		fprintf(f, "  %-10s %s\n", list->name, list->summary);
+		fprintf(f, "  %-15s %s\n", list->name, list->summary);
 }
 
 bool krepctl_is_help(const char *arg)
@@ -88,4 +94,182 @@ int krepctl_connect(struct krepctl *ctl)
 	if (krep_genl_open(&ctl->gl))
 		return KREP_EXIT_ERR;
 	return 0;
+}
+
+/* "ERANGE" for -ERANGE, or the number when glibc has no name for it. */
+static const char *errno_name(int err, char *buf, size_t size)
+{
+	const char *name = strerrorname_np(err < 0 ? -err : err);
+
+	if (name)
+		return name;
+	snprintf(buf, size, "%d", err < 0 ? -err : err);
+	return buf;
+}
+
+static void error_json(int32_t kerr, int err, const char *msg, size_t len,
+		       const char *attr)
+{
+	const char *kname = NULL;
+	struct json j;
+	char num[16];
+
+	if (kerr != KREP_NO_KERR)
+		kname = krep_kafka_error_name(kerr);
+	json_init(&j, stdout);
+	json_obj_begin(&j);
+	json_key(&j, "error");
+	if (kname)
+		json_str(&j, kname);
+	else
+		json_null(&j);
+	json_key(&j, "code");
+	if (kerr != KREP_NO_KERR)
+		json_s64(&j, kerr);
+	else
+		json_null(&j);
+	json_key(&j, "errno");
+	json_str(&j, errno_name(err, num, sizeof(num)));
+	json_key(&j, "message");
+	json_strn(&j, msg, len);
+	if (attr) {
+		json_key(&j, "attribute");
+		json_str(&j, attr);
+	}
+	json_obj_end(&j);
+	fputc('\n', stdout);
+}
+
+void krepctl_kernel_error(struct krepctl *ctl, struct nl_msg *req)
+{
+	const struct krep_genl_status *st = &ctl->gl.st;
+	const char *msg = st->ea.msg;
+	int len = st->ea.msg_len;
+	char path[256];
+
+	krep_extack_print(stderr, st->err, &st->ea, req);
+	if (!ctl->json)
+		return;
+	if (!len) {
+		msg = strerror(-st->err);
+		len = strlen(msg);
+	}
+	error_json(st->ea.has_kerr ? st->ea.kerr : KREP_NO_KERR, st->err, msg,
+		   len, krep_extack_attr_path(&st->ea, req, path,
+					      sizeof(path)) ? NULL : path);
+}
+
+void krepctl_error(struct krepctl *ctl, int32_t kerr, int err,
+		   const char *fmt, ...)
+{
+	const char *kname = NULL;
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (kerr != KREP_NO_KERR)
+		kname = krep_kafka_error_name(kerr);
+	fprintf(stderr, "%s: %s: %s", krep_prog, strerror(err < 0 ? -err : err),
+		msg);
+	if (kname)
+		fprintf(stderr, " [%s]", kname);
+	fputc('\n', stderr);
+	if (ctl->json)
+		error_json(kerr, err, msg, strlen(msg), NULL);
+}
+
+int krepctl_request(struct krepctl *ctl, struct nl_msg *req,
+		    krep_genl_reply_fn fn, void *arg)
+{
+	int err;
+
+	ctl->gl.quiet = true;
+	err = krep_genl_request(&ctl->gl, req, fn, arg);
+	ctl->gl.quiet = false;
+	if (err && ctl->gl.st.err)
+		krepctl_kernel_error(ctl, req);
+	return err;
+}
+
+struct nl_msg *krepctl_part_msg(int family, uint8_t cmd, const char *topic,
+				uint32_t partition, size_t payload)
+{
+	struct nl_msg *msg;
+
+	msg = krep_genl_msg_new(family, cmd, 0,
+				payload + nla_total_size(strlen(topic) + 1) +
+				nla_total_size(4));
+	if (!msg)
+		return NULL;
+	if (nla_put_string(msg, KREP_A_TOPIC, topic) ||
+	    nla_put_u32(msg, KREP_A_PARTITION, partition)) {
+		nlmsg_free(msg);
+		return NULL;
+	}
+	return msg;
+}
+
+int krepctl_parse_u32(void (*usage_fn)(FILE *f), const char *cmd,
+		      const char *kw, const char *val, uint32_t *v)
+{
+	int err = krep_u32_parse(val, v);
+
+	if (err == -ERANGE)
+		krepctl_usage_error(usage_fn, "%s: %s '%s' does not fit in 32 bits",
+				    cmd, kw, val);
+	else if (err)
+		krepctl_usage_error(usage_fn, "%s: %s '%s' is not a number",
+				    cmd, kw, val);
+	return err;
+}
+
+int krepctl_parse_s64(void (*usage_fn)(FILE *f), const char *cmd,
+		      const char *kw, const char *val, int64_t *v)
+{
+	int err = krep_s64_parse(val, v);
+
+	if (err == -ERANGE)
+		krepctl_usage_error(usage_fn, "%s: %s '%s' does not fit in 64 bits",
+				    cmd, kw, val);
+	else if (err)
+		krepctl_usage_error(usage_fn, "%s: %s '%s' is not a number",
+				    cmd, kw, val);
+	return err;
+}
+
+int krepctl_parse_producer(void (*usage_fn)(FILE *f), const char *cmd,
+			   const char *val, uint64_t *pid, uint16_t *epoch)
+{
+	const char *colon = strchr(val, ':');
+	char buf[32];
+	uint32_t e;
+	size_t n;
+
+	if (!colon)
+		goto bad;
+	n = colon - val;
+	if (n >= sizeof(buf))
+		goto bad;
+	memcpy(buf, val, n);
+	buf[n] = '\0';
+	if (krep_u64_parse(buf, pid) || *pid > INT64_MAX) {
+		krepctl_usage_error(usage_fn,
+				    "%s: producer id '%s' is not a number in 0..%lld",
+				    cmd, buf, (long long)INT64_MAX);
+		return -EINVAL;
+	}
+	if (krep_u32_parse(colon + 1, &e) || e > UINT16_MAX) {
+		krepctl_usage_error(usage_fn,
+				    "%s: producer epoch '%s' is not a number in 0..65535",
+				    cmd, colon + 1);
+		return -EINVAL;
+	}
+	*epoch = e;
+	return 0;
+bad:
+	krepctl_usage_error(usage_fn, "%s: '%s' is not PRODUCER_ID:EPOCH", cmd,
+			    val);
+	return -EINVAL;
 }

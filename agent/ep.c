@@ -5,6 +5,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,37 @@ int krep_u32_parse(const char *s, uint32_t *v)
 	if (errno == ERANGE || x > UINT32_MAX)
 		return -ERANGE;
 	*v = x;
+	return 0;
+}
+
+/* A decimal u64: digits only, like krep_u32_parse(). */
+int krep_u64_parse(const char *s, uint64_t *v)
+{
+	unsigned long long x;
+
+	if (!*s || strspn(s, "0123456789") != strlen(s))
+		return -EINVAL;
+	errno = 0;
+	x = strtoull(s, NULL, 10);
+	if (errno == ERANGE)
+		return -ERANGE;
+	*v = x;
+	return 0;
+}
+
+/* A decimal s64: an optional '-' and digits. */
+int krep_s64_parse(const char *s, int64_t *v)
+{
+	bool neg = *s == '-';
+	uint64_t x;
+	int err;
+
+	err = krep_u64_parse(s + neg, &x);
+	if (err)
+		return err;
+	if (x > (uint64_t)INT64_MAX + neg)
+		return -ERANGE;
+	*v = neg ? (int64_t)(0 - x) : (int64_t)x;
 	return 0;
 }
 

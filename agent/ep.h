@@ -43,6 +43,8 @@ struct krep_peers {
 };
 
 int krep_u32_parse(const char *s, uint32_t *v);
+int krep_u64_parse(const char *s, uint64_t *v);
+int krep_s64_parse(const char *s, int64_t *v);
 
 int krep_ep_parse(const char *s, struct krep_ep *ep, const char **why);
 const char *krep_ep_format(const struct krep_ep *ep, char *buf, size_t size);

@@ -4,14 +4,18 @@
  *
  * Sockets are opened with NETLINK_EXT_ACK and NETLINK_CAP_ACK: errors come
  * back as an nlmsgerr carrying only the request's header, followed by
- * NLMSGERR_ATTR_* TLVs (message, offending attribute, missing attribute),
- * which krep_extack_parse() decodes and krep_extack_print() prints as
+ * NLMSGERR_ATTR_* TLVs (message, offending attribute, missing attribute,
+ * and for protocol errors Kafka's code in the cookie as struct
+ * krep_err_cookie), which krep_extack_parse() decodes and
+ * krep_extack_print() prints as
  *
  *	<prog>: <strerror>: <message> (attribute peers.peer[0].ep.port)
+ *	<prog>: <strerror>: <message> [OFFSET_OUT_OF_RANGE]
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -80,6 +84,24 @@ static int sockopt_on(struct nl_sock *sk, int opt)
 	return 0;
 }
 
+/*
+ * libnl leaves 32 KiB socket buffers (64 KiB once the kernel doubles
+ * them): too small for a PRODUCE of a 64 KiB batch (netlink_sendmsg()
+ * refuses a message larger than the send buffer) and for a FETCH reply
+ * of that size followed by its ack (the ack is dropped when the reply
+ * already fills the receive buffer, and recvmsg() then fails with
+ * ENOBUFS, which libnl reports as "Out of memory"). Ask for more; the
+ * *FORCE options pass net.core.[rw]mem_max with CAP_NET_ADMIN.
+ */
+#define KREP_SNDBUF	(2 << 20)
+#define KREP_RCVBUF	(8 << 20)
+
+static void buf_size(int fd, int force, int opt, int size)
+{
+	if (setsockopt(fd, SOL_SOCKET, force, &size, sizeof(size)))
+		setsockopt(fd, SOL_SOCKET, opt, &size, sizeof(size));
+}
+
 static int resolve_family(struct krep_genl *gl)
 {
 	int id;
@@ -110,6 +132,9 @@ int krep_genl_connect(struct krep_genl *gl)
 	int err;
 
 	gl->family = -1;
+	gl->quiet = false;
+	gl->stop = NULL;
+	memset(&gl->st, 0, sizeof(gl->st));
 	gl->sk = nl_socket_alloc();
 	if (!gl->sk) {
 		fprintf(stderr, "%s: %s\n", krep_prog, strerror(ENOMEM));
@@ -129,6 +154,10 @@ int krep_genl_connect(struct krep_genl *gl)
 			krep_prog, strerror(-err));
 	/* Without it errors merely echo the request: krep_extack_parse() copes. */
 	sockopt_on(gl->sk, NETLINK_CAP_ACK);
+	buf_size(nl_socket_get_fd(gl->sk), SO_SNDBUFFORCE, SO_SNDBUF,
+		 KREP_SNDBUF);
+	buf_size(nl_socket_get_fd(gl->sk), SO_RCVBUFFORCE, SO_RCVBUF,
+		 KREP_RCVBUF);
 	return 0;
 }
 
@@ -225,6 +254,14 @@ int krep_extack_parse(const struct nlmsghdr *nlh, struct krep_extack *ea)
 		ea->has_miss_nest = true;
 		ea->miss_nest = nla_get_u32(a);
 	}
+	a = tb[NLMSGERR_ATTR_COOKIE];
+	if (a && nla_len(a) >= (int)sizeof(struct krep_err_cookie)) {
+		struct krep_err_cookie ck;
+
+		memcpy(&ck, nla_data(a), sizeof(ck));
+		ea->has_kerr = true;
+		ea->kerr = ck.kafka_error;
+	}
 	return 0;
 }
 
@@ -256,12 +293,27 @@ static void print_missing(FILE *f, const struct krep_extack *ea,
 }
 
 /*
- * Print "<prog>: <strerror(-err)>[: <message>][ (attribute <path>)]"; a
- * zero @err (an ack carrying a message) prints "<prog>: warning: ...".
+ * The path of the attribute @ea points at ("records", "peers.peer[1].id")
+ * in @buf; -ENOENT when it points at none that @req has.
+ */
+int krep_extack_attr_path(const struct krep_extack *ea, struct nl_msg *req,
+			  char *buf, size_t size)
+{
+	if (!ea->has_offs || !req ||
+	    !req_attr_path(req, ea->offs, NULL, buf, size))
+		return -ENOENT;
+	return 0;
+}
+
+/*
+ * Print "<prog>: <strerror(-err)>[: <message>][ (attribute <path>)]
+ * [ [KAFKA_ERROR_NAME]]"; a zero @err (an ack carrying a message) prints
+ * "<prog>: warning: ...".
  */
 void krep_extack_print(FILE *f, int err, const struct krep_extack *ea,
 		       struct nl_msg *req)
 {
+	const char *kname;
 	char path[256];
 
 	if (err)
@@ -271,18 +323,25 @@ void krep_extack_print(FILE *f, int err, const struct krep_extack *ea,
 	if (ea->msg_len)
 		fprintf(f, ": %.*s", ea->msg_len, ea->msg);
 	if (ea->has_offs) {
-		if (req && req_attr_path(req, ea->offs, NULL, path,
-					 sizeof(path)))
+		if (!krep_extack_attr_path(ea, req, path, sizeof(path)))
 			fprintf(f, " (attribute %s)", path);
 		else
 			fprintf(f, " (attribute at offset %u)", ea->offs);
 	}
 	if (ea->has_miss_type)
 		print_missing(f, ea, req);
+	if (ea->has_kerr) {
+		kname = krep_kafka_error_name(ea->kerr);
+		if (kname)
+			fprintf(f, " [%s]", kname);
+		else
+			fprintf(f, " [kafka error %d]", ea->kerr);
+	}
 	fputc('\n', f);
 }
 
 struct request {
+	struct krep_genl *gl;
 	struct nl_msg *req;
 	krep_genl_reply_fn fn;
 	void *arg;
@@ -330,30 +389,75 @@ static int on_error(struct sockaddr_nl *nla, struct nlmsgerr *e, void *arg)
 	const struct nlmsghdr *nlh =
 		(const void *)((const char *)e - NLMSG_HDRLEN);
 	struct request *r = arg;
+	struct krep_genl_status *st = &r->gl->st;
 	struct krep_extack ea;
 
 	(void)nla;
 	r->err = e->error < 0 ? e->error : -e->error;
 	if (krep_extack_parse(nlh, &ea))
 		memset(&ea, 0, sizeof(ea));
-	krep_extack_print(stderr, r->err, &ea, r->req);
+	/* Keep it for the caller: the message lives in libnl's buffer. */
+	st->err = r->err;
+	st->ea = ea;
+	if (ea.msg_len) {
+		if (ea.msg_len >= (int)sizeof(st->msg))
+			st->ea.msg_len = sizeof(st->msg) - 1;
+		memcpy(st->msg, ea.msg, st->ea.msg_len);
+		st->msg[st->ea.msg_len] = '\0';
+		st->ea.msg = st->msg;
+	}
+	if (!r->gl->quiet)
+		krep_extack_print(stderr, r->err, &ea, r->req);
 	r->done = true;
 	return NL_STOP;
 }
 
 /*
+ * Wait until the socket has something to read or *gl->stop is set (then
+ * -EINTR). The stop signals are blocked but while ppoll() sleeps, so one
+ * that arrives at any point is seen, before or during the wait.
+ */
+static int wait_readable(struct krep_genl *gl)
+{
+	struct pollfd pfd = { .fd = nl_socket_get_fd(gl->sk), .events = POLLIN };
+	sigset_t old;
+	int ret;
+
+	sigprocmask(SIG_BLOCK, &gl->stop_sigs, &old);
+	for (;;) {
+		if (*gl->stop) {
+			ret = -EINTR;
+			break;
+		}
+		ret = ppoll(&pfd, 1, NULL, &old);
+		if (ret > 0) {
+			ret = 0;
+			break;
+		}
+		if (ret < 0 && errno != EINTR) {
+			ret = -errno;
+			break;
+		}
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return ret;
+}
+
+/*
  * Send @req (it stays the caller's), call @fn for each reply message, and
  * wait for the ack, or the end of a dump. Returns 0, the kernel's -errno
- * (after printing its message), the first error @fn returned, or -EIO
- * for a transport failure (printed).
+ * (after printing its message unless @gl->quiet; @gl->st keeps it, with
+ * Kafka's error code), the first error @fn returned, -EINTR when
+ * *@gl->stop was set, or -EIO for a transport failure (printed).
  */
 int krep_genl_request(struct krep_genl *gl, struct nl_msg *req,
 		      krep_genl_reply_fn fn, void *arg)
 {
-	struct request r = { .req = req, .fn = fn, .arg = arg };
+	struct request r = { .gl = gl, .req = req, .fn = fn, .arg = arg };
 	struct nl_cb *cb;
 	int err;
 
+	memset(&gl->st, 0, sizeof(gl->st));
 	cb = nl_cb_alloc(NL_CB_DEFAULT);
 	if (!cb) {
 		fprintf(stderr, "%s: %s\n", krep_prog, strerror(ENOMEM));
@@ -374,6 +478,17 @@ int krep_genl_request(struct krep_genl *gl, struct nl_msg *req,
 		goto out;
 	}
 	while (!r.done) {
+		if (gl->stop) {
+			err = wait_readable(gl);
+			if (err == -EINTR)
+				goto out;
+			if (err) {
+				fprintf(stderr, "%s: cannot receive reply: %s\n",
+					krep_prog, strerror(-err));
+				err = -EIO;
+				goto out;
+			}
+		}
 		err = nl_recvmsgs(gl->sk, cb);
 		if (err < 0 && !r.done) {
 			fprintf(stderr, "%s: cannot receive reply: %s\n",

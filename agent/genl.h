@@ -2,12 +2,14 @@
 /*
  * Generic netlink client for the "krep" family, shared by krepctl and
  * krepd: socket setup with extended acks, family and multicast group
- * resolution, request/reply with the kernel's error messages printed,
- * and entering a named network namespace.
+ * resolution, request/reply with the kernel's error messages (and
+ * Kafka's error code) printed or handed to the caller, and entering a
+ * named network namespace.
  */
 #ifndef KREP_AGENT_GENL_H
 #define KREP_AGENT_GENL_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,9 +21,44 @@
 /* Prefix of every message printed to stderr ("krepctl", "krepd"). */
 extern const char *krep_prog;
 
+/* What the kernel said besides the errno (NLMSGERR_ATTR_*). */
+struct krep_extack {
+	const char *msg;	/* not NUL-terminated: use msg_len */
+	int msg_len;
+	bool has_offs;
+	uint32_t offs;		/* of the offending attribute in the request */
+	bool has_miss_type;
+	uint32_t miss_type;	/* type of a missing required attribute */
+	bool has_miss_nest;
+	uint32_t miss_nest;	/* offset of the nest it is missing from */
+	bool has_kerr;
+	int16_t kerr;		/* Kafka's code (struct krep_err_cookie) */
+};
+
+/*
+ * How the last krep_genl_request() on a socket ended: 0, or the errno of
+ * the kernel's NLMSG_ERROR with its extack (the message is copied into
+ * @msg). Transport and local failures leave @err 0: they are printed.
+ */
+struct krep_genl_status {
+	int err;		/* the kernel's -errno, or 0 */
+	struct krep_extack ea;	/* ea.msg points into msg */
+	char msg[256];
+};
+
 struct krep_genl {
 	struct nl_sock *sk;
 	int family;
+	bool quiet;		/* don't print kernel errors: the caller does */
+	struct krep_genl_status st;
+	/*
+	 * When set, krep_genl_request() gives up with -EINTR (printing
+	 * nothing) once *stop is nonzero: a handler of the signals in
+	 * stop_sigs sets it. Waiting for a reply then never outlasts such a
+	 * signal, even when the kernel sends none.
+	 */
+	volatile sig_atomic_t *stop;
+	sigset_t stop_sigs;
 };
 
 int krep_netns_enter(const char *name);
@@ -42,20 +79,10 @@ int krep_genl_request(struct krep_genl *gl, struct nl_msg *req,
 
 int krep_genl_subscribe(struct krep_genl *gl, const char *group);
 
-/* What the kernel said besides the errno (NLMSGERR_ATTR_*). */
-struct krep_extack {
-	const char *msg;	/* not NUL-terminated: use msg_len */
-	int msg_len;
-	bool has_offs;
-	uint32_t offs;		/* of the offending attribute in the request */
-	bool has_miss_type;
-	uint32_t miss_type;	/* type of a missing required attribute */
-	bool has_miss_nest;
-	uint32_t miss_nest;	/* offset of the nest it is missing from */
-};
-
 int krep_extack_parse(const struct nlmsghdr *nlh, struct krep_extack *ea);
 void krep_extack_print(FILE *f, int err, const struct krep_extack *ea,
 		       struct nl_msg *req);
+int krep_extack_attr_path(const struct krep_extack *ea, struct nl_msg *req,
+			  char *buf, size_t size);
 
 #endif

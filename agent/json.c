@@ -5,7 +5,8 @@
  * The writer tracks, per nesting level, whether a value has been written
  * yet, so callers never place commas themselves. Strings are escaped as
  * RFC 8259 requires; bytes that are not valid UTF-8 become U+FFFD so the
- * output is always valid JSON whatever the kernel hands us.
+ * output is always valid JSON whatever the kernel hands us (or \u00XX for
+ * record data, json_bytes(), so that no byte is lost).
  */
 #include <inttypes.h>
 #include <string.h>
@@ -72,6 +73,15 @@ void json_key(struct json *j, const char *key)
 {
 	sep(j);
 	json_escape(j->f, key, strlen(key));
+	fputc(':', j->f);
+	j->after_key = true;
+}
+
+/* A key that may hold any bytes (a record header's key). */
+void json_key_bytes(struct json *j, const void *key, size_t len)
+{
+	sep(j);
+	json_escape_bytes(j->f, key, len);
 	fputc(':', j->f);
 	j->after_key = true;
 }
@@ -147,7 +157,7 @@ static size_t utf8_len(const unsigned char *s, size_t len)
 	return n;
 }
 
-void json_escape(FILE *f, const char *str, size_t len)
+static void escape(FILE *f, const char *str, size_t len, bool raw_bytes)
 {
 	const unsigned char *s = (const unsigned char *)str;
 	size_t i = 0, n;
@@ -185,7 +195,10 @@ void json_escape(FILE *f, const char *str, size_t len)
 			}
 			n = utf8_len(s + i, len - i);
 			if (!n) {
-				fputs("\\ufffd", f);
+				if (raw_bytes)
+					fprintf(f, "\\u%04x", c);
+				else
+					fputs("\\ufffd", f);
 				break;
 			}
 			fwrite(s + i, 1, n, f);
@@ -195,4 +208,26 @@ void json_escape(FILE *f, const char *str, size_t len)
 		i++;
 	}
 	fputc('"', f);
+}
+
+void json_escape(FILE *f, const char *str, size_t len)
+{
+	escape(f, str, len, false);
+}
+
+/*
+ * Record keys and values are bytes: valid UTF-8 passes through, and each
+ * byte that is not part of a valid sequence becomes \u00XX (the byte as a
+ * code point, as Latin-1 would read it) rather than U+FFFD, so that no
+ * byte is lost.
+ */
+void json_escape_bytes(FILE *f, const void *buf, size_t len)
+{
+	escape(f, buf, len, true);
+}
+
+void json_bytes(struct json *j, const void *buf, size_t len)
+{
+	sep(j);
+	json_escape_bytes(j->f, buf, len);
 }

@@ -26,14 +26,18 @@ void json_obj_end(struct json *j);
 void json_arr_begin(struct json *j);
 void json_arr_end(struct json *j);
 void json_key(struct json *j, const char *key);
+void json_key_bytes(struct json *j, const void *key, size_t len);
 void json_str(struct json *j, const char *s);
 void json_strn(struct json *j, const char *s, size_t len);
 void json_u64(struct json *j, uint64_t v);
 void json_s64(struct json *j, int64_t v);
 void json_bool(struct json *j, bool v);
 void json_null(struct json *j);
+/* Bytes: valid UTF-8 as is, any other byte as \u00XX. */
+void json_bytes(struct json *j, const void *buf, size_t len);
 
 /* Write @s (@len bytes) as a quoted JSON string to @f. */
 void json_escape(FILE *f, const char *s, size_t len);
+void json_escape_bytes(FILE *f, const void *buf, size_t len);
 
 #endif

@@ -27,6 +27,19 @@ static int help_run(struct krepctl *ctl, int argc, char **argv);
 static const struct krepctl_cmd cmds[] = {
 	{ "broker", krepctl_broker_run, krepctl_broker_usage,
 	  "show or change this namespace's broker" },
+	{ "topic", krepctl_topic_run, krepctl_topic_usage,
+	  "create, delete, list or describe topics" },
+	{ "produce", krepctl_produce_run, krepctl_produce_usage,
+	  "produce lines of standard input as records" },
+	{ "consume", krepctl_consume_run, krepctl_consume_usage,
+	  "print the records of a partition" },
+	{ "offsets", krepctl_offsets_run, krepctl_offsets_usage,
+	  "look up an offset: earliest, latest or by time" },
+	{ "delete-records", krepctl_delete_records_run,
+	  krepctl_delete_records_usage,
+	  "delete the records below an offset" },
+	{ "txn", krepctl_txn_run, krepctl_txn_usage,
+	  "begin, commit or abort a producer's transaction" },
 	{ "help", help_run, help_usage, "show help for a command" },
 	{ NULL }
 };
@@ -42,7 +55,8 @@ static void usage(FILE *f)
 	      "Options (before COMMAND):\n"
 	      "  -n, --netns NAME  act in network namespace NAME (/run/netns/NAME),\n"
 	      "                    like 'ip netns exec NAME krepctl ...'\n"
-	      "  -j, --json        print results as JSON\n"
+	      "  -j, --json        print results as JSON (errors too: an object\n"
+	      "                    {\"error\",\"code\",\"errno\",\"message\"} on stdout)\n"
 	      "  -h, --help        show this help\n"
 	      "  -V, --version     show the version\n"
 	      "\n"

@@ -50,10 +50,180 @@ int krepctl_usage_error(void (*usage)(FILE *f), const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int krepctl_connect(struct krepctl *ctl);
 
+/*
+ * Send @req like krep_genl_request(); a kernel error is printed by
+ * krepctl_kernel_error(). Returns 0 or a negative errno.
+ */
+int krepctl_request(struct krepctl *ctl, struct nl_msg *req,
+		    krep_genl_reply_fn fn, void *arg);
+/*
+ * Print the kernel's error of the last request (ctl->gl.st) to stderr,
+ *	krepctl: <strerror>: <extack message> [KAFKA_ERROR_NAME]
+ * and with --json also to stdout as
+ *	{"error":"KAFKA_ERROR_NAME"|null,"code":N|null,"errno":"EXXX",
+ *	 "message":"..."[,"attribute":"path"]}
+ */
+void krepctl_kernel_error(struct krepctl *ctl, struct nl_msg *req);
+/*
+ * An error found here rather than by the kernel, printed the same way;
+ * @kerr is Kafka's code, or KREP_NO_KERR.
+ */
+#define KREP_NO_KERR	INT32_MIN
+void krepctl_error(struct krepctl *ctl, int32_t kerr, int err,
+		   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* A request for @cmd on partition @partition of @topic. */
+struct nl_msg *krepctl_part_msg(int family, uint8_t cmd, const char *topic,
+				uint32_t partition, size_t payload);
+/* Parse "partition N" style numbers for @cmd; prints a usage error. */
+int krepctl_parse_u32(void (*usage_fn)(FILE *f), const char *cmd,
+		      const char *kw, const char *val, uint32_t *v);
+int krepctl_parse_s64(void (*usage_fn)(FILE *f), const char *cmd,
+		      const char *kw, const char *val, int64_t *v);
+/* "PID:EPOCH": producer id 0..2^63-1, epoch 0..65535. */
+int krepctl_parse_producer(void (*usage_fn)(FILE *f), const char *cmd,
+			   const char *val, uint64_t *pid, uint16_t *epoch);
+
 /* broker.c */
 void krepctl_broker_usage(FILE *f);
 int krepctl_broker_run(struct krepctl *ctl, int argc, char **argv);
 int krep_broker_reply_print(struct nl_msg *reply, bool json, FILE *f);
+
+/* topic.c */
+void krepctl_topic_usage(FILE *f);
+int krepctl_topic_run(struct krepctl *ctl, int argc, char **argv);
+
+/* "topic create" (topic.c; test_parse.c uses these). */
+enum krep_tcfg_key {
+	KREP_TCFG_MIN_INSYNC_REPLICAS,
+	KREP_TCFG_REPLICA_LAG_TIME_MAX_MS,
+	KREP_TCFG_SEGMENT_BYTES,
+	KREP_TCFG_RETENTION_BYTES,
+	KREP_TCFG_MAX_MESSAGE_BYTES,
+	KREP_TCFG_UNCLEAN_LEADER_ELECTION,
+	KREP_TCFG_NKEYS
+};
+
+struct krep_topic_create {
+	const char *name;
+	uint32_t partitions;
+	uint32_t replication_factor;
+	bool json;
+	bool has_cfg[KREP_TCFG_NKEYS];
+	int64_t cfg[KREP_TCFG_NKEYS];
+};
+
+int krep_topic_create_parse(int argc, char **argv,
+			    struct krep_topic_create *tc);
+struct nl_msg *krep_topic_create_msg(int family,
+				     const struct krep_topic_create *tc);
+/* Print a PARTITION_GET reply as "topic describe" does (for the tests). */
+int krep_partition_reply_print(struct nl_msg *reply, bool json, FILE *f);
+
+/* produce.c */
+void krepctl_produce_usage(FILE *f);
+int krepctl_produce_run(struct krepctl *ctl, int argc, char **argv);
+
+#define KREP_PRODUCE_HEADERS_MAX	64
+
+struct krep_produce_args {
+	const char *topic;
+	uint32_t partition;
+	bool has_acks;
+	int16_t acks;
+	bool has_timeout;
+	uint32_t timeout_ms;
+	const char *key;	/* for every record, or NULL */
+	const char *key_sep;	/* -K SEP, or NULL */
+	uint32_t batch;		/* records per PRODUCE */
+	bool txn;
+	uint64_t producer_id;
+	uint16_t producer_epoch;
+	bool has_ts;
+	int64_t timestamp;
+	bool json;
+	size_t nheaders;
+	/* "K=V" as given: key is the argument (up to '='), value after '=' */
+	struct { const char *key, *value; } headers[KREP_PRODUCE_HEADERS_MAX];
+};
+
+int krep_produce_parse(int argc, char **argv, struct krep_produce_args *a);
+
+/* consume.c */
+void krepctl_consume_usage(FILE *f);
+int krepctl_consume_run(struct krepctl *ctl, int argc, char **argv);
+
+enum krep_start {
+	KREP_START_BEGINNING,
+	KREP_START_END,
+	KREP_START_OFFSET,	/* absolute */
+	KREP_START_FROM_END,	/* HW - n */
+	KREP_START_TIME,	/* first offset at or after a time */
+};
+
+enum krep_format {
+	KREP_FORMAT_VALUE,
+	KREP_FORMAT_FULL,
+};
+
+struct krep_consume_args {
+	const char *topic;
+	uint32_t partition;
+	enum krep_start start;
+	int64_t start_arg;	/* offset, n or time */
+	bool has_count;
+	uint64_t count;
+	bool follow;
+	uint8_t isolation;	/* enum krep_isolation */
+	enum krep_format format;
+	uint32_t max_bytes;
+	bool has_wait;
+	uint32_t wait_ms;
+	bool json;
+};
+
+int krep_consume_parse(int argc, char **argv, struct krep_consume_args *a);
+
+/* offsets.c: offsets, delete-records, txn */
+/* LIST_OFFSETS for @ts (ms, KREP_TS_EARLIEST or KREP_TS_LATEST). */
+int krepctl_list_offset(struct krepctl *ctl, const char *topic,
+			uint32_t partition, int64_t ts, uint64_t *offset,
+			bool *has_ts, int64_t *found_ts);
+void krepctl_offsets_usage(FILE *f);
+int krepctl_offsets_run(struct krepctl *ctl, int argc, char **argv);
+void krepctl_delete_records_usage(FILE *f);
+int krepctl_delete_records_run(struct krepctl *ctl, int argc, char **argv);
+void krepctl_txn_usage(FILE *f);
+int krepctl_txn_run(struct krepctl *ctl, int argc, char **argv);
+
+struct krep_offsets_args {
+	const char *topic;
+	uint32_t partition;
+	int64_t timestamp;	/* KREP_TS_EARLIEST, KREP_TS_LATEST or ms */
+	bool json;
+};
+
+int krep_offsets_parse(int argc, char **argv, struct krep_offsets_args *a);
+
+struct krep_delete_records_args {
+	const char *topic;
+	uint32_t partition;
+	uint64_t before;
+	bool json;
+};
+
+int krep_delete_records_parse(int argc, char **argv,
+			      struct krep_delete_records_args *a);
+
+struct krep_txn_args {
+	const char *topic;
+	uint32_t partition;
+	uint64_t producer_id;
+	uint16_t producer_epoch;
+	uint8_t op;		/* enum krep_txn_op */
+	bool json;
+};
+
+int krep_txn_parse(int argc, char **argv, struct krep_txn_args *a);
 
 /* A parsed "broker set" command line (broker.c; test_parse.c uses these). */
 struct krep_broker_set {

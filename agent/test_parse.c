@@ -2,8 +2,11 @@
 /*
  * Host-only unit tests of krep's userspace agent: endpoint, peer-list and
  * number parsing, "broker set" command lines, the BROKER_SET encoding,
- * BROKER_GET reply decoding and output, extack decoding and printing,
- * JSON escaping and the event printer. No kernel module is needed: the
+ * BROKER_GET reply decoding and output, extack decoding and printing
+ * (Kafka's error code in the cookie, krepctl's error output as text and
+ * JSON), JSON escaping, the event printer, the command lines of topic,
+ * produce, consume, offsets, delete-records and txn, the TOPIC_NEW
+ * encoding and the PARTITION_GET output. No kernel module is needed: the
  * transport checks talk to the always-present generic netlink controller
  * ("nlctrl") with read-only queries. Output is TAP; the exit status is 1
  * if any check failed.
@@ -91,6 +94,40 @@ static const char *capture_end(void)
 	buf[n] = '\0';
 	fclose(captured);
 	return buf;
+}
+
+/* Run @fn(@arg) with stdout and stderr captured into @out and @err. */
+static void capture_both(void (*fn)(void *), void *arg, char *out,
+			 size_t outsz, char *err, size_t errsz)
+{
+	FILE *o = tmpfile(), *e = tmpfile();
+	int so, se;
+	size_t n;
+
+	fflush(stdout);
+	fflush(stderr);
+	so = dup(1);
+	se = dup(2);
+	if (!o || !e || so < 0 || se < 0 || dup2(fileno(o), 1) < 0 ||
+	    dup2(fileno(e), 2) < 0) {
+		perror("capture");
+		exit(2);
+	}
+	fn(arg);
+	fflush(stdout);
+	fflush(stderr);
+	dup2(so, 1);
+	dup2(se, 2);
+	close(so);
+	close(se);
+	rewind(o);
+	rewind(e);
+	n = fread(out, 1, outsz - 1, o);
+	out[n] = '\0';
+	n = fread(err, 1, errsz - 1, e);
+	err[n] = '\0';
+	fclose(o);
+	fclose(e);
 }
 
 /* ---- numbers ---------------------------------------------------------- */
@@ -873,6 +910,530 @@ static void test_attrs_print(void)
 	      !krep_kafka_error_name(12345), "Kafka error names");
 }
 
+/* ---- Kafka error codes in the extack cookie --------------------------- */
+
+static void add_cookie(struct nlmsghdr *nlh, int16_t kerr)
+{
+	struct krep_err_cookie ck = { .kafka_error = kerr };
+
+	nlh->nlmsg_len += put_tlv((char *)nlh + nlh->nlmsg_len,
+				  NLMSGERR_ATTR_COOKIE, &ck, sizeof(ck));
+}
+
+struct kerr_case {
+	struct krepctl *ctl;
+	struct nl_msg *req;
+};
+
+static void kernel_error_fn(void *arg)
+{
+	struct kerr_case *kc = arg;
+
+	krepctl_kernel_error(kc->ctl, kc->req);
+}
+
+static void local_error_fn(void *arg)
+{
+	krepctl_error(arg, KREP_KERR_MESSAGE_TOO_LARGE, -EMSGSIZE,
+		      "record %d is \"big\"", 3);
+}
+
+static void test_kafka_error(void)
+{
+	static char buf[4096] __attribute__((aligned(8)));
+	static char out[1024], err[1024];
+	struct krepctl ctl = { 0 };
+	struct kerr_case kc = { .ctl = &ctl };
+	struct krep_extack ea;
+	struct nlmsghdr *nlh;
+	struct nl_msg *req;
+	uint32_t off;
+
+	req = krepctl_part_msg(FAMILY, KREP_CMD_FETCH, "orders", 0, 64);
+	nla_put_u64(req, KREP_A_OFFSET, 5);
+	kc.req = req;
+
+	nlh = make_err(buf, req, -ERANGE, true,
+		       "offset below the log start offset", false, 0, false,
+		       0, 0);
+	add_cookie(nlh, KREP_KERR_OFFSET_OUT_OF_RANGE);
+	CHECK(!krep_extack_parse(nlh, &ea) && ea.has_kerr &&
+	      ea.kerr == KREP_KERR_OFFSET_OUT_OF_RANGE,
+	      "cookie parsed as Kafka's error code");
+	CHECK_STR(extack_text(nlh, -ERANGE, req),
+		  "test: Numerical result out of range: offset below the log start offset [OFFSET_OUT_OF_RANGE]\n",
+		  "Kafka's error name after the message");
+
+	nlh = make_err(buf, req, -EINVAL, true, "bad", false, 0, false, 0, 0);
+	add_cookie(nlh, 999);
+	CHECK_STR(extack_text(nlh, -EINVAL, req),
+		  "test: Invalid argument: bad [kafka error 999]\n",
+		  "unknown Kafka code printed by number");
+
+	/* krepctl prints the kernel's error, and with --json on stdout too */
+	nlh = make_err(buf, req, -ERANGE, true,
+		       "offset below the log start offset", false, 0, false,
+		       0, 0);
+	add_cookie(nlh, KREP_KERR_OFFSET_OUT_OF_RANGE);
+	krep_extack_parse(nlh, &ea);
+	ctl.gl.st.err = -ERANGE;
+	ctl.gl.st.ea = ea;
+	capture_both(kernel_error_fn, &kc, out, sizeof(out), err, sizeof(err));
+	CHECK(!*out && !strcmp(err, "test: Numerical result out of range: offset below the log start offset [OFFSET_OUT_OF_RANGE]\n"),
+	      "kernel error: stderr only without --json");
+	ctl.json = true;
+	capture_both(kernel_error_fn, &kc, out, sizeof(out), err, sizeof(err));
+	CHECK_STR(out, "{\"error\":\"OFFSET_OUT_OF_RANGE\",\"code\":1,\"errno\":\"ERANGE\",\"message\":\"offset below the log start offset\"}\n",
+		  "kernel error with --json: object on stdout");
+	CHECK(strstr(err, "[OFFSET_OUT_OF_RANGE]") != NULL,
+	      "kernel error with --json: still on stderr");
+
+	/* a policy error: no Kafka code, an attribute */
+	off = offset_of(req, (const int []){ KREP_A_OFFSET }, 1);
+	nlh = make_err(buf, req, -ERANGE, true, "integer out of range", true,
+		       off, false, 0, 0);
+	krep_extack_parse(nlh, &ea);
+	ctl.gl.st.ea = ea;
+	capture_both(kernel_error_fn, &kc, out, sizeof(out), err, sizeof(err));
+	CHECK_STR(out, "{\"error\":null,\"code\":null,\"errno\":\"ERANGE\",\"message\":\"integer out of range\",\"attribute\":\"offset\"}\n",
+		  "policy error with --json: null code, attribute path");
+	CHECK_STR(err, "test: Numerical result out of range: integer out of range (attribute offset)\n",
+		  "policy error text names the attribute");
+
+	/* no extack message: strerror */
+	nlh = make_err(buf, req, -ENOENT, true, NULL, false, 0, false, 0, 0);
+	add_cookie(nlh, KREP_KERR_UNKNOWN_TOPIC_OR_PARTITION);
+	krep_extack_parse(nlh, &ea);
+	ctl.gl.st.err = -ENOENT;
+	ctl.gl.st.ea = ea;
+	capture_both(kernel_error_fn, &kc, out, sizeof(out), err, sizeof(err));
+	CHECK_STR(out, "{\"error\":\"UNKNOWN_TOPIC_OR_PARTITION\",\"code\":3,\"errno\":\"ENOENT\",\"message\":\"No such file or directory\"}\n",
+		  "no message: strerror in the JSON");
+
+	capture_both(local_error_fn, &ctl, out, sizeof(out), err, sizeof(err));
+	CHECK_STR(out, "{\"error\":\"MESSAGE_TOO_LARGE\",\"code\":10,\"errno\":\"EMSGSIZE\",\"message\":\"record 3 is \\\"big\\\"\"}\n",
+		  "local error as JSON");
+	CHECK_STR(err, "test: Message too long: record 3 is \"big\" [MESSAGE_TOO_LARGE]\n",
+		  "local error as text");
+	nlmsg_free(req);
+}
+
+/* ---- command lines of the data commands ------------------------------- */
+
+/* Fill argv from a NULL-terminated list; returns argc. */
+static int mkargv(char **argv, int max, va_list ap)
+{
+	const char *a;
+	int argc = 0;
+
+	while ((a = va_arg(ap, const char *)) && argc < max - 1)
+		argv[argc++] = (char *)a;
+	argv[argc] = NULL;
+	return argc;
+}
+
+#define PARSE_FN(name, type, fn)					\
+static int name(type *out, const char **err, ...)			\
+{									\
+	char *argv[32];							\
+	va_list ap;							\
+	int argc, ret;							\
+									\
+	va_start(ap, err);						\
+	argc = mkargv(argv, 32, ap);					\
+	va_end(ap);							\
+	capture_begin();						\
+	ret = fn(argc, argv, out);					\
+	*err = capture_end();						\
+	return ret;							\
+}
+
+PARSE_FN(produce_p, struct krep_produce_args, krep_produce_parse)
+PARSE_FN(consume_p, struct krep_consume_args, krep_consume_parse)
+PARSE_FN(offsets_p, struct krep_offsets_args, krep_offsets_parse)
+PARSE_FN(delete_p, struct krep_delete_records_args, krep_delete_records_parse)
+PARSE_FN(txn_p, struct krep_txn_args, krep_txn_parse)
+PARSE_FN(create_p, struct krep_topic_create, krep_topic_create_parse)
+
+static void test_produce_parse(void)
+{
+	struct krep_produce_args a;
+	const char *err;
+	int ret;
+
+	ret = produce_p(&a, &err, "produce", "orders", NULL);
+	CHECK(!ret && !strcmp(a.topic, "orders") && a.partition == 0 &&
+	      !a.has_acks && !a.has_timeout && !a.key && !a.key_sep &&
+	      a.batch == 1 && !a.txn && !a.has_ts && !a.nheaders && !*err,
+	      "produce TOPIC: defaults");
+	ret = produce_p(&a, &err, "produce", "orders", "partition", "3",
+			"acks", "all", "timeout", "500", "key", "k1", "-K",
+			"::", "batch", "100", "txn", "42:7", "timestamp",
+			"-5", "header", "a=1", "header", "b==2", "header",
+			"c=", "--json", NULL);
+	CHECK(!ret && a.partition == 3 && a.has_acks && a.acks == -1 &&
+	      a.has_timeout && a.timeout_ms == 500 && !strcmp(a.key, "k1") &&
+	      !strcmp(a.key_sep, "::") && a.batch == 100 && a.txn &&
+	      a.producer_id == 42 && a.producer_epoch == 7 && a.has_ts &&
+	      a.timestamp == -5 && a.nheaders == 3 &&
+	      !strcmp(a.headers[1].key, "b==2") &&
+	      !strcmp(a.headers[1].value, "=2") &&
+	      !strcmp(a.headers[2].value, "") && a.json,
+	      "produce with every keyword");
+	ret = produce_p(&a, &err, "produce", "t", "acks", "0", NULL);
+	CHECK(!ret && a.acks == 0, "acks 0");
+	ret = produce_p(&a, &err, "produce", "t", "acks", "-1", NULL);
+	CHECK(!ret && a.acks == -1, "acks -1");
+	ret = produce_p(&a, &err, "produce", "t", "--help", NULL);
+	CHECK(ret == 1, "produce --help");
+
+	static const struct {
+		const char *args[5];
+		const char *msg;
+	} bad[] = {
+		{ { NULL }, "missing topic" },
+		{ { "t", "acks", "2" }, "acks must be 0, 1 or all" },
+		{ { "t", "batch", "0" }, "batch must be" },
+		{ { "t", "batch" }, "'batch' needs a value" },
+		{ { "t", "partition", "x" }, "is not a number" },
+		{ { "t", "partition", "1", "partition", "2" }, "given twice" },
+		{ { "t", "txn", "42" }, "is not PRODUCER_ID:EPOCH" },
+		{ { "t", "txn", "x:1" }, "producer id 'x'" },
+		{ { "t", "txn", "1:65536" }, "producer epoch '65536'" },
+		{ { "t", "txn", "9223372036854775808:0" }, "producer id" },
+		{ { "t", "header", "novalue" }, "is not K=V" },
+		{ { "t", "-K", "" }, "non-empty separator" },
+		{ { "t", "bogus", "1" }, "unknown keyword 'bogus'" },
+		{ { "t", "timestamp", "1e3" }, "is not a number" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *const *x = bad[i].args;
+
+		ret = produce_p(&a, &err, "produce", x[0], x[1], x[2], x[3],
+				x[4], NULL);
+		CHECK(ret < 0 && strstr(err, bad[i].msg) &&
+		      strstr(err, "Usage: krepctl produce"),
+		      "produce %s %s %s %s: %s", x[0] ?: "", x[1] ?: "",
+		      x[2] ?: "", x[3] ?: "", bad[i].msg);
+	}
+}
+
+static void test_consume_parse(void)
+{
+	struct krep_consume_args a;
+	const char *err;
+	int ret;
+
+	ret = consume_p(&a, &err, "consume", "orders", NULL);
+	CHECK(!ret && !strcmp(a.topic, "orders") && a.partition == 0 &&
+	      a.start == KREP_START_BEGINNING && !a.has_count && !a.follow &&
+	      a.isolation == KREP_READ_UNCOMMITTED &&
+	      a.format == KREP_FORMAT_VALUE && a.max_bytes == 65531 &&
+	      !a.has_wait && !a.json, "consume TOPIC: defaults");
+	ret = consume_p(&a, &err, "consume", "-f", "orders", "partition", "2",
+			"-o", "end", "-c", "10", "--isolation",
+			"read_committed", "--format=full", "max-bytes", "4096",
+			"wait", "250", "-j", NULL);
+	CHECK(!ret && !strcmp(a.topic, "orders") && a.partition == 2 &&
+	      a.start == KREP_START_END && a.has_count && a.count == 10 &&
+	      a.follow && a.isolation == KREP_READ_COMMITTED &&
+	      a.format == KREP_FORMAT_FULL && a.max_bytes == 4096 &&
+	      a.has_wait && a.wait_ms == 250 && a.json,
+	      "consume with every option, topic after an option");
+	ret = consume_p(&a, &err, "consume", "t", "-o", "42", NULL);
+	CHECK(!ret && a.start == KREP_START_OFFSET && a.start_arg == 42,
+	      "-o OFFSET");
+	ret = consume_p(&a, &err, "consume", "t", "--offset=-5", NULL);
+	CHECK(!ret && a.start == KREP_START_FROM_END && a.start_arg == 5,
+	      "--offset=-N");
+	ret = consume_p(&a, &err, "consume", "t", "-o", "s@1700000000000",
+			NULL);
+	CHECK(!ret && a.start == KREP_START_TIME &&
+	      a.start_arg == 1700000000000LL, "-o s@MS");
+	ret = consume_p(&a, &err, "consume", "t", "-o", "beginning",
+			"--isolation", "read_uncommitted", "--format", "value",
+			NULL);
+	CHECK(!ret && a.start == KREP_START_BEGINNING &&
+	      a.isolation == KREP_READ_UNCOMMITTED &&
+	      a.format == KREP_FORMAT_VALUE, "explicit defaults");
+	ret = consume_p(&a, &err, "consume", "t", "-h", NULL);
+	CHECK(ret == 1, "consume -h");
+
+	static const struct {
+		const char *args[4];
+		const char *msg;
+	} bad[] = {
+		{ { NULL }, "missing topic" },
+		{ { "t", "-o", "middle" }, "is not beginning, end" },
+		{ { "t", "-o", "s@x" }, "is not beginning, end" },
+		{ { "t", "-o" }, "'-o' needs a value" },
+		{ { "t", "-c", "ten" }, "count 'ten'" },
+		{ { "t", "--isolation", "serializable" }, "isolation must be" },
+		{ { "t", "--format", "xml" }, "format must be" },
+		{ { "t", "wait", "-1" }, "is not a number" },
+		{ { "t", "-x" }, "unknown option '-x'" },
+		{ { "t", "u" }, "unknown keyword 'u'" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *const *x = bad[i].args;
+
+		ret = consume_p(&a, &err, "consume", x[0], x[1], x[2], x[3],
+				NULL);
+		CHECK(ret < 0 && strstr(err, bad[i].msg) &&
+		      strstr(err, "Usage: krepctl consume"),
+		      "consume %s %s %s: %s", x[0] ?: "", x[1] ?: "",
+		      x[2] ?: "", bad[i].msg);
+	}
+}
+
+static void test_partition_cmds_parse(void)
+{
+	struct krep_delete_records_args d;
+	struct krep_offsets_args o;
+	struct krep_txn_args t;
+	const char *err;
+	int ret;
+
+	ret = offsets_p(&o, &err, "offsets", "t", NULL);
+	CHECK(!ret && !strcmp(o.topic, "t") && o.partition == 0 &&
+	      o.timestamp == KREP_TS_LATEST, "offsets: latest by default");
+	ret = offsets_p(&o, &err, "offsets", "t", "earliest", "partition",
+			"1", NULL);
+	CHECK(!ret && o.timestamp == KREP_TS_EARLIEST && o.partition == 1,
+	      "offsets earliest partition 1");
+	ret = offsets_p(&o, &err, "offsets", "t", "1700000000000", NULL);
+	CHECK(!ret && o.timestamp == 1700000000000LL, "offsets TIME_MS");
+	ret = offsets_p(&o, &err, "offsets", "t", "earliest", "latest", NULL);
+	CHECK(ret < 0 && strstr(err, "more than one"), "offsets: two times");
+	ret = offsets_p(&o, &err, "offsets", "t", "soon", NULL);
+	CHECK(ret < 0 && strstr(err, "unexpected argument 'soon'"),
+	      "offsets: bad time");
+	ret = offsets_p(&o, &err, "offsets", NULL);
+	CHECK(ret < 0 && strstr(err, "missing topic"), "offsets: no topic");
+
+	ret = delete_p(&d, &err, "delete-records", "t", "before", "10", NULL);
+	CHECK(!ret && !strcmp(d.topic, "t") && d.before == 10 &&
+	      d.partition == 0, "delete-records before 10");
+	ret = delete_p(&d, &err, "delete-records", "t", NULL);
+	CHECK(ret < 0 && strstr(err, "missing 'before OFFSET'"),
+	      "delete-records without before");
+	ret = delete_p(&d, &err, "delete-records", "t", "before", "x", NULL);
+	CHECK(ret < 0 && strstr(err, "offset 'x' is not a number"),
+	      "delete-records before x");
+
+	ret = txn_p(&t, &err, "txn", "t", "partition", "4", "17:3", "commit",
+		    NULL);
+	CHECK(!ret && t.partition == 4 && t.producer_id == 17 &&
+	      t.producer_epoch == 3 && t.op == KREP_TXN_COMMIT,
+	      "txn TOPIC partition 4 17:3 commit");
+	ret = txn_p(&t, &err, "txn", "t", "abort", "1:0", NULL);
+	CHECK(!ret && t.op == KREP_TXN_ABORT && t.producer_id == 1,
+	      "txn: op before PID:EPOCH");
+	ret = txn_p(&t, &err, "txn", "t", "1:0", NULL);
+	CHECK(ret < 0 && strstr(err, "missing begin, commit or abort"),
+	      "txn without an operation");
+	ret = txn_p(&t, &err, "txn", "t", "begin", NULL);
+	CHECK(ret < 0 && strstr(err, "missing PID:EPOCH"), "txn without PID");
+	ret = txn_p(&t, &err, "txn", "t", "1:0", "begin", "commit", NULL);
+	CHECK(ret < 0 && strstr(err, "more than one"), "txn: two operations");
+}
+
+static void test_topic_create(void)
+{
+	struct krep_topic_create tc;
+	const struct nlattr *a, *x, *cfg;
+	const struct genlmsghdr *gh;
+	struct nl_msg *msg;
+	const char *err;
+	int ret, len;
+
+	ret = create_p(&tc, &err, "create", "orders", NULL);
+	CHECK(!ret && !strcmp(tc.name, "orders") && tc.partitions == 1 &&
+	      tc.replication_factor == 1, "topic create: 1 partition, RF 1");
+	msg = krep_topic_create_msg(FAMILY, &tc);
+	gh = nlmsg_data(nlmsg_hdr(msg));
+	a = genlmsg_attrdata(gh, 0);
+	len = genlmsg_attrlen(gh, 0);
+	CHECK(gh->cmd == KREP_CMD_TOPIC_NEW &&
+	      (x = find(a, len, KREP_A_TOPIC)) && !strcmp(nla_data(x), "orders") &&
+	      (x = find(a, len, KREP_A_PARTITIONS)) && nla_get_u32(x) == 1 &&
+	      (x = find(a, len, KREP_A_REPLICATION_FACTOR)) &&
+	      nla_get_u32(x) == 1 && !find(a, len, KREP_A_TOPIC_CONFIG),
+	      "TOPIC_NEW: name, partitions, RF, no config nest");
+	nlmsg_free(msg);
+
+	ret = create_p(&tc, &err, "create", "orders", "partitions", "6",
+		       "replication-factor", "3", "config",
+		       "min.insync.replicas=2,retention_bytes=-1",
+		       "config", "unclean_leader_election=true", NULL);
+	CHECK(!ret && tc.partitions == 6 && tc.replication_factor == 3 &&
+	      tc.has_cfg[KREP_TCFG_MIN_INSYNC_REPLICAS] &&
+	      tc.cfg[KREP_TCFG_MIN_INSYNC_REPLICAS] == 2 &&
+	      tc.has_cfg[KREP_TCFG_RETENTION_BYTES] &&
+	      tc.cfg[KREP_TCFG_RETENTION_BYTES] == -1 &&
+	      tc.cfg[KREP_TCFG_UNCLEAN_LEADER_ELECTION] == 1 &&
+	      !tc.has_cfg[KREP_TCFG_SEGMENT_BYTES],
+	      "topic create with config, Kafka's dotted names");
+	msg = krep_topic_create_msg(FAMILY, &tc);
+	gh = nlmsg_data(nlmsg_hdr(msg));
+	cfg = find(genlmsg_attrdata(gh, 0), genlmsg_attrlen(gh, 0),
+		   KREP_A_TOPIC_CONFIG);
+	CHECK(is_nest(cfg) &&
+	      (x = find(nla_data(cfg), nla_len(cfg),
+			KREP_A_TCFG_MIN_INSYNC_REPLICAS)) &&
+	      nla_len(x) == 4 && nla_get_u32(x) == 2 &&
+	      (x = find(nla_data(cfg), nla_len(cfg),
+			KREP_A_TCFG_RETENTION_BYTES)) &&
+	      nla_len(x) == 8 && (int64_t)nla_get_u64(x) == -1 &&
+	      (x = find(nla_data(cfg), nla_len(cfg),
+			KREP_A_TCFG_UNCLEAN_LEADER_ELECTION)) &&
+	      nla_len(x) == 1 && nla_get_u8(x) == 1 &&
+	      !find(nla_data(cfg), nla_len(cfg), KREP_A_TCFG_SEGMENT_BYTES),
+	      "config nest: u32, s64 and u8 keys, only those given");
+	nlmsg_free(msg);
+
+	static const struct {
+		const char *args[4];
+		const char *msg;
+	} bad[] = {
+		{ { NULL }, "missing topic name" },
+		{ { "t", "partitions" }, "'partitions' needs a value" },
+		{ { "t", "partitions", "-1" }, "is not a number" },
+		{ { "t", "rf", "1", "replication-factor" }, "needs a value" },
+		{ { "t", "config", "foo=1" }, "unknown config key 'foo'" },
+		{ { "t", "config", "segment_bytes" }, "is not KEY=VAL" },
+		{ { "t", "config", "segment_bytes=4294967296" }, "0..4294967295" },
+		{ { "t", "config", "unclean_leader_election=yes" }, "is not a number" },
+		{ { "t", "config", "" }, "config needs KEY=VAL" },
+		{ { "t", "colour", "red" }, "unknown keyword 'colour'" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *const *x2 = bad[i].args;
+
+		ret = create_p(&tc, &err, "create", x2[0], x2[1], x2[2], x2[3],
+			       NULL);
+		CHECK(ret < 0 && strstr(err, bad[i].msg) &&
+		      strstr(err, "Usage: krepctl topic create"),
+		      "topic create %s %s %s %s: %s", x2[0] ?: "", x2[1] ?: "",
+		      x2[2] ?: "", x2[3] ?: "", bad[i].msg);
+	}
+}
+
+/* ---- PARTITION_GET replies ---------------------------------------------- */
+
+static void put_ids(struct nl_msg *m, int type, const uint32_t *ids, int n)
+{
+	struct nlattr *nest = nla_nest_start(m, type | NLA_F_NESTED);
+	int i;
+
+	for (i = 0; i < n; i++)
+		nla_put_u32(m, KREP_A_BROKER_ID, ids[i]);
+	nla_nest_end(m, nest);
+}
+
+static const char *partition_text(struct nl_msg *m, bool json)
+{
+	static char out[2048];
+	FILE *f = fmemopen(out, sizeof(out), "w");
+	int err;
+
+	if (!f)
+		return "(fmemopen failed)";
+	capture_begin();
+	err = krep_partition_reply_print(m, json, f);
+	capture_end();
+	fclose(f);
+	return err ? "(error)" : out;
+}
+
+static void test_partition_reply(void)
+{
+	static const uint32_t ar[] = { 1, 2, 3 }, isr[] = { 1, 3 };
+	struct nlattr *rs, *r;
+	struct nl_msg *m;
+
+	m = krep_genl_msg_new(FAMILY, KREP_CMD_PARTITION_GET, 0, 0);
+	nla_put_string(m, KREP_A_TOPIC, "orders");
+	nla_put_u32(m, KREP_A_PARTITION, 0);
+	nla_put_u8(m, KREP_A_ROLE, KREP_ROLE_LEADER);
+	nla_put_u32(m, KREP_A_LEADER, 1);
+	nla_put_u32(m, KREP_A_LEADER_EPOCH, 4);
+	nla_put_u32(m, KREP_A_PARTITION_EPOCH, 7);
+	put_ids(m, KREP_A_REPLICAS, ar, 3);
+	put_ids(m, KREP_A_ISR, isr, 2);
+	nla_put_u64(m, KREP_A_LEO, 10);
+	nla_put_u64(m, KREP_A_HW, 9);
+	nla_put_u64(m, KREP_A_LSO, 8);
+	nla_put_u64(m, KREP_A_LOG_START, 2);
+	nla_put_u64(m, KREP_A_LOW_WATERMARK, 1);
+	nla_put_u64(m, KREP_A_LOG_BYTES, 1234);
+	rs = nla_nest_start(m, KREP_A_REMOTES | NLA_F_NESTED);
+	r = nla_nest_start(m, KREP_A_REMOTE | NLA_F_NESTED);
+	nla_put_u32(m, KREP_A_REMOTE_ID, 2);
+	nla_put_u64(m, KREP_A_REMOTE_LOG_START, 0);
+	nla_put_u64(m, KREP_A_REMOTE_FETCH_AGE_MS, 40000);
+	nla_put_u64(m, KREP_A_REMOTE_CAUGHT_UP_AGE_MS, 41000);
+	nla_put_u8(m, KREP_A_REMOTE_IN_ISR, 0);
+	nla_nest_end(m, r);
+	r = nla_nest_start(m, KREP_A_REMOTE | NLA_F_NESTED);
+	nla_put_u32(m, KREP_A_REMOTE_ID, 3);
+	nla_put_u64(m, KREP_A_REMOTE_LEO, 9);
+	nla_put_u64(m, KREP_A_REMOTE_LOG_START, 1);
+	nla_put_u64(m, KREP_A_REMOTE_FETCH_AGE_MS, 12);
+	nla_put_u64(m, KREP_A_REMOTE_CAUGHT_UP_AGE_MS, 12);
+	nla_put_u8(m, KREP_A_REMOTE_IN_ISR, 1);
+	nla_nest_end(m, r);
+	nla_nest_end(m, rs);
+	CHECK_STR(partition_text(m, false),
+		  "orders 0 leader=1 epoch=4 role=leader replicas=1,2,3 isr=1,3 "
+		  "leo=10 hw=9 lso=8 log_start=2 lw=1 bytes=1234 partition_epoch=7\n"
+		  "  remote 2 leo=- log_start=0 fetch_age_ms=40000 caught_up_age_ms=41000 in_isr=0\n"
+		  "  remote 3 leo=9 log_start=1 fetch_age_ms=12 caught_up_age_ms=12 in_isr=1\n",
+		  "topic describe text, with the remote replicas");
+	CHECK_STR(partition_text(m, true),
+		  "[{\"topic\":\"orders\",\"partition\":0,\"role\":\"leader\","
+		  "\"leader\":1,\"leader_epoch\":4,\"partition_epoch\":7,"
+		  "\"replicas\":[1,2,3],\"isr\":[1,3],\"leo\":10,\"hw\":9,"
+		  "\"lso\":8,\"log_start\":2,\"low_watermark\":1,\"log_bytes\":1234,"
+		  "\"remotes\":[{\"id\":2,\"leo\":null,\"log_start\":0,"
+		  "\"fetch_age_ms\":40000,\"caught_up_age_ms\":41000,\"in_isr\":false},"
+		  "{\"id\":3,\"leo\":9,\"log_start\":1,\"fetch_age_ms\":12,"
+		  "\"caught_up_age_ms\":12,\"in_isr\":true}]}]\n",
+		  "topic describe --json");
+	nlmsg_free(m);
+
+	m = krep_genl_msg_new(FAMILY, KREP_CMD_PARTITION_GET, 0, 0);
+	nla_put_string(m, KREP_A_TOPIC, "o");
+	nla_put_u32(m, KREP_A_PARTITION, 1);
+	nla_put_u8(m, KREP_A_ROLE, 7);
+	/* an empty nest, as the kernel sends one (libnl would drop it) */
+	nla_put(m, KREP_A_ISR | NLA_F_NESTED, 0, NULL);
+	CHECK_STR(partition_text(m, false),
+		  "o 1 leader=- epoch=- role=unknown(7) replicas=- isr=- leo=- "
+		  "hw=- lso=- log_start=- lw=- bytes=- partition_epoch=-\n",
+		  "a follower's sparse reply: '-' for what is missing");
+	CHECK_STR(partition_text(m, true),
+		  "[{\"topic\":\"o\",\"partition\":1,\"role\":\"unknown(7)\","
+		  "\"leader\":null,\"leader_epoch\":null,\"partition_epoch\":null,"
+		  "\"replicas\":null,\"isr\":[],\"leo\":null,\"hw\":null,"
+		  "\"lso\":null,\"log_start\":null,\"low_watermark\":null,"
+		  "\"log_bytes\":null,\"remotes\":null}]\n",
+		  "sparse reply as JSON: nulls");
+	nlmsg_free(m);
+
+	m = krep_genl_msg_new(FAMILY, KREP_CMD_PARTITION_GET, 0, 0);
+	nla_put_string(m, KREP_A_TOPIC, "o");
+	CHECK_STR(partition_text(m, false), "(error)",
+		  "reply without a partition index is malformed");
+	nlmsg_free(m);
+}
+
 /* ---- transport, against nlctrl ----------------------------------------- */
 
 static int count_reply(struct nl_msg *msg, void *arg)
@@ -941,6 +1502,12 @@ int main(void)
 	test_reply();
 	test_json();
 	test_attrs_print();
+	test_kafka_error();
+	test_produce_parse();
+	test_consume_parse();
+	test_partition_cmds_parse();
+	test_topic_create();
+	test_partition_reply();
 	test_transport();
 	printf("1..%d\n", ntests);
 	printf("# %d passed, %d failed\n", ntests - nfailed, nfailed);

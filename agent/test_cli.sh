@@ -1,0 +1,102 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Host-only checks of krepctl's command line: every command's --help exits
+# 0 and prints its usage on stdout; bad command lines exit 2 with a usage
+# message on stderr, before any contact with the kernel (so no module is
+# needed). Output is TAP; the exit status is 1 if any check failed.
+#
+# Usage: agent/test_cli.sh [PATH-TO-KREPCTL]
+
+K=${1:-$(dirname "$0")/krepctl}
+n=0
+failed=0
+
+ok() {
+	n=$((n + 1))
+	if [ "$1" = 0 ]; then
+		echo "ok $n - $2"
+	else
+		failed=$((failed + 1))
+		echo "not ok $n - $2"
+	fi
+}
+
+# help WORDS...: "krepctl WORDS --help" exits 0 with "Usage:" on stdout
+help() {
+	local out rc
+
+	out=$("$K" "$@" --help 2>/dev/null)
+	rc=$?
+	[ $rc = 0 ] && [[ $out == Usage:* ]]
+	ok $? "krepctl $* --help exits 0 with its usage"
+}
+
+# usage MESSAGE ARGS...: exits 2, MESSAGE and "Usage:" on stderr, no stdout
+usage() {
+	local msg=$1 out err rc
+
+	shift
+	err=$("$K" "$@" 2>&1 >/dev/null </dev/null)
+	rc=$?
+	out=$("$K" "$@" 2>/dev/null </dev/null)
+	[ $rc = 2 ] && [[ $err == *"$msg"* ]] && [[ $err == *Usage:* ]] &&
+		[ -z "$out" ]
+	ok $? "krepctl $* exits 2: $msg"
+}
+
+echo "TAP version 13"
+
+help
+help broker
+help topic
+help topic create
+help topic delete
+help topic list
+help topic describe
+help produce
+help consume
+help offsets
+help delete-records
+help txn
+
+out=$("$K" help 2>/dev/null)
+for c in broker topic produce consume offsets delete-records txn help; do
+	[[ $out == *"  $c "* ]]
+	ok $? "krepctl help lists $c"
+done
+out=$("$K" help consume 2>/dev/null)
+[[ $out == "Usage: krepctl consume"* ]]
+ok $? "krepctl help consume shows consume's usage"
+out=$("$K" help topic create 2>/dev/null)
+[[ $out == "Usage: krepctl topic create"* ]]
+ok $? "krepctl help topic create shows its usage"
+
+usage "unknown command 'bogus'" bogus
+usage "topic: unknown command 'rename'" topic rename x
+usage "missing topic name" topic create
+usage "unknown keyword 'colour'" topic create t colour red
+usage "unknown config key 'nope'" topic create t config nope=1
+usage "missing topic name" topic delete
+usage "unexpected argument 'b'" topic delete a b
+usage "unexpected argument 'x'" topic list x
+usage "unexpected argument 'b'" topic describe a b
+usage "missing topic" produce
+usage "acks must be 0, 1 or all" produce t acks 2
+usage "batch must be" produce t batch 0
+usage "is not PRODUCER_ID:EPOCH" produce t txn 5
+usage "missing topic" consume
+usage "is not beginning, end" consume t -o later
+usage "isolation must be" consume t --isolation dirty
+usage "format must be" consume t --format csv
+usage "unknown option '-z'" consume t -z
+usage "missing topic" offsets
+usage "unexpected argument 'soon'" offsets t soon
+usage "missing 'before OFFSET'" delete-records t
+usage "missing begin, commit or abort" txn t 1:0
+usage "missing PID:EPOCH" txn t commit
+usage "producer epoch '70000'" txn t 1:70000 begin
+
+echo "1..$n"
+echo "# $((n - failed)) passed, $failed failed"
+[ $failed = 0 ]

@@ -1,0 +1,220 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# test_data.sh - krepctl's data path end to end on one broker: topic
+# create/list/describe/delete, produce and consume (byte-exact), offsets,
+# delete-records, transactions and isolation, follow mode, and the errors
+# with Kafka's codes. Runs in the test VM (it loads the module):
+#
+#	selftests/vm/run.sh -- agent/test_data.sh
+#
+#   initial netns, broker 1, no peers
+#   +-----------------------------------------------------------+
+#   |  krepctl topic / produce / consume / offsets / txn /      |
+#   |  delete-records  --genl-->  krep.ko (one broker, RF 1)    |
+#   +-----------------------------------------------------------+
+#
+# Prints KTAP; leaves the module unloaded. Uses selftests/lib.sh.
+
+set -u
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+# shellcheck source=selftests/lib.sh
+. "$here/../selftests/lib.sh"
+
+krep_require_vm
+krep_require_cmd jq cmp seq
+
+K=$KREPCTL
+TMP=$(mktemp -d)
+krep_cleanup_push rm -rf "$TMP"
+
+# same DESC GOT WANT
+same() {
+	if [ "$2" = "$3" ]; then
+		ktap_ok "$1"
+	else
+		ktap_diag "want: $3"
+		ktap_diag "got:  $2"
+		ktap_fail "$1"
+	fi
+}
+
+# fails DESC STATUS KAFKA_NAME CMD...: CMD exits STATUS and its stderr
+# ends with [KAFKA_NAME]
+fails() {
+	local desc=$1 want=$2 name=$3 err rc
+	shift 3
+
+	err=$("$@" 2>&1 >/dev/null </dev/null) && rc=0 || rc=$?
+	if [ "$rc" = "$want" ] && [[ $err == *"[$name]" ]]; then
+		ktap_ok "$desc"
+	else
+		ktap_diag "exit $rc: $*"
+		ktap_diag "$err"
+		ktap_fail "$desc"
+	fi
+}
+
+ktap_plan 43
+
+krep_mod_unload
+krep_mod_load broker_id=1 || ktap_bail "cannot load $KREP_KO"
+
+# --- topics -----------------------------------------------------------
+ktap_check "topic create with partitions, rf and config" \
+	"$K" topic create orders partitions 2 rf 1 \
+	config min.insync.replicas=1,segment_bytes=65536
+same "topic list --json" \
+	"$("$K" --json topic list | jq -c '.[0] | [.topic, .partitions,
+		.replication_factor, .config.segment_bytes]')" \
+	'["orders",2,1,65536]'
+same "topic describe: one line per partition" \
+	"$("$K" topic describe orders | cut -d' ' -f1-5)" \
+	"orders 0 leader=1 epoch=0 role=leader
+orders 1 leader=1 epoch=0 role=leader"
+fails "topic create twice: TOPIC_ALREADY_EXISTS" 1 TOPIC_ALREADY_EXISTS \
+	"$K" topic create orders
+fails "topic describe of an unknown topic" 1 UNKNOWN_TOPIC_OR_PARTITION \
+	"$K" topic describe nosuch
+same "error as JSON on stdout" \
+	"$("$K" --json topic create orders 2>/dev/null)" \
+	'{"error":"TOPIC_ALREADY_EXISTS","code":36,"errno":"EEXIST","message":"topic already exists"}'
+
+# --- produce and consume --------------------------------------------------
+seq -f 'record %g of ten thousand' 1 10000 >"$TMP/in"
+same "produce 10000 lines in batches of 100" \
+	"$("$K" produce orders batch 100 <"$TMP/in")" \
+	"produced 10000 records to orders-0, offsets 0..9999"
+"$K" consume orders >"$TMP/out"
+ktap_check "consume them back byte for byte" cmp "$TMP/in" "$TMP/out"
+"$K" consume orders max-bytes 1048576 >"$TMP/out" 2>"$TMP/err"
+ktap_check "the same with 1 MiB fetches (KREP_A_RECORDS over 64 KiB)" \
+	cmp "$TMP/in" "$TMP/out" || ktap_diag_stdin <"$TMP/err"
+same "HW and LEO after them" \
+	"$("$K" --json topic describe orders | jq -c '.[0] | [.leo, .hw, .lso]')" \
+	"[10000,10000,10000]"
+same "produce --json to partition 1" \
+	"$(printf 'a\nb\n' | "$K" --json produce orders partition 1)" \
+	'{"topic":"orders","partition":1,"records":2,"first_offset":0,"last_offset":1}'
+
+# random bytes (every value but the newline) in lines of 1, 173 and 0 bytes
+{
+	head -c 1000 /dev/urandom | tr '\n' '\0' | fold -b -w 1
+	head -c 300000 /dev/urandom | tr '\n' '\0' | fold -b -w 173
+	printf '\n\n'
+} >"$TMP/bin"
+"$K" topic create bin
+"$K" produce bin batch 37 <"$TMP/bin" >/dev/null
+"$K" consume bin >"$TMP/binout"
+ktap_check "binary values (NUL, tab, invalid UTF-8) round trip" \
+	cmp "$TMP/bin" "$TMP/binout"
+
+same "consume -o OFFSET -c COUNT" \
+	"$("$K" consume orders -o 41 -c 2)" \
+	"record 42 of ten thousand
+record 43 of ten thousand"
+same "consume -o -N: the last N" \
+	"$("$K" consume orders -o -1)" "record 10000 of ten thousand"
+same "consume -o end: nothing" "$("$K" consume orders -o end)" ""
+
+printf 'k1=v1\nk2=v2\nnokey\n' |
+	"$K" produce orders partition 1 -K = header h=1 header x=y batch 3 \
+	timestamp 5000 >/dev/null
+same "consume --format full: offset, time, key, value, headers" \
+	"$("$K" consume orders partition 1 -o 2 --format full)" \
+	"$(printf '2\t5000\tk1\tv1\th=1,x=y\n3\t5000\tk2\tv2\th=1,x=y\n4\t5000\t\tnokey\th=1,x=y')"
+same "consume --json: one object per record" \
+	"$("$K" --json consume orders partition 1 -o 3 -c 2)" \
+	'{"offset":3,"timestamp":5000,"key":"k2","value":"v2","headers":{"h":"1","x":"y"}}
+{"offset":4,"timestamp":5000,"key":null,"value":"nokey","headers":{"h":"1","x":"y"}}'
+same "JSON escapes control and non-UTF-8 bytes" \
+	"$(printf 'a\tb\001\377\n' | "$K" produce orders partition 1 >/dev/null;
+	   "$K" --json consume orders partition 1 -o 5 | jq -c .value)" \
+	'"a\tb\u0001ÿ"'
+
+"$K" topic create huge
+seq 1 100000 >"$TMP/h"
+same "100000 records in batches of 1000" \
+	"$("$K" produce huge batch 1000 <"$TMP/h")" \
+	"produced 100000 records to huge-0, offsets 0..99999"
+"$K" consume huge >"$TMP/hout"
+ktap_check "and back" cmp "$TMP/h" "$TMP/hout"
+
+# --- offsets --------------------------------------------------------------
+"$K" topic create ts
+printf 'a\nb\n' | "$K" produce ts timestamp 1000 batch 2 >/dev/null
+printf 'c\n' | "$K" produce ts timestamp 2000 >/dev/null
+printf 'd\n' | "$K" produce ts timestamp 3000 >/dev/null
+same "offsets earliest, latest" \
+	"$("$K" offsets ts earliest) $("$K" offsets ts)" "0 4"
+same "offsets by time: first at or after it" \
+	"$("$K" offsets ts 1500 | cut -d' ' -f1) $("$K" offsets ts 2000 | cut -d' ' -f1) $("$K" offsets ts 9999)" \
+	"2 2 4"
+same "offsets --json" "$("$K" --json offsets ts 2500)" \
+	'{"offset":3,"timestamp":3000}'
+same "consume -o s@MS" "$("$K" consume ts -o s@2000 | tr '\n' ' ')" "c d "
+
+# --- delete-records -----------------------------------------------------
+same "delete-records before 2" "$("$K" delete-records ts before 2)" \
+	"log_start=2 lw=2"
+same "consume from the new log start" \
+	"$("$K" consume ts | tr '\n' ' ')" "c d "
+fails "consume below the log start: OFFSET_OUT_OF_RANGE" 1 \
+	OFFSET_OUT_OF_RANGE "$K" consume ts -o 0
+fails "delete-records beyond HW: OFFSET_OUT_OF_RANGE" 1 \
+	OFFSET_OUT_OF_RANGE "$K" delete-records ts before 10
+fails "consume beyond LEO: OFFSET_OUT_OF_RANGE" 1 OFFSET_OUT_OF_RANGE \
+	"$K" consume ts -o 99
+fails "unknown topic: UNKNOWN_TOPIC_OR_PARTITION" 1 \
+	UNKNOWN_TOPIC_OR_PARTITION "$K" consume nosuch
+
+# --- too large ------------------------------------------------------------
+"$K" topic create small config max_message_bytes=200
+fails "a batch over max_message_bytes: MESSAGE_TOO_LARGE" 1 \
+	MESSAGE_TOO_LARGE bash -c "head -c 300 /dev/zero | tr '\\0' x | $K produce small"
+fails "a record over one netlink attribute: MESSAGE_TOO_LARGE" 1 \
+	MESSAGE_TOO_LARGE bash -c "head -c 70000 /dev/zero | tr '\\0' x | $K produce small"
+
+# --- transactions ---------------------------------------------------------
+"$K" topic create tx
+printf 'p1\np2\n' | "$K" produce tx >/dev/null
+same "txn begin" "$("$K" txn tx 7:0 begin)" "offset=2 lso=2"
+printf 't1\nt2\n' | "$K" produce tx txn 7:0 batch 2 >/dev/null
+same "open transaction: read_uncommitted sees it" \
+	"$("$K" consume tx | tr '\n' ' ')" "p1 p2 t1 t2 "
+same "open transaction: LSO stays at its first offset" \
+	"$("$K" --json topic describe tx | jq -c '.[0] | [.lso, .hw]')" "[2,4]"
+same "open transaction: read_committed stops at the LSO" \
+	"$("$K" consume tx --isolation read_committed | tr '\n' ' ')" "p1 p2 "
+printf 'p3\n' | "$K" produce tx >/dev/null
+same "txn abort: the marker's offset and the LSO" \
+	"$("$K" txn tx 7:0 abort)" "offset=5 lso=6"
+same "aborted: read_committed skips it and the marker" \
+	"$("$K" consume tx --isolation read_committed | tr '\n' ' ')" \
+	"p1 p2 p3 "
+"$K" txn tx 8:1 begin >/dev/null
+printf 'c1\n' | "$K" produce tx txn 8:1 >/dev/null
+same "txn commit --json" "$("$K" --json txn tx 8:1 commit)" \
+	'{"offset":7,"lso":8}'
+same "committed: read_committed sees it, no markers" \
+	"$("$K" consume tx --isolation read_committed -o 5 | tr '\n' ' ')" \
+	"c1 "
+fails "commit without begin: INVALID_TXN_STATE" 1 INVALID_TXN_STATE \
+	"$K" txn tx 8:1 commit
+
+# --- follow ------------------------------------------------------------------
+"$K" consume tx -f -o end >"$TMP/follow" 2>&1 &
+pid=$!
+sleep 1
+printf 'f1\nf2\n' | "$K" produce tx >/dev/null
+krep_wait_for 10 grep -q f2 "$TMP/follow"
+kill -INT $pid
+wait $pid
+rc=$?
+same "consume -f prints new records, SIGINT ends it with status 0" \
+	"$rc $(tr '\n' ' ' <"$TMP/follow")" "0 f1 f2 "
+
+ktap_check "topic delete" "$K" topic delete orders
+krep_mod_unload
+ktap_finish
