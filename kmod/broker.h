@@ -49,6 +49,15 @@ struct krep_broker_cfg {
 	struct krep_peer_cfg peers[];
 };
 
+/* data-path counters, for the benchmark's copies-per-record figure */
+struct krep_stats {
+	atomic64_t records;
+	atomic64_t produce_bytes;
+	atomic64_t follower_bytes;
+	atomic64_t rx_copy_bytes;
+	atomic64_t tx_zerocopy_bytes;
+};
+
 /* per-network-namespace state: one broker */
 struct krep_net {
 	struct net *net;
@@ -61,6 +70,7 @@ struct krep_net {
 	struct delayed_work isr_work;		/* ISR expiration scan */
 	struct krep_net_state *ns;		/* sockets (net.c) */
 	s64 broker_id;				/* copy of cfg's, for traces */
+	struct krep_stats stats;
 	bool dying;				/* no more timers, no new work */
 };
 

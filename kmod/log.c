@@ -19,6 +19,7 @@
 #include <linux/highmem.h>
 #include <linux/mm.h>
 #include <linux/slab.h>
+#include <linux/crc32.h>
 
 #include "krep.h"
 #include "log.h"
@@ -298,12 +299,9 @@ static int cursor_batch(struct read_cursor *c, struct krep_batch *b)
 	return seg_batch_at(c->seg, c->pos, b);
 }
 
-/*
- * Walk the batches from @offset: count the bytes to serve (@dst NULL) or
- * copy them to @dst and check each one's CRC.
- */
+/* walk the batches from @offset and count the bytes to serve */
 static long walk_read(struct krep_log *log, u64 offset, u32 max_bytes,
-		      krep_log_filter_t filter, void *arg, u8 *dst)
+		      krep_log_filter_t filter, void *arg)
 {
 	struct read_cursor c = { .log = log };
 	struct krep_batch b;
@@ -326,10 +324,86 @@ static long walk_read(struct krep_log *log, u64 offset, u32 max_bytes,
 		if (v == KREP_LOG_TAKE) {
 			if (total && total + b.len > max_bytes)
 				break;
-			if (dst) {
-				seg_read(c.seg, c.pos, dst + total, b.len);
-				if (!krep_batch_crc_ok(dst + total, b.len))
-					return -EBADMSG;
+			total += b.len;
+		}
+		c.pos += b.len;
+	}
+	return total;
+}
+
+/* CRC-32C of a stored batch, computed over its pages in place */
+static bool seg_crc_ok(const struct krep_segment *seg, u32 pos, u32 len)
+{
+	u32 crc = ~0U, want, at = pos + KREP_RB_ATTRIBUTES, end = pos + len;
+	__be32 stored;
+
+	seg_read(seg, pos + KREP_RB_CRC, (u8 *)&stored, sizeof(stored));
+	want = be32_to_cpu(stored);
+	while (at < end) {
+		u32 off = offset_in_page(at);
+		u32 n = min_t(u32, end - at, PAGE_SIZE - off);
+		u8 *addr = kmap_local_page(seg->pages[at >> PAGE_SHIFT]);
+
+		crc = __crc32c_le(crc, addr + off, n);
+		kunmap_local(addr);
+		at += n;
+	}
+	return (crc ^ ~0U) == want;
+}
+
+/**
+ * krep_log_read_frags - hand out whole batches from @offset as page pieces
+ * @log: the log
+ * @offset: first offset wanted; the batch holding it is the first served
+ * @max_bytes: soft limit; the first batch is served whatever its size
+ * @filter: decides for each batch
+ * @arg: for @filter
+ * @emit: called for each piece; it takes its own page reference
+ * @ctx: for @emit
+ *
+ * Each batch's CRC is checked in place first. No byte is copied: the
+ * pieces are for kernel_sendpage().
+ *
+ * Return: bytes handed out, -EBADMSG for a batch whose CRC no longer
+ * matches, -EIO, or the error of @emit.
+ */
+long krep_log_read_frags(struct krep_log *log, u64 offset, u32 max_bytes,
+			 krep_log_filter_t filter, void *arg,
+			 krep_log_frag_t emit, void *ctx)
+{
+	struct read_cursor c = { .log = log };
+	struct krep_batch b;
+	long total = 0;
+	u32 pos;
+	int err;
+
+	c.seg = find_segment(log, offset);
+	if (!c.seg)
+		return 0;
+	err = find_pos(c.seg, offset, &pos);
+	if (err)
+		return err == -ENOENT ? 0 : err;
+	c.pos = pos;
+	while (!cursor_batch(&c, &b)) {
+		enum krep_log_verdict v = filter(&b, arg);
+		u32 at, end;
+
+		if (v == KREP_LOG_STOP)
+			break;
+		if (v == KREP_LOG_TAKE) {
+			if (total && total + b.len > max_bytes)
+				break;
+			if (!seg_crc_ok(c.seg, c.pos, b.len))
+				return -EBADMSG;
+			for (at = c.pos, end = c.pos + b.len; at < end;) {
+				u32 off = offset_in_page(at);
+				u32 n = min_t(u32, end - at, PAGE_SIZE - off);
+
+				err = emit(c.seg->pages[at >> PAGE_SHIFT], off, n,
+					   ctx);
+				if (err)
+					return err;
+				at += n;
 			}
 			total += b.len;
 		}
@@ -339,7 +413,7 @@ static long walk_read(struct krep_log *log, u64 offset, u32 max_bytes,
 }
 
 /**
- * krep_log_read_size - bytes krep_log_read() would copy
+ * krep_log_read_size - bytes krep_log_read_frags() would hand out
  * @log: the log
  * @offset: first offset wanted; the batch holding it is the first served
  * @max_bytes: soft limit; the first batch is served whatever its size
@@ -351,29 +425,7 @@ static long walk_read(struct krep_log *log, u64 offset, u32 max_bytes,
 long krep_log_read_size(struct krep_log *log, u64 offset, u32 max_bytes,
 			krep_log_filter_t filter, void *arg)
 {
-	return walk_read(log, offset, max_bytes, filter, arg, NULL);
-}
-
-/**
- * krep_log_read - copy the batches krep_log_read_size() counted
- * @log: the log, unchanged since krep_log_read_size()
- * @offset: as given to krep_log_read_size()
- * @max_bytes: as given to krep_log_read_size()
- * @filter: as given to krep_log_read_size()
- * @arg: for @filter
- * @dst: room for @size bytes
- * @size: what krep_log_read_size() returned
- *
- * Return: 0, -EBADMSG for a batch whose CRC no longer matches, -EIO.
- */
-int krep_log_read(struct krep_log *log, u64 offset, u32 max_bytes,
-		  krep_log_filter_t filter, void *arg, u8 *dst, long size)
-{
-	long done = walk_read(log, offset, max_bytes, filter, arg, dst);
-
-	if (done < 0)
-		return done;
-	return WARN_ON_ONCE(done != size) ? -EIO : 0;
+	return walk_read(log, offset, max_bytes, filter, arg);
 }
 
 /*
@@ -401,12 +453,10 @@ s64 krep_log_offset_for_ts(struct krep_log *log, s64 ts, s64 *found_ts)
 			if (!buf)
 				return -1;
 			seg_read(seg, pos, buf, b.len);
-			off = krep_batch_offset_for_ts(buf, b.len, ts);
+			off = krep_batch_offset_for_ts(buf, b.len, ts, found_ts);
 			kvfree(buf);
-			if (off >= 0) {
-				*found_ts = b.max_ts;
+			if (off >= 0)
 				return max_t(s64, off, log->start_offset);
-			}
 		}
 	}
 	return -1;

@@ -16,6 +16,7 @@
 #include <linux/types.h>
 
 struct krep_batch;
+struct page;
 
 /* bytes of log a broker may hold, shared by all its partitions */
 struct krep_mem {
@@ -42,6 +43,10 @@ enum krep_log_verdict {
 typedef enum krep_log_verdict (*krep_log_filter_t)(const struct krep_batch *b,
 						  void *arg);
 
+/* one page-sized piece of a batch, for sending without copying */
+typedef int (*krep_log_frag_t)(struct page *page, u32 offset, u32 len,
+			       void *ctx);
+
 void krep_log_init(struct krep_log *log, struct krep_mem *mem,
 		   u32 segment_bytes);
 void krep_log_destroy(struct krep_log *log);
@@ -49,8 +54,9 @@ int krep_log_append(struct krep_log *log, const u8 *batch, u32 len,
 		    u64 base_offset, u32 leader_epoch);
 long krep_log_read_size(struct krep_log *log, u64 offset, u32 max_bytes,
 			krep_log_filter_t filter, void *arg);
-int krep_log_read(struct krep_log *log, u64 offset, u32 max_bytes,
-		  krep_log_filter_t filter, void *arg, u8 *dst, long size);
+long krep_log_read_frags(struct krep_log *log, u64 offset, u32 max_bytes,
+			 krep_log_filter_t filter, void *arg,
+			 krep_log_frag_t emit, void *ctx);
 s64 krep_log_offset_for_ts(struct krep_log *log, s64 ts, s64 *found_ts);
 void krep_log_advance_start(struct krep_log *log, u64 offset);
 void krep_log_reset(struct krep_log *log, u64 offset);

@@ -226,13 +226,129 @@ int krep_conn_send(struct krep_conn *c, u8 type, u32 correlation,
 	return ret == sizeof(hdr) + len ? 0 : -EIO;
 }
 
+/* append a piece; a page piece takes a reference on the page */
+int krep_tx_add(struct krep_tx *tx, struct page *page, u32 off, u32 len)
+{
+	struct krep_tx_item *last = tx->n ? &tx->items[tx->n - 1] : NULL;
+
+	if (!len)
+		return 0;
+	if (tx->bytes + len > KREP_WIRE_MAX_PAYLOAD)
+		return -EMSGSIZE;
+	if (last && last->page == page && last->off + last->len == off) {
+		last->len += len;	/* contiguous: same page or header */
+	} else {
+		if (tx->n == tx->cap) {
+			unsigned int cap = max(16U, tx->cap * 2);
+			struct krep_tx_item *items;
+
+			items = kvmalloc_array(cap, sizeof(*items), GFP_KERNEL);
+			if (!items)
+				return -ENOMEM;
+			if (tx->n)
+				memcpy(items, tx->items, tx->n * sizeof(*items));
+			kvfree(tx->items);
+			tx->items = items;
+			tx->cap = cap;
+		}
+		if (page)
+			get_page(page);
+		tx->items[tx->n++] = (struct krep_tx_item){ page, off, len };
+	}
+	tx->bytes += len;
+	if (page)
+		tx->page_bytes += len;
+	return 0;
+}
+
+void krep_tx_release(struct krep_tx *tx)
+{
+	unsigned int i;
+
+	for (i = 0; i < tx->n; i++) {
+		if (tx->items[i].page)
+			put_page(tx->items[i].page);
+	}
+	kvfree(tx->items);
+	kvfree(tx->hbuf);
+	memset(tx, 0, sizeof(*tx));
+}
+
+static int send_page(struct socket *sock, struct page *page, u32 off, u32 len,
+		     int flags)
+{
+	int ret;
+
+	while (len) {
+		ret = kernel_sendpage(sock, page, off, len, flags);
+		if (ret <= 0)
+			return ret ? ret : -EIO;
+		off += ret;
+		len -= ret;
+	}
+	return 0;
+}
+
+static int send_bytes(struct socket *sock, const void *buf, u32 len,
+		      int flags)
+{
+	struct kvec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr msg = { .msg_flags = flags | MSG_NOSIGNAL };
+	int ret = kernel_sendmsg(sock, &msg, &iov, 1, len);
+
+	if (ret < 0)
+		return ret;
+	return ret == len ? 0 : -EIO;
+}
+
+/**
+ * krep_conn_send_tx - send one frame whose payload is @tx: header bytes
+ * copied, log pages handed to TCP by reference (kernel_sendpage)
+ * @c: the connection
+ * @type: frame type
+ * @correlation: correlation id
+ * @tx: the pieces; the caller releases them
+ */
+int krep_conn_send_tx(struct krep_conn *c, u8 type, u32 correlation,
+		      struct krep_tx *tx)
+{
+	struct krep_wire_hdr hdr;
+	unsigned int i;
+	int err, more;
+
+	if (test_bit(KREP_CONN_DEAD, &c->flags))
+		return -ENOTCONN;
+	krep_wire_hdr_init(&hdr, type, tx->bytes, correlation);
+	mutex_lock(&c->tx_lock);
+	err = send_bytes(c->sock, &hdr, sizeof(hdr), tx->n ? MSG_MORE : 0);
+	for (i = 0; !err && i < tx->n; i++) {
+		const struct krep_tx_item *it = &tx->items[i];
+
+		more = i + 1 < tx->n ? MSG_MORE : 0;
+		if (it->page)
+			err = send_page(c->sock, it->page, it->off, it->len,
+					more ? MSG_MORE | MSG_SENDPAGE_NOTLAST : 0);
+		else
+			err = send_bytes(c->sock, tx->hbuf + it->off, it->len,
+					 more);
+	}
+	mutex_unlock(&c->tx_lock);
+	if (!err)
+		atomic64_add(tx->page_bytes, &c->kn->stats.tx_zerocopy_bytes);
+	return err;
+}
+
 /* read up to @len bytes without blocking; 0 at the end of the stream */
 static int conn_recv(struct krep_conn *c, void *buf, u32 len)
 {
 	struct kvec iov = { .iov_base = buf, .iov_len = len };
 	struct msghdr msg = { .msg_flags = MSG_DONTWAIT };
+	int ret;
 
-	return kernel_recvmsg(c->sock, &msg, &iov, 1, len, MSG_DONTWAIT);
+	ret = kernel_recvmsg(c->sock, &msg, &iov, 1, len, MSG_DONTWAIT);
+	if (ret > 0)
+		atomic64_add(ret, &c->kn->stats.rx_copy_bytes);
+	return ret;
 }
 
 static int send_hello(struct krep_conn *c)

@@ -95,6 +95,28 @@ int krep_net_apply(struct krep_net *kn);
 void krep_net_stop(struct krep_net *kn);
 u8 krep_net_peer_state(struct krep_net *kn, u32 id);
 
+/*
+ * A frame's payload in pieces: bytes of @hbuf (page NULL, @off into it) and
+ * log pages sent with kernel_sendpage(), each holding a page reference.
+ */
+struct krep_tx_item {
+	struct page *page;
+	u32 off;
+	u32 len;
+};
+
+struct krep_tx {
+	u8 *hbuf;
+	struct krep_tx_item *items;
+	unsigned int n, cap;
+	u32 bytes;
+	u32 page_bytes;
+};
+
+int krep_tx_add(struct krep_tx *tx, struct page *page, u32 off, u32 len);
+void krep_tx_release(struct krep_tx *tx);
+int krep_conn_send_tx(struct krep_conn *c, u8 type, u32 correlation,
+		      struct krep_tx *tx);
 int krep_conn_send(struct krep_conn *c, u8 type, u32 correlation,
 		   const void *payload, u32 len);
 void krep_conn_close(struct krep_conn *c, const char *why);

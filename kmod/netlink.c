@@ -88,6 +88,30 @@ cancel:
 	return -EMSGSIZE;
 }
 
+static int put_stats(struct sk_buff *skb, struct krep_stats *st)
+{
+	struct nlattr *nest = nla_nest_start(skb, KREP_A_STATS);
+
+	if (!nest ||
+	    nla_put_u64_64bit(skb, KREP_A_STAT_RECORDS,
+			      atomic64_read(&st->records), KREP_A_STAT_PAD) ||
+	    nla_put_u64_64bit(skb, KREP_A_STAT_PRODUCE_BYTES,
+			      atomic64_read(&st->produce_bytes),
+			      KREP_A_STAT_PAD) ||
+	    nla_put_u64_64bit(skb, KREP_A_STAT_FOLLOWER_BYTES,
+			      atomic64_read(&st->follower_bytes),
+			      KREP_A_STAT_PAD) ||
+	    nla_put_u64_64bit(skb, KREP_A_STAT_RX_COPY_BYTES,
+			      atomic64_read(&st->rx_copy_bytes),
+			      KREP_A_STAT_PAD) ||
+	    nla_put_u64_64bit(skb, KREP_A_STAT_TX_ZEROCOPY_BYTES,
+			      atomic64_read(&st->tx_zerocopy_bytes),
+			      KREP_A_STAT_PAD))
+		return -EMSGSIZE;
+	nla_nest_end(skb, nest);
+	return 0;
+}
+
 static int put_broker(struct sk_buff *skb, struct krep_net *kn,
 		      const struct krep_broker_cfg *cfg)
 {
@@ -103,7 +127,8 @@ static int put_broker(struct sk_buff *skb, struct krep_net *kn,
 	if (krep_endpoint_valid(&cfg->listen) &&
 	    put_endpoint(skb, KREP_A_LISTEN, &cfg->listen))
 		return -EMSGSIZE;
-	if (nla_put_u32(skb, KREP_A_GENERATION, cfg->generation))
+	if (nla_put_u32(skb, KREP_A_GENERATION, cfg->generation) ||
+	    put_stats(skb, &kn->stats))
 		return -EMSGSIZE;
 
 	peers = nla_nest_start(skb, KREP_A_PEERS);

@@ -274,6 +274,8 @@ static int leader_append(struct krep_partition *p, const u8 *batch, u32 len,
 	if (err)
 		return append_error(err, st);
 	trace_krep_leo_update(p, p->replicas[p->self], *base, p->log.end_offset);
+	atomic64_add(len, &p->topic->kn->stats.produce_bytes);
+	atomic64_add(p->log.end_offset - *base, &p->topic->kn->stats.records);
 	pending_push(p, p->log.end_offset - 1);
 	krep_log_retain(&p->log, p->topic->config.retention_bytes, p->hw);
 	update_low_watermark(p);
@@ -319,8 +321,9 @@ static int wait_commit(struct krep_partition *p, u64 last, u32 timeout_ms,
 			left = 0;
 		}
 	}
+	/* a signal ends the wait like the timeout: netlink acks no -EINTR */
 	if (err)
-		return krep_fail(st, KREP_KERR_REQUEST_TIMED_OUT, err,
+		return krep_fail(st, KREP_KERR_REQUEST_TIMED_OUT, -ETIMEDOUT,
 				 "interrupted while waiting for the ISR");
 	return krep_fail(st, KREP_KERR_REQUEST_TIMED_OUT, -ETIMEDOUT,
 			 "timed out waiting for the ISR to replicate");
@@ -375,12 +378,16 @@ int krep_partition_produce(struct krep_partition *p, const u8 *batch, u32 len,
 			goto out;
 		}
 	}
+	/* a transaction's first offset must hold LSO before HW can move */
+	if (txn && txn->first_offset < 0)
+		txn->first_offset = p->log.end_offset;
+	else
+		txn = NULL;
 	err = leader_append(p, batch, len, base, st);
-	if (err)
+	if (err) {
+		if (txn)
+			txn->first_offset = -1;
 		goto out;
-	if (txn && txn->first_offset < 0) {
-		txn->first_offset = *base;
-		update_lso(p);
 	}
 	krep_partition_wake(p);
 	last = *base + b.last_delta;
@@ -471,21 +478,83 @@ static int fetch_wait(struct krep_partition *p, const struct krep_fetch_req *req
 							fetch_ready(p, req), left);
 		mutex_lock(&p->lock);
 		if (left < 0)
-			return krep_fail(st, KREP_KERR_REQUEST_TIMED_OUT, -EINTR,
-					 "interrupted while waiting for records");
+			left = 0;	/* a signal ends the wait: answer now */
 	}
 }
 
-#define FETCH_REPLY_OVERHEAD	256
+#define FETCH_REPLY_OVERHEAD	512
+/* a netlink attribute holds at most this much: U16_MAX less its header */
+#define KREP_RECORDS_ATTR_MAX	(U16_MAX - NLA_HDRLEN)
+
+/*
+ * Copying batches into the reply: whole batches, in as many
+ * KREP_A_RECORDS attributes as 16-bit attribute lengths need.
+ */
+struct fetch_copy {
+	struct fetch_filter f;
+	struct sk_buff *skb;
+	struct nlattr *attr;		/* the open KREP_A_RECORDS */
+	u32 attr_len;
+	u32 batch_len;			/* of the batch the filter took */
+	u32 batch_left;			/* its bytes still to come */
+};
+
+static void records_close(struct fetch_copy *fc)
+{
+	if (!fc->attr)
+		return;
+	fc->attr->nla_len = NLA_HDRLEN + fc->attr_len;
+	skb_put_zero(fc->skb, nla_padlen(fc->attr_len));
+	fc->attr = NULL;
+}
+
+static enum krep_log_verdict fetch_copy_filter(const struct krep_batch *b,
+					       void *arg)
+{
+	struct fetch_copy *fc = arg;
+	enum krep_log_verdict v = fetch_filter(b, &fc->f);
+
+	if (v == KREP_LOG_TAKE && b->len > KREP_RECORDS_ATTR_MAX)
+		return KREP_LOG_STOP;	/* cannot travel over netlink */
+	if (v == KREP_LOG_TAKE)
+		fc->batch_len = b->len;
+	return v;
+}
+
+static int fetch_copy_emit(struct page *page, u32 off, u32 len, void *ctx)
+{
+	struct fetch_copy *fc = ctx;
+
+	if (!fc->batch_left) {		/* a new batch starts */
+		fc->batch_left = fc->batch_len;
+		if (fc->attr && fc->attr_len + fc->batch_left >
+				KREP_RECORDS_ATTR_MAX)
+			records_close(fc);
+		if (!fc->attr) {
+			if (skb_tailroom(fc->skb) < NLA_HDRLEN)
+				return -EMSGSIZE;
+			fc->attr = skb_put(fc->skb, NLA_HDRLEN);
+			fc->attr->nla_type = KREP_A_RECORDS;
+			fc->attr_len = 0;
+		}
+	}
+	if (len > fc->batch_left || skb_tailroom(fc->skb) < len)
+		return -EMSGSIZE;
+	memcpy_from_page(skb_put(fc->skb, len), page, off, len);
+	fc->attr_len += len;
+	fc->batch_left -= len;
+	return 0;
+}
 
 /**
- * krep_partition_fetch - a consumer's fetch from the leader
+ * krep_partition_fetch - a consumer's fetch
  * @p: the partition
  * @req: offset, byte limit, wait, isolation and the reply allocator
  * @st: Kafka's error code and a reason on failure
  *
  * A fetch at the end waits up to @req->max_wait_ms and is woken by the
- * append (or HW move) that gives it something to read.
+ * append (or HW move) that gives it something to read. The leader serves
+ * it, or a follower when the request allows (up to the follower's HW).
  *
  * Return: the reply holding KREP_A_RECORDS (when there are any) and the
  * watermarks, or an ERR_PTR.
@@ -494,60 +563,61 @@ struct sk_buff *krep_partition_fetch(struct krep_partition *p,
 				     const struct krep_fetch_req *req,
 				     struct krep_status *st)
 {
-	struct fetch_filter f = { .p = p,
-				  .committed = req->isolation == KREP_READ_COMMITTED };
-	struct sk_buff *skb = NULL;
-	struct nlattr *attr;
-	long size = 0;
+	struct fetch_copy fc = {
+		.f = { .p = p,
+		       .committed = req->isolation == KREP_READ_COMMITTED },
+	};
+	long size = 0, done;
 	int err;
 
 	mutex_lock(&p->lock);
 	err = fetch_wait(p, req, st);
 	if (err)
 		goto out;
-	f.limit = fetch_limit(p, req->isolation);
-	if (req->offset < f.limit)
+	fc.f.limit = fetch_limit(p, req->isolation);
+	if (req->offset < fc.f.limit)
 		size = krep_log_read_size(&p->log, req->offset, req->max_bytes,
-					  fetch_filter, &f);
+					  fetch_filter, &fc.f);
 	if (size < 0 || size > INT_MAX / 2) {
 		err = krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR, -EIO,
 				"log read failed");
 		goto out;
 	}
-	skb = req->alloc_reply(req->ctx, nla_total_size(size) +
-			       FETCH_REPLY_OVERHEAD);
-	if (!skb) {
+	fc.skb = req->alloc_reply(req->ctx, size + (size >> 10) +
+				  FETCH_REPLY_OVERHEAD);
+	if (!fc.skb) {
 		err = krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR, -ENOMEM,
 				"out of memory for the reply");
 		goto out;
 	}
-	err = -EMSGSIZE;
 	if (size) {
-		attr = nla_reserve(skb, KREP_A_RECORDS, size);
-		if (!attr)
-			goto out;
-		err = krep_log_read(&p->log, req->offset, req->max_bytes,
-				    fetch_filter, &f, nla_data(attr), size);
-		if (err == -EBADMSG) {
-			err = krep_fail(st, KREP_KERR_CORRUPT_MESSAGE, err,
+		done = krep_log_read_frags(&p->log, req->offset, req->max_bytes,
+					   fetch_copy_filter, &fc,
+					   fetch_copy_emit, &fc);
+		records_close(&fc);
+		if (done == -EBADMSG) {
+			err = krep_fail(st, KREP_KERR_CORRUPT_MESSAGE, -EBADMSG,
 					"stored batch failed its CRC check");
 			goto out;
 		}
-		if (err)
+		if (done < 0) {
+			err = done;
 			goto out;
+		}
 	}
+	trace_krep_fetch(p, -1, req->offset, size, 0);
 	err = -EMSGSIZE;
-	if (nla_put_u64_64bit(skb, KREP_A_HW, p->hw, KREP_A_PAD) ||
-	    nla_put_u64_64bit(skb, KREP_A_LSO, p->lso, KREP_A_PAD) ||
-	    nla_put_u64_64bit(skb, KREP_A_LOG_START, p->log.start_offset,
+	if (nla_put_u64_64bit(fc.skb, KREP_A_HW, p->hw, KREP_A_PAD) ||
+	    nla_put_u64_64bit(fc.skb, KREP_A_LSO, p->lso, KREP_A_PAD) ||
+	    nla_put_u64_64bit(fc.skb, KREP_A_LOG_START, p->log.start_offset,
 			      KREP_A_PAD))
 		goto out;
 	err = 0;
 out:
 	mutex_unlock(&p->lock);
 	if (!err)
-		return skb;
-	kfree_skb(skb);
+		return fc.skb;
+	kfree_skb(fc.skb);
 	if (!st->why)
 		krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR, err,
 			  "fetch reply failed");
@@ -879,24 +949,22 @@ static enum krep_log_verdict take_all(const struct krep_batch *b, void *arg)
  * @p: the partition
  * @replica_id: the follower
  * @fp: the fetch
- * @dst: where to copy whole batches
- * @room: bytes available at @dst
  * @max_bytes: what is left of the response's byte budget
  * @first: no records are in the response yet (one batch may pass budget)
+ * @emit: takes each page piece of the batches served, with a reference
+ * @ctx: for @emit
  * @res: set to the error, HW and log start
- * @len: set to the bytes copied
  *
- * Return: 0, or -ENOSPC when @room cannot hold what is to be sent.
+ * Return: bytes handed to @emit, or the error of @emit.
  */
-int krep_partition_follower_read(struct krep_partition *p, u32 replica_id,
-				 const struct krep_fetch_part *fp, u8 *dst,
-				 u32 room, u32 max_bytes, bool first,
-				 struct krep_fetch_result *res, u32 *len)
+long krep_partition_follower_read(struct krep_partition *p, u32 replica_id,
+				  const struct krep_fetch_part *fp,
+				  u32 max_bytes, bool first,
+				  krep_log_frag_t emit, void *ctx,
+				  struct krep_fetch_result *res)
 {
-	long size = 0;
-	int err = 0;
+	long done = 0;
 
-	*len = 0;
 	mutex_lock(&p->lock);
 	res->hw = p->hw;
 	res->log_start = p->log.start_offset;
@@ -904,26 +972,17 @@ int krep_partition_follower_read(struct krep_partition *p, u32 replica_id,
 	if (res->error || fp->offset >= p->log.end_offset ||
 	    (!first && !max_bytes))
 		goto out;
-	size = krep_log_read_size(&p->log, fp->offset, max_bytes, take_all,
-				  NULL);
-	if (size <= 0)
-		goto out;
-	if (size > room) {
-		err = -ENOSPC;
-		goto out;
-	}
-	err = krep_log_read(&p->log, fp->offset, max_bytes, take_all, NULL,
-			    dst, size);
-	if (err) {
+	done = krep_log_read_frags(&p->log, fp->offset, max_bytes, take_all,
+				   NULL, emit, ctx);
+	if (done == -EBADMSG) {
 		res->error = KREP_KERR_CORRUPT_MESSAGE;
-		err = 0;
-		goto out;
+		done = 0;
 	}
-	*len = size;
 out:
-	trace_krep_fetch(p, replica_id, fp->offset, *len, res->error);
+	trace_krep_fetch(p, replica_id, fp->offset, done > 0 ? done : 0,
+			 res->error);
 	mutex_unlock(&p->lock);
-	return err;
+	return done;
 }
 
 /* --- follower: fetching from the leader --- */
@@ -1001,6 +1060,7 @@ int krep_partition_follower_apply(struct krep_partition *p, u32 leader_id,
 			break;
 		trace_krep_leo_update(p, p->replicas[p->self], b.base_offset,
 				      p->log.end_offset);
+		atomic64_add(b.len, &p->topic->kn->stats.follower_bytes);
 		records += b.len;
 	}
 	if (res->log_start > p->log.start_offset) {

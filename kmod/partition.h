@@ -127,10 +127,11 @@ int krep_partition_fill(struct krep_partition *p, struct sk_buff *skb);
 
 int krep_partition_follower_update(struct krep_partition *p, u32 replica_id,
 				   const struct krep_fetch_part *fp);
-int krep_partition_follower_read(struct krep_partition *p, u32 replica_id,
-				 const struct krep_fetch_part *fp, u8 *dst,
-				 u32 room, u32 max_bytes, bool first,
-				 struct krep_fetch_result *res, u32 *len);
+long krep_partition_follower_read(struct krep_partition *p, u32 replica_id,
+				  const struct krep_fetch_part *fp,
+				  u32 max_bytes, bool first,
+				  krep_log_frag_t emit, void *ctx,
+				  struct krep_fetch_result *res);
 bool krep_partition_fetch_state(struct krep_partition *p, u32 leader_id,
 				struct krep_fetch_part *fp);
 int krep_partition_follower_apply(struct krep_partition *p, u32 leader_id,

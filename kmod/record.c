@@ -91,7 +91,7 @@ static int skip_bytes(const u8 **p, const u8 *end, bool nullable)
  * first record whose timestamp is at least @ts_target (or -1).
  */
 static int walk_records(const u8 *buf, size_t len, const struct krep_batch *b,
-			const s64 *ts_target, s64 *found)
+			const s64 *ts_target, s64 *found, s64 *found_ts)
 {
 	const u8 *p = buf + KREP_RB_HDR_LEN, *end = buf + len;
 	s64 rlen, ts_delta, off_delta, nheaders, i;
@@ -120,8 +120,10 @@ static int walk_records(const u8 *buf, size_t len, const struct krep_batch *b,
 		if (p != rend)
 			return -EINVAL;
 		if (ts_target && *found < 0 &&
-		    b->base_ts + ts_delta >= *ts_target)
+		    b->base_ts + ts_delta >= *ts_target) {
 			*found = off_delta;
+			*found_ts = b->base_ts + ts_delta;
+		}
 		n++;
 	}
 	return n;
@@ -168,7 +170,7 @@ int krep_batch_check(const u8 *buf, size_t len, struct krep_batch *b,
 	}
 	if (b->attributes & KREP_RB_ATTR_COMPRESSION)
 		return 0;	/* stored as is; records are the client's */
-	n = walk_records(buf, len, b, NULL, NULL);
+	n = walk_records(buf, len, b, NULL, NULL, NULL);
 	if (n != b->count) {
 		*why = "malformed record in batch";
 		return -EINVAL;
@@ -185,19 +187,23 @@ void krep_batch_stamp(u8 *buf, u64 base_offset, u32 leader_epoch)
 
 /*
  * The offset of the first record of a stored batch with a timestamp of at
- * least @ts, or -1. Compressed batches answer their base offset when their
- * max timestamp qualifies.
+ * least @ts, or -1; @found_ts is set to that record's timestamp.
+ * Compressed batches answer their base offset and max timestamp when the
+ * latter qualifies.
  */
-s64 krep_batch_offset_for_ts(const u8 *buf, size_t len, s64 ts)
+s64 krep_batch_offset_for_ts(const u8 *buf, size_t len, s64 ts,
+			     s64 *found_ts)
 {
 	struct krep_batch b;
 	s64 found;
 
 	if (krep_batch_parse(buf, len, &b) || b.max_ts < ts)
 		return -1;
-	if (b.attributes & KREP_RB_ATTR_COMPRESSION)
+	if (b.attributes & KREP_RB_ATTR_COMPRESSION) {
+		*found_ts = b.max_ts;
 		return b.base_offset;
-	if (walk_records(buf, len, &b, &ts, &found) < 0 || found < 0)
+	}
+	if (walk_records(buf, len, &b, &ts, &found, found_ts) < 0 || found < 0)
 		return -1;
 	return b.base_offset + found;
 }

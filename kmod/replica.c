@@ -156,64 +156,75 @@ static void put_resp_part(u8 *rp, u32 partition,
 	RP_PUT(be32, records_len, len, rp);
 }
 
+static int tx_emit(struct page *page, u32 off, u32 len, void *ctx)
+{
+	return krep_tx_add(ctx, page, off, len);
+}
+
 /*
- * Build the response; @sent is set when it went out (data, errors or the
- * deadline), else the fetch stays parked.
+ * Build the response and send it: the fixed parts from a small buffer,
+ * the records straight from the log's pages (kernel_sendpage, no copy).
+ * @sent is set when it went out (data, errors or the deadline), else the
+ * fetch stays parked.
  */
 static int respond(struct krep_delayed_fetch *df, bool force, bool *sent)
 {
-	u32 room = df->max_bytes + 1048588 + 4 +
-		   df->n * KREP_RESP_PART_OVERHEAD;
+	u32 hcap = 4 + df->n * KREP_RESP_PART_OVERHEAD;
 	u32 budget = df->max_bytes, total = 0;
+	struct krep_tx tx = {};
 	bool anything = force;
 	struct krep_wr wr;
 	unsigned int i;
-	u8 *buf;
 	int err;
 
 	*sent = false;
-	room = min_t(u32, room, KREP_WIRE_MAX_PAYLOAD);
-	buf = kvmalloc(room, GFP_KERNEL);
-	if (!buf)
+	tx.hbuf = kvmalloc(hcap, GFP_KERNEL);
+	if (!tx.hbuf)
 		return -ENOMEM;
-	wr.p = buf;
-	wr.end = buf + room;
+	wr.p = tx.hbuf;
+	wr.end = tx.hbuf + hcap;
 	wr.full = false;
 	krep_wr_be32(&wr, df->n);
+	err = krep_tx_add(&tx, NULL, 0, wr.p - tx.hbuf);
+	if (err)
+		goto out;
 	for (i = 0; i < df->n; i++) {
 		struct fetch_entry *e = &df->entries[i];
 		struct krep_fetch_result res = {
 			.error = KREP_KERR_UNKNOWN_TOPIC_OR_PARTITION,
 		};
-		u32 len = 0, avail;
-		u8 *rp;
+		u8 *start = wr.p, *rp;
+		long len = 0;
 
 		krep_wr_topic(&wr, e->topic);
 		rp = krep_wr_bytes(&wr, NULL, sizeof(struct krep_wire_resp_part));
-		if (!rp)
-			break;
-		avail = wr.end - wr.p;
+		err = rp ? krep_tx_add(&tx, NULL, start - tx.hbuf,
+				       wr.p - start) : -EMSGSIZE;
+		if (err)
+			goto out;
 		if (e->p) {
-			err = krep_partition_follower_read(e->p, df->replica_id,
-							   &e->fp, wr.p, avail,
-							   budget, !total,
-							   &res, &len);
-			if (err)
-				len = 0;	/* no room: next FETCH */
+			len = krep_partition_follower_read(e->p, df->replica_id,
+							   &e->fp, budget,
+							   !total, tx_emit,
+							   &tx, &res);
+			if (len < 0) {
+				err = len;
+				goto out;
+			}
 		}
-		wr.p += len;
 		total += len;
-		budget -= min(budget, len);
+		budget -= min_t(u32, budget, len);
 		anything |= len || res.error;
 		put_resp_part(rp, e->fp.partition, &res, len);
 	}
-	err = wr.full ? -EMSGSIZE : 0;
-	if (!err && anything) {
-		err = krep_conn_send(df->c, KREP_WIRE_FETCH_RESP, df->corr, buf,
-				     wr.p - buf);
+	err = 0;
+	if (anything) {
+		err = krep_conn_send_tx(df->c, KREP_WIRE_FETCH_RESP, df->corr,
+					&tx);
 		*sent = !err;
 	}
-	kvfree(buf);
+out:
+	krep_tx_release(&tx);
 	return err;
 }
 

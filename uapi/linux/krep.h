@@ -19,6 +19,10 @@
  *                 KREP_A_PEER_EP     nest  KREP_A_EP_*
  *                 KREP_A_PEER_STATE  u8    enum krep_peer_state
  *             KREP_A_GENERATION      u32   bumped by every successful SET
+ *             KREP_A_STATS           nest  KREP_A_STAT_* counters: records
+ *                                          appended, payload bytes copied
+ *                                          (produce, replication, socket
+ *                                          reads) and sent without a copy
  *
  * KREP_CMD_BROKER_SET  (do)          CAP_NET_ADMIN in the namespace's owner
  *   request:  any non-empty subset of
@@ -62,8 +66,9 @@
  *             fetch and since it was last caught up, ISR membership)
  * KREP_CMD_PRODUCE     (do)          CAP_NET_ADMIN
  *   request:  KREP_A_TOPIC, KREP_A_PARTITION, KREP_A_RECORDS (exactly one
- *             RecordBatch v2, magic 2, CRC-32C valid; baseOffset and
- *             partitionLeaderEpoch are overwritten by the leader),
+ *             RecordBatch v2, magic 2, CRC-32C valid, at most 65531 bytes
+ *             as a netlink attribute; baseOffset and partitionLeaderEpoch
+ *             are overwritten by the leader),
  *             KREP_A_ACKS (default -1), KREP_A_TIMEOUT_MS (default and max 30000)
  *   reply:    KREP_A_OFFSET (base offset assigned), KREP_A_HW
  *   errors:   MESSAGE_TOO_LARGE (EMSGSIZE), CORRUPT_MESSAGE (EBADMSG),
@@ -78,9 +83,10 @@
  *             returned), KREP_A_MAX_WAIT_MS (default 0, max 30000), KREP_A_ISOLATION,
  *             KREP_A_FOLLOWER_READ (flag: accept a follower replica too, as
  *             Kafka's fetch-from-follower; it serves up to its own HW)
- *   reply:    KREP_A_RECORDS (absent when none; whole batches, as stored;
- *             read_committed stops at LSO and leaves out batches of
- *             aborted transactions), KREP_A_HW, KREP_A_LSO,
+ *   reply:    KREP_A_RECORDS, repeated: whole batches as stored, in offset
+ *             order, at most 65531 bytes per attribute (none when there
+ *             is nothing to read; read_committed stops at LSO and leaves
+ *             out batches of aborted transactions), KREP_A_HW, KREP_A_LSO,
  *             KREP_A_LOG_START
  *   errors:   OFFSET_OUT_OF_RANGE (ERANGE) below log start or above LEO
  * KREP_CMD_LIST_OFFSETS (do)         any user
@@ -191,6 +197,7 @@ enum krep_attr {
 	KREP_A_REMOTES,		/* nest: KREP_A_REMOTE ... (leader only) */
 	KREP_A_REMOTE,		/* nest: enum krep_remote_attr */
 	KREP_A_FOLLOWER_READ,	/* flag: FETCH from a follower (KIP-392) */
+	KREP_A_STATS,		/* nest: enum krep_stat_attr (BROKER_GET) */
 
 	__KREP_A_MAX,
 	KREP_A_MAX = __KREP_A_MAX - 1
@@ -229,6 +236,20 @@ enum krep_tcfg_attr {
 
 	__KREP_A_TCFG_MAX,
 	KREP_A_TCFG_MAX = __KREP_A_TCFG_MAX - 1
+};
+
+/* a broker's data-path counters since it was created (BROKER_GET) */
+enum krep_stat_attr {
+	KREP_A_STAT_UNSPEC,
+	KREP_A_STAT_RECORDS,		/* u64: records appended as leader */
+	KREP_A_STAT_PRODUCE_BYTES,	/* u64: batch bytes copied into logs */
+	KREP_A_STAT_FOLLOWER_BYTES,	/* u64: replicated bytes copied in */
+	KREP_A_STAT_RX_COPY_BYTES,	/* u64: bytes copied from sockets */
+	KREP_A_STAT_TX_ZEROCOPY_BYTES,	/* u64: log bytes sent by reference */
+	KREP_A_STAT_PAD,
+
+	__KREP_A_STAT_MAX,
+	KREP_A_STAT_MAX = __KREP_A_STAT_MAX - 1
 };
 
 /* what a leader knows of one follower (PARTITION_GET) */
