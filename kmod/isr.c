@@ -24,6 +24,7 @@
 #include "krep.h"
 #include "broker.h"
 #include "isr.h"
+#include "netlink.h"
 #include "partition.h"
 #include "topic.h"
 #include "trace.h"
@@ -45,7 +46,7 @@ static bool shrink_partition(struct krep_partition *p, u64 now)
 		if (now - r->last_caught_up_ms <= lag)
 			continue;
 		__clear_bit(i, p->isr);
-		changed = true;
+		changed = true;	/* committed below, for all at once */
 		trace_krep_isr_shrink(p, p->replicas[i],
 				      r->leo < 0 ? -1 : p->log.end_offset - r->leo,
 				      now - r->last_caught_up_ms,
@@ -54,10 +55,8 @@ static bool shrink_partition(struct krep_partition *p, u64 now)
 			p->topic->name, p->index, p->replicas[i],
 			now - r->last_caught_up_ms);
 	}
-	if (changed) {
-		p->partition_epoch++;
-		krep_partition_update_hw(p);
-	}
+	if (changed)
+		krep_isr_commit(p);
 out:
 	mutex_unlock(&p->lock);
 	return changed;
@@ -82,6 +81,25 @@ static void isr_scan(struct work_struct *work)
 	}
 	mutex_unlock(&kn->topics_lock);
 	krep_isr_schedule(kn);
+}
+
+/**
+ * krep_isr_commit - an ISR change of the leader takes effect
+ * @p: the partition, locked, whose ISR bitmap holds the change
+ *
+ * With no controller registered the leader is its own ISR authority: the
+ * change is applied at once, the partition epoch bumped, HW recomputed
+ * (an ISR change is one of the four events that move it), and the change
+ * is announced as an ALTER_ISR event. The controller issue turns this
+ * into a request: send ALTER_ISR, keep the change pending (HW over the
+ * maximal ISR) until LEADER_AND_ISR commits it.
+ */
+void krep_isr_commit(struct krep_partition *p)
+{
+	lockdep_assert_held(&p->lock);
+	p->partition_epoch++;
+	krep_partition_update_hw(p);
+	krep_nl_alter_isr(p);
 }
 
 void krep_isr_init(struct krep_net *kn)

@@ -6,9 +6,11 @@
 #define _KREP_ISR_H
 
 struct krep_net;
+struct krep_partition;
 
 void krep_isr_init(struct krep_net *kn);
 void krep_isr_schedule(struct krep_net *kn);
 void krep_isr_stop(struct krep_net *kn);
+void krep_isr_commit(struct krep_partition *p);
 
 #endif /* _KREP_ISR_H */

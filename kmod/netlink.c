@@ -55,10 +55,6 @@ static const struct nla_policy krep_broker_set_policy[KREP_A_MAX + 1] = {
 	[KREP_A_PEERS] = NLA_POLICY_NESTED(krep_peers_policy),
 };
 
-enum krep_mcgrp {
-	KREP_MCGRP_EVENTS_ID,
-};
-
 static const struct genl_multicast_group krep_mcgrps[] = {
 	[KREP_MCGRP_EVENTS_ID] = { .name = KREP_MCGRP_EVENTS },
 };

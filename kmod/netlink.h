@@ -10,6 +10,12 @@
 #include <net/genetlink.h>
 
 struct krep_status;
+struct krep_partition;
+
+/* the multicast groups, in krep_mcgrps[] order */
+enum krep_mcgrp {
+	KREP_MCGRP_EVENTS_ID,
+};
 
 extern struct genl_family krep_genl_family;
 
@@ -36,6 +42,8 @@ int krep_nl_txn(struct sk_buff *skb, struct genl_info *info);
 int krep_nl_status(struct genl_info *info, int err,
 		   const struct krep_status *st);
 bool krep_nl_require(struct genl_info *info, int attr, const char *what);
+
+void krep_nl_alter_isr(struct krep_partition *p);
 
 int krep_netlink_init(void);
 void krep_netlink_exit(void);

@@ -255,6 +255,32 @@ static int fill_partition(struct sk_buff *skb, struct krep_topic *t,
 	return 0;
 }
 
+/**
+ * krep_nl_alter_isr - announce a leader's ISR change on the events group
+ * @p: the partition, locked
+ */
+void krep_nl_alter_isr(struct krep_partition *p)
+{
+	struct net *net = p->topic->kn->net;
+	struct sk_buff *msg;
+	void *hdr;
+
+	if (!genl_has_listeners(&krep_genl_family, net, KREP_MCGRP_EVENTS_ID))
+		return;
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!msg)
+		return;
+	hdr = genlmsg_put(msg, 0, 0, &krep_genl_family, 0, KREP_CMD_ALTER_ISR);
+	if (!hdr || nla_put_string(msg, KREP_A_TOPIC, p->topic->name) ||
+	    __krep_partition_fill(p, msg)) {
+		nlmsg_free(msg);
+		return;
+	}
+	genlmsg_end(msg, hdr);
+	genlmsg_multicast_netns(&krep_genl_family, net, msg, 0,
+				KREP_MCGRP_EVENTS_ID, GFP_KERNEL);
+}
+
 /* the topic at position @idx of the list, with a reference */
 static struct krep_topic *topic_at(struct krep_net *kn, long idx,
 				   const char *filter)

@@ -21,6 +21,7 @@
 
 #include "krep.h"
 #include "broker.h"
+#include "isr.h"
 #include "partition.h"
 #include "record.h"
 #include "topic.h"
@@ -814,12 +815,10 @@ static int put_remotes(struct sk_buff *skb, const struct krep_partition *p)
 	return 0;
 }
 
-/* PARTITION_GET: the replica's state as attributes */
-int krep_partition_fill(struct krep_partition *p, struct sk_buff *skb)
+/* the replica's state as attributes; caller holds p->lock */
+int __krep_partition_fill(struct krep_partition *p, struct sk_buff *skb)
 {
-	int err = -EMSGSIZE;
-
-	mutex_lock(&p->lock);
+	lockdep_assert_held(&p->lock);
 	if (nla_put_u32(skb, KREP_A_PARTITION, p->index) ||
 	    nla_put_u8(skb, KREP_A_ROLE, p->role) ||
 	    (p->leader >= 0 && nla_put_u32(skb, KREP_A_LEADER, p->leader)) ||
@@ -836,9 +835,17 @@ int krep_partition_fill(struct krep_partition *p, struct sk_buff *skb)
 			      KREP_A_PAD) ||
 	    nla_put_u64_64bit(skb, KREP_A_LOG_BYTES, p->log.bytes, KREP_A_PAD) ||
 	    put_remotes(skb, p))
-		goto out;
-	err = 0;
-out:
+		return -EMSGSIZE;
+	return 0;
+}
+
+/* PARTITION_GET: the replica's state as attributes */
+int krep_partition_fill(struct krep_partition *p, struct sk_buff *skb)
+{
+	int err;
+
+	mutex_lock(&p->lock);
+	err = __krep_partition_fill(p, skb);
 	mutex_unlock(&p->lock);
 	return err;
 }
@@ -882,13 +889,13 @@ static void maybe_expand_isr(struct krep_partition *p, int idx)
 	    r->leo < (s64)p->epoch_start_offset)
 		return;
 	__set_bit(idx, p->isr);
-	p->partition_epoch++;
 	trace_krep_isr_expand(p, p->replicas[idx],
 			      p->log.end_offset - r->leo,
 			      krep_now_ms() - r->last_caught_up_ms,
 			      "caught up to HW");
 	pr_info("%s-%u: ISR expand: broker %u caught up at %lld\n",
 		p->topic->name, p->index, p->replicas[idx], r->leo);
+	krep_isr_commit(p);
 }
 
 /**

@@ -124,6 +124,7 @@ int krep_partition_delete_records(struct krep_partition *p, u64 offset,
 int krep_partition_txn(struct krep_partition *p, u64 pid, u16 pepoch, u8 op,
 		       u64 *offset, struct krep_status *st);
 int krep_partition_fill(struct krep_partition *p, struct sk_buff *skb);
+int __krep_partition_fill(struct krep_partition *p, struct sk_buff *skb);
 
 int krep_partition_follower_update(struct krep_partition *p, u32 replica_id,
 				   const struct krep_fetch_part *fp);

@@ -109,6 +109,13 @@
  *   errors:   INVALID_TXN_STATE (EINVAL): commit/abort without begin, begin
  *             twice
  *
+ * KREP_CMD_ALTER_ISR   (event, multicast group "events")
+ *   A leader's ISR change: KREP_A_TOPIC, KREP_A_PARTITION, KREP_A_LEADER,
+ *   KREP_A_LEADER_EPOCH, KREP_A_PARTITION_EPOCH, KREP_A_ISR (the new ISR).
+ *   With no controller registered the leader is its own ISR authority and
+ *   the change is already applied (the partition epoch in the event is the
+ *   new one); the controller will answer it with LEADER_AND_ISR.
+ *
  * Endpoints (KREP_A_EP_*): KREP_A_EP_IPV4 (__be32) or KREP_A_EP_IPV6 (16 bytes),
  * and KREP_A_EP_PORT (u16, host order, 1..65535).
  *
@@ -151,6 +158,7 @@ enum krep_cmd {
 	KREP_CMD_LIST_OFFSETS,
 	KREP_CMD_DELETE_RECORDS,
 	KREP_CMD_TXN,
+	KREP_CMD_ALTER_ISR,	/* event */
 
 	__KREP_CMD_MAX,
 	KREP_CMD_MAX = __KREP_CMD_MAX - 1
