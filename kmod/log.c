@@ -453,10 +453,12 @@ s64 krep_log_offset_for_ts(struct krep_log *log, s64 ts, s64 *found_ts)
 			if (!buf)
 				return -1;
 			seg_read(seg, pos, buf, b.len);
-			off = krep_batch_offset_for_ts(buf, b.len, ts, found_ts);
+			off = krep_batch_offset_for_ts(buf, b.len, ts,
+						       log->start_offset,
+						       found_ts);
 			kvfree(buf);
 			if (off >= 0)
-				return max_t(s64, off, log->start_offset);
+				return off;
 		}
 	}
 	return -1;

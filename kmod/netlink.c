@@ -19,6 +19,7 @@
 #include "net.h"
 #include "netlink.h"
 #include "partition.h"
+#include "topic.h"
 
 static struct netlink_range_validation krep_id_range = {
 	.min = 0,
@@ -293,8 +294,16 @@ build_cfg(const struct krep_broker_cfg *old, struct genl_info *info)
 	} else {
 		memcpy(cfg->peers, old->peers, npeers * sizeof(old->peers[0]));
 	}
-	if (attrs[KREP_A_BROKER_ID])
+	if (attrs[KREP_A_BROKER_ID]) {
 		cfg->broker_id = nla_get_u32(attrs[KREP_A_BROKER_ID]);
+		if (cfg->broker_id != old->broker_id &&
+		    krep_topics_exist(krep_net(genl_info_net(info)))) {
+			NL_SET_ERR_MSG_ATTR(extack, attrs[KREP_A_BROKER_ID],
+					    "broker id cannot change while topics exist");
+			err = -EBUSY;
+			goto fail;
+		}
+	}
 	if (attrs[KREP_A_CLUSTER_ID]) {
 		err = krep_cluster_id_check(nla_data(attrs[KREP_A_CLUSTER_ID]),
 					    &why);

@@ -98,7 +98,10 @@ static const char *topic_name(struct genl_info *info)
 		return NULL;
 	name = nla_data(info->attrs[KREP_A_TOPIC]);
 	if (krep_topic_name_check(name, strlen(name), &why)) {
-		info->extack->_msg = why;
+		struct krep_status st = {};
+
+		krep_fail(&st, KREP_KERR_INVALID_TOPIC_EXCEPTION, -EINVAL, why);
+		krep_nl_status(info, -EINVAL, &st);
 		NL_SET_BAD_ATTR(info->extack, info->attrs[KREP_A_TOPIC]);
 		return NULL;
 	}

@@ -79,6 +79,7 @@ struct krep_partition *krep_partition_new(struct krep_topic *t, u32 index,
 	/* no controller yet: the preferred replica leads at epoch 0 */
 	p->leader = replicas[0];
 	p->role = replicas[0] == self_id ? KREP_ROLE_LEADER : KREP_ROLE_FOLLOWER;
+	trace_krep_leader_change(p, -1);
 	krep_obj_get(KREP_OBJ_PARTITION);
 	return p;
 }

@@ -10,6 +10,7 @@
  */
 #include <linux/crc32.h>
 #include <linux/errno.h>
+#include <linux/minmax.h>
 #include <linux/string.h>
 #include <asm/unaligned.h>
 
@@ -91,7 +92,8 @@ static int skip_bytes(const u8 **p, const u8 *end, bool nullable)
  * first record whose timestamp is at least @ts_target (or -1).
  */
 static int walk_records(const u8 *buf, size_t len, const struct krep_batch *b,
-			const s64 *ts_target, s64 *found, s64 *found_ts)
+			const s64 *ts_target, s64 min_delta, s64 *found,
+			s64 *found_ts)
 {
 	const u8 *p = buf + KREP_RB_HDR_LEN, *end = buf + len;
 	s64 rlen, ts_delta, off_delta, nheaders, i;
@@ -119,7 +121,7 @@ static int walk_records(const u8 *buf, size_t len, const struct krep_batch *b,
 		}
 		if (p != rend)
 			return -EINVAL;
-		if (ts_target && *found < 0 &&
+		if (ts_target && *found < 0 && off_delta >= min_delta &&
 		    b->base_ts + ts_delta >= *ts_target) {
 			*found = off_delta;
 			*found_ts = b->base_ts + ts_delta;
@@ -170,7 +172,7 @@ int krep_batch_check(const u8 *buf, size_t len, struct krep_batch *b,
 	}
 	if (b->attributes & KREP_RB_ATTR_COMPRESSION)
 		return 0;	/* stored as is; records are the client's */
-	n = walk_records(buf, len, b, NULL, NULL, NULL);
+	n = walk_records(buf, len, b, NULL, 0, NULL, NULL);
 	if (n != b->count) {
 		*why = "malformed record in batch";
 		return -EINVAL;
@@ -186,13 +188,13 @@ void krep_batch_stamp(u8 *buf, u64 base_offset, u32 leader_epoch)
 }
 
 /*
- * The offset of the first record of a stored batch with a timestamp of at
- * least @ts, or -1; @found_ts is set to that record's timestamp.
- * Compressed batches answer their base offset and max timestamp when the
- * latter qualifies.
+ * The offset of the first record of a stored batch, at @min_offset or
+ * later, with a timestamp of at least @ts, or -1; @found_ts is set to that
+ * record's timestamp. Compressed batches answer their base offset and max
+ * timestamp when the latter qualifies.
  */
 s64 krep_batch_offset_for_ts(const u8 *buf, size_t len, s64 ts,
-			     s64 *found_ts)
+			     u64 min_offset, s64 *found_ts)
 {
 	struct krep_batch b;
 	s64 found;
@@ -201,9 +203,11 @@ s64 krep_batch_offset_for_ts(const u8 *buf, size_t len, s64 ts,
 		return -1;
 	if (b.attributes & KREP_RB_ATTR_COMPRESSION) {
 		*found_ts = b.max_ts;
-		return b.base_offset;
+		return max_t(s64, b.base_offset, min_offset);
 	}
-	if (walk_records(buf, len, &b, &ts, &found, found_ts) < 0 || found < 0)
+	if (walk_records(buf, len, &b, &ts,
+			 (s64)min_offset - b.base_offset, &found,
+			 found_ts) < 0 || found < 0)
 		return -1;
 	return b.base_offset + found;
 }

@@ -63,7 +63,7 @@ int krep_batch_check(const u8 *buf, size_t len, struct krep_batch *b,
 bool krep_batch_crc_ok(const u8 *buf, size_t len);
 void krep_batch_stamp(u8 *buf, u64 base_offset, u32 leader_epoch);
 s64 krep_batch_offset_for_ts(const u8 *buf, size_t len, s64 ts,
-			     s64 *found_ts);
+			     u64 min_offset, s64 *found_ts);
 void krep_batch_build_control(u8 *buf, u64 producer_id, u16 producer_epoch,
 			      bool commit, s64 now_ms);
 

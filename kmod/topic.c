@@ -376,6 +376,16 @@ void krep_topics_destroy(struct krep_net *kn)
 	mutex_unlock(&kn->topics_lock);
 }
 
+bool krep_topics_exist(struct krep_net *kn)
+{
+	bool any;
+
+	rcu_read_lock();
+	any = !list_empty(&kn->topics);
+	rcu_read_unlock();
+	return any;
+}
+
 /* the shortest replica_lag_time_max_ms over the broker's topics, or 0 */
 u32 krep_topics_min_lag_ms(struct krep_net *kn)
 {

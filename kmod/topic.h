@@ -68,6 +68,7 @@ void krep_topics_kill_all(struct krep_net *kn);
 void krep_topics_destroy(struct krep_net *kn);
 int krep_topic_create_specs(struct krep_net *kn);
 u32 krep_topics_min_lag_ms(struct krep_net *kn);
+bool krep_topics_exist(struct krep_net *kn);
 
 void krep_topic_config_default(struct krep_topic_config *tc);
 int krep_topic_config_set(struct krep_topic_config *tc, const char *key,
