@@ -125,6 +125,7 @@
  *            without its NUL within the maximum length, empty SET
  *   ERANGE   a value outside its documented range (policy checks)
  *   EEXIST   two peers with the same id
+ *   EBUSY    a new broker id while the broker has topics
  *   E2BIG    more than KREP_PEERS_MAX peers
  *   EPERM    a state-changing command without CAP_NET_ADMIN
  * Operations on partitions answer Kafka's protocol error codes
