@@ -46,6 +46,10 @@ struct workqueue_struct *krep_wq;
 #define KREP_BACKOFF_MAX_MS	5000
 #define KREP_CONNECT_TIMEOUT	(3 * HZ)
 #define KREP_MAX_INBOUND	128	/* connections accepted at once */
+/* the largest FETCH: header plus the maximum of partition entries */
+#define KREP_WIRE_MAX_REQUEST	(sizeof(struct krep_wire_fetch) +	\
+				 KREP_WIRE_MAX_PARTITIONS *		\
+				 (2 + 249 + sizeof(struct krep_wire_fetch_part)))
 
 static void conn_release(struct kref *ref)
 {
@@ -462,6 +466,19 @@ void krep_conn_rx_work(struct work_struct *work)
 			if (!test_bit(KREP_CONN_HELLO, &c->flags) &&
 			    c->hdr.type != KREP_WIRE_HELLO) {
 				why = "first frame is not HELLO";
+				goto bad;
+			}
+			/* nothing big is allocated for a peer not yet known */
+			if (c->hdr.type == KREP_WIRE_HELLO &&
+			    be32_to_cpu(c->hdr.length) !=
+			    sizeof(struct krep_wire_hello)) {
+				why = "malformed or repeated HELLO";
+				goto bad;
+			}
+			/* only a leader's response may be large */
+			if (c->hdr.type != KREP_WIRE_FETCH_RESP &&
+			    be32_to_cpu(c->hdr.length) > KREP_WIRE_MAX_REQUEST) {
+				why = "oversized request frame";
 				goto bad;
 			}
 			c->payload_got = 0;

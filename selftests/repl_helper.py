@@ -1,0 +1,450 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""repl_helper.py - raw krep clients for selftests/replication.sh.
+
+Run it inside a network namespace (ip netns exec NS repl_helper.py ...):
+
+  badpeer HOST:PORT CLUSTER LEADER_ID PEER_ID CASE...
+      connect to a broker's listener once per CASE and break the wire
+      protocol (uapi/linux/krep_wire.h) in that case's way; print
+      "CASE closed SECONDS" when the broker closes the connection, or
+      "CASE open SECONDS" when it is still open after the case's wait.
+      Cases:
+        garbage      17 bytes of text instead of a frame header
+        short-hello  a HELLO frame with a 40-byte (truncated) payload
+        trunc-hold   a header announcing a 72-byte HELLO, 20 bytes of it,
+                     then silence: only the HELLO deadline ends it
+        oversized    a header announcing 4 MiB + 1 bytes of payload
+        bad-type     a header of frame type 9
+        fetch-first  a FETCH frame before any HELLO
+        bad-cluster  a HELLO from PEER_ID with another cluster id
+        unknown-id   a HELLO from broker 77, not a configured peer
+        bad-fetch    a good HELLO from PEER_ID (the broker must answer
+                     with its own HELLO: LEADER_ID, CLUSTER), then a
+                     FETCH whose payload is 3 bytes long
+        hello        a good HELLO from PEER_ID, answered as above; the
+                     connection is then closed by us ("CASE answered")
+
+  flood HOST:PORT N WAIT
+      open N connections that never send a byte; print
+      "flood opened A closed B early E open C max SECONDS": how many the
+      broker closed (E of them within 1 s: refused) in WAIT seconds.
+      With the environment variable FLOOD_READY=PATH, touch PATH once
+      all N are connected.
+
+  dump TOPIC P[,P...] PREFIX
+      read each partition P from offset 0 up to the replica's high
+      watermark with KREP_CMD_FETCH and KREP_A_FOLLOWER_READ (a leader
+      or a follower serves it), 1 MiB a request (so in several
+      KREP_A_RECORDS attributes); write every record's value, one a
+      line, to PREFIX.P and print "partition P records N batches B
+      bytes S hw H sha256 HEX", the hash over the raw batches as the
+      broker stores them. Batches must be contiguous RecordBatch v2
+      (magic 2) without compression.
+
+Exit status 0, 1 on an error (with a message on stderr), 2 on usage.
+"""
+
+import hashlib
+import os
+import re
+import select
+import socket
+import struct
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+UAPI = os.path.join(HERE, "..", "uapi", "linux", "krep.h")
+
+MAGIC = 0x4B524550
+HELLO, FETCH = 1, 2
+HDR = struct.Struct(">IBBHII")
+
+
+def die(msg):
+    print("repl_helper.py: %s" % msg, file=sys.stderr)
+    sys.exit(1)
+
+
+# --- inter-broker wire protocol -------------------------------------------
+
+def frame(ftype, payload, length=None, version=1, corr=0):
+    if length is None:
+        length = len(payload)
+    return HDR.pack(MAGIC, version, ftype, 0, length, corr) + payload
+
+
+def hello_payload(broker_id, cluster):
+    cid = cluster.encode()
+    return struct.pack(">IHH", broker_id, 1, 0) + cid + b"\0" * (64 - len(cid))
+
+
+def connect(addr):
+    host, port = addr.rsplit(":", 1)
+    s = socket.create_connection((host, int(port)), timeout=10)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def recv_exact(s, n, timeout):
+    buf = b""
+    end = time.monotonic() + timeout
+    while len(buf) < n:
+        left = end - time.monotonic()
+        if left <= 0:
+            return None
+        s.settimeout(left)
+        try:
+            got = s.recv(n - len(buf))
+        except (socket.timeout, OSError):
+            return None
+        if not got:
+            return None
+        buf += got
+    return buf
+
+
+def wait_closed(s, timeout):
+    """Seconds until the peer closes (EOF or reset), or None."""
+    start = time.monotonic()
+    end = start + timeout
+    while True:
+        left = end - time.monotonic()
+        if left <= 0:
+            return None
+        s.settimeout(left)
+        try:
+            got = s.recv(65536)
+        except socket.timeout:
+            return None
+        except OSError:
+            return time.monotonic() - start
+        if not got:
+            return time.monotonic() - start
+
+
+def expect_hello(s, leader_id, cluster):
+    """The broker's answer to a good HELLO; an error string or None."""
+    hdr = recv_exact(s, HDR.size, 10)
+    if hdr is None:
+        return "no HELLO answer"
+    magic, ver, ftype, flags, length, _ = HDR.unpack(hdr)
+    if (magic, ver, ftype, flags, length) != (MAGIC, 1, HELLO, 0, 72):
+        return "bad HELLO answer header %r" % (HDR.unpack(hdr),)
+    body = recv_exact(s, length, 10)
+    if body is None:
+        return "short HELLO answer"
+    bid, bver, _ = struct.unpack(">IHH", body[:8])
+    cid = body[8:].rstrip(b"\0").decode(errors="replace")
+    if (bid, bver, cid) != (leader_id, 1, cluster):
+        return "HELLO answer from %d v%d cluster %r" % (bid, bver, cid)
+    return None
+
+
+def badpeer(addr, cluster, leader_id, peer_id, cases):
+    rc = 0
+    for case in cases:
+        wait = 10
+        s = connect(addr)
+        start = time.monotonic()
+        if case == "garbage":
+            s.sendall(b"GET / HTTP/1.0\r\n\r\n"[:17])
+        elif case == "short-hello":
+            s.sendall(frame(HELLO, hello_payload(peer_id, cluster)[:40]))
+        elif case == "trunc-hold":
+            s.sendall(frame(HELLO, hello_payload(peer_id, cluster)[:20],
+                            length=72))
+            wait = 20
+        elif case == "oversized":
+            s.sendall(frame(HELLO, b"", length=(4 << 20) + 1))
+        elif case == "bad-type":
+            s.sendall(frame(9, b"\0" * 8))
+        elif case == "fetch-first":
+            s.sendall(frame(FETCH, struct.pack(">IIII", peer_id, 0, 0, 0)))
+        elif case == "bad-cluster":
+            s.sendall(frame(HELLO, hello_payload(peer_id, "not-" + cluster)))
+        elif case == "unknown-id":
+            s.sendall(frame(HELLO, hello_payload(77, cluster)))
+        elif case in ("bad-fetch", "hello"):
+            s.sendall(frame(HELLO, hello_payload(peer_id, cluster)))
+            err = expect_hello(s, leader_id, cluster)
+            if err:
+                print("%s %s" % (case, err))
+                rc = 1
+                s.close()
+                continue
+            if case == "hello":
+                print("hello answered")
+                s.close()
+                continue
+            s.sendall(frame(FETCH, b"\0\0\0", corr=1))
+        else:
+            die("unknown case %s" % case)
+        t = wait_closed(s, wait)
+        if t is None:
+            print("%s open %.2f" % (case, time.monotonic() - start))
+        else:
+            print("%s closed %.2f" % (case, t))
+        sys.stdout.flush()
+        s.close()
+    return rc
+
+
+def flood(addr, n, wait):
+    host, port = addr.rsplit(":", 1)
+    socks = []
+    for _ in range(n):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setblocking(False)
+        try:
+            s.connect((host, int(port)))
+        except BlockingIOError:
+            pass
+        socks.append(s)
+    opened = time.monotonic()
+    # wait for every connect to finish
+    pending = set(socks)
+    end = opened + 10
+    while pending and time.monotonic() < end:
+        _, w, _ = select.select([], list(pending), [], 0.5)
+        for s in w:
+            pending.discard(s)
+    good = [s for s in socks
+            if s not in pending and
+            s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0]
+    ready = os.environ.get("FLOOD_READY")
+    if ready:
+        open(ready, "w").close()
+    start = time.monotonic()
+    closed = {}
+    end = start + wait
+    live = set(good)
+    while live and time.monotonic() < end:
+        r, _, _ = select.select(list(live), [], [], 0.5)
+        for s in r:
+            try:
+                got = s.recv(4096)
+            except OSError:
+                got = b""
+            if not got:
+                closed[s] = time.monotonic() - start
+                live.discard(s)
+    early = sum(1 for t in closed.values() if t < 1.0)
+    tmax = max(closed.values()) if closed else 0.0
+    print("flood opened %d closed %d early %d open %d max %.2f" %
+          (len(good), len(closed), early, len(live), tmax))
+    for s in socks:
+        s.close()
+    return 0
+
+
+# --- generic netlink --------------------------------------------------------
+
+def uapi_enum(name):
+    """{NAME: value} of an enum of uapi/linux/krep.h (implicit values)."""
+    with open(UAPI) as f:
+        text = f.read()
+    m = re.search(r"enum %s \{(.*?)\};" % name, text, re.S)
+    if not m:
+        die("enum %s not in %s" % (name, UAPI))
+    vals, nxt = {}, 0
+    body = re.sub(r"/\*.*?\*/", "", m.group(1), flags=re.S)
+    for item in body.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        if item.startswith("__"):
+            break
+        if "=" in item:
+            k, v = (x.strip() for x in item.split("=", 1))
+            nxt = int(v, 0) if re.match(r"^-?(0x)?[0-9a-fA-F]+$", v) \
+                else vals[v]
+        else:
+            k = item
+        vals[k] = nxt
+        nxt += 1
+    return vals
+
+
+NLMSG_ERROR = 2
+NLM_F_REQUEST = 1
+GENL_ID_CTRL = 16
+CTRL_CMD_GETFAMILY = 3
+CTRL_ATTR_FAMILY_ID = 1
+CTRL_ATTR_FAMILY_NAME = 2
+SOL_NETLINK = 270
+NETLINK_EXT_ACK = 11
+NLMSGERR_ATTR_MSG = 1
+
+
+def nla(atype, data):
+    hdr = struct.pack("=HH", 4 + len(data), atype)
+    return hdr + data + b"\0" * ((4 - len(data) % 4) % 4)
+
+
+def parse_attrs(buf):
+    """{type: [payload, ...]}: an attribute may repeat."""
+    out, off = {}, 0
+    while off + 4 <= len(buf):
+        alen, atype = struct.unpack_from("=HH", buf, off)
+        if alen < 4 or off + alen > len(buf):
+            raise ValueError("attribute %d of length %d at %d/%d" %
+                             (atype, alen, off, len(buf)))
+        out.setdefault(atype & 0x3FFF, []).append(buf[off + 4:off + alen])
+        off += (alen + 3) & ~3
+    return out
+
+
+class Genl:
+    def __init__(self):
+        self.s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 16)
+        self.s.setsockopt(SOL_NETLINK, NETLINK_EXT_ACK, 1)
+        self.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        self.s.bind((0, 0))
+        self.seq = 0
+        reply = self.request(GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1,
+                             nla(CTRL_ATTR_FAMILY_NAME, b"krep\0"))
+        self.family = struct.unpack("=H",
+                                    reply[CTRL_ATTR_FAMILY_ID][0][:2])[0]
+
+    def request(self, ftype, cmd, version, attrs):
+        self.seq += 1
+        body = struct.pack("=BBH", cmd, version, 0) + attrs
+        msg = struct.pack("=IHHII", 16 + len(body), ftype, NLM_F_REQUEST,
+                          self.seq, 0) + body
+        self.s.send(msg)
+        while True:
+            data = self.s.recv(8 << 20)
+            off = 0
+            while off + 16 <= len(data):
+                mlen, mtype, _, seq, _ = struct.unpack_from("=IHHII", data,
+                                                            off)
+                payload = data[off + 16:off + mlen]
+                off += (mlen + 3) & ~3
+                if seq != self.seq:
+                    continue
+                if mtype == NLMSG_ERROR:
+                    err = struct.unpack_from("=i", payload)[0]
+                    if err == 0:
+                        continue
+                    why = ""
+                    olen = struct.unpack_from("=I", payload, 4)[0]
+                    try:
+                        ext = parse_attrs(payload[4 + olen:])
+                        why = ext.get(NLMSGERR_ATTR_MSG, [b""])[0].rstrip(
+                            b"\0").decode()
+                    except ValueError:
+                        pass
+                    raise OSError(-err, "%s: %s" %
+                                  (os.strerror(-err), why))
+                return parse_attrs(payload[4:])
+
+
+def varint(buf, off):
+    shift = val = 0
+    while True:
+        b = buf[off]
+        off += 1
+        val |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            break
+    return (val >> 1) ^ -(val & 1), off
+
+
+def batch_values(b, values):
+    """Append the values of one RecordBatch v2 to @values; its count."""
+    attributes = struct.unpack_from(">h", b, 21)[0]
+    if attributes & 7:
+        raise ValueError("compressed batch")
+    count = struct.unpack_from(">i", b, 57)[0]
+    if attributes & 0x20:		# control batch: no user records
+        return count
+    off = 61
+    for _ in range(count):
+        length, off = varint(b, off)
+        end = off + length
+        off += 1				# attributes
+        _, off = varint(b, off)		# timestamp delta
+        _, off = varint(b, off)		# offset delta
+        klen, off = varint(b, off)
+        off += max(klen, 0)
+        vlen, off = varint(b, off)
+        values.append(b[off:off + vlen] if vlen >= 0 else b"")
+        off = end
+    return count
+
+
+def dump_one(g, a, c, topic, partition, path):
+    """One partition from offset 0 to HW: its summary line."""
+    h = hashlib.sha256()
+    offset = hw = nbytes = nbatches = nrec = 0
+    values = []
+    while True:
+        attrs = (nla(a["KREP_A_TOPIC"], topic.encode() + b"\0") +
+                 nla(a["KREP_A_PARTITION"], struct.pack("=I", partition)) +
+                 nla(a["KREP_A_OFFSET"], struct.pack("=Q", offset)) +
+                 nla(a["KREP_A_MAX_BYTES"], struct.pack("=I", 1 << 20)) +
+                 nla(a["KREP_A_FOLLOWER_READ"], b""))
+        try:
+            reply = g.request(g.family, c["KREP_CMD_FETCH"], 1, attrs)
+        except OSError as e:
+            die("FETCH %s-%d at %d: %s" % (topic, partition, offset,
+                                           e.strerror))
+        hw = struct.unpack("=Q", reply[a["KREP_A_HW"]][0])[0]
+        # KREP_A_RECORDS repeats, whole batches in each, in offset order
+        recs = b"".join(reply.get(a["KREP_A_RECORDS"], []))
+        if not recs:
+            break
+        pos = 0
+        while pos < len(recs):
+            base, blen = struct.unpack_from(">qi", recs, pos)
+            magic = recs[pos + 16]
+            b = recs[pos:pos + 12 + blen]
+            if magic != 2 or len(b) != 12 + blen or base != offset:
+                die("%s-%d: bad batch at %d: base %d magic %d len %d" %
+                    (topic, partition, offset, base, magic, blen))
+            h.update(b)
+            nrec += batch_values(b, values)
+            offset = base + struct.unpack_from(">i", b, 23)[0] + 1
+            nbytes += len(b)
+            nbatches += 1
+            pos += len(b)
+        if offset >= hw:
+            break
+    with open(path, "wb") as f:
+        for v in values:
+            f.write(v + b"\n")
+    return ("partition %d records %d batches %d bytes %d hw %d sha256 %s" %
+            (partition, nrec, nbatches, nbytes, hw, h.hexdigest()))
+
+
+def dump(topic, partitions, prefix):
+    a = uapi_enum("krep_attr")
+    c = uapi_enum("krep_cmd")
+    g = Genl()
+    for p in partitions:
+        print(dump_one(g, a, c, topic, p, "%s.%d" % (prefix, p)))
+    return 0
+
+
+def main(argv):
+    if len(argv) >= 6 and argv[1] == "badpeer":
+        return badpeer(argv[2], argv[3], int(argv[4]), int(argv[5]),
+                       argv[6:])
+    if len(argv) == 5 and argv[1] == "flood":
+        return flood(argv[2], int(argv[3]), float(argv[4]))
+    if len(argv) == 5 and argv[1] == "dump":
+        return dump(argv[2], [int(x) for x in argv[3].split(",")], argv[4])
+    return usage()
+
+
+def usage():
+    print(__doc__.split("\n\n", 1)[1].split("Exit status")[0],
+          file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
