@@ -19,6 +19,7 @@
 #include <linux/krep.h>
 
 #include "krepctl.h"
+#include "obs.h"
 
 static void usage(FILE *f);
 static void help_usage(FILE *f);
@@ -40,6 +41,10 @@ static const struct krepctl_cmd cmds[] = {
 	  "delete the records below an offset" },
 	{ "txn", krepctl_txn_run, krepctl_txn_usage,
 	  "begin, commit or abort a producer's transaction" },
+	{ "watch", krepctl_watch_run, krepctl_watch_usage,
+	  "a live view of the partitions from the krep tracepoints (BPF)" },
+	{ "stats", krepctl_stats_run, krepctl_stats_usage,
+	  "under-replicated, offline partitions, lags and counters" },
 	{ "help", help_run, help_usage, "show help for a command" },
 	{ NULL }
 };

@@ -28,7 +28,9 @@
 #include <linux/krep.h>
 
 #include "attrs.h"
+#include "ep.h"
 #include "genl.h"
+#include "metrics.h"
 
 #define KREPD_VERSION	"0.1"
 
@@ -40,6 +42,8 @@ struct krepd {
 	unsigned long nevents;
 	struct krep_genl gl;
 	int sfd;		/* signalfd for SIGINT, SIGTERM */
+	const char *metrics_addr;	/* --metrics ADDR:PORT */
+	struct krep_metrics *metrics;
 };
 
 static bool use_syslog;
@@ -47,6 +51,7 @@ static bool use_syslog;
 static void usage(FILE *f)
 {
 	fputs("Usage: krepd [--netns NAME] [--foreground] [--once]\n"
+	      "             [--metrics ADDR:PORT]\n"
 	      "\n"
 	      "The krep controller daemon. NOT IMPLEMENTED YET: leader election,\n"
 	      "committing ISR changes (ALTER_ISR -> LEADER_AND_ISR) and epoch\n"
@@ -58,6 +63,12 @@ static void usage(FILE *f)
 	      "                     (otherwise: become a daemon and log to syslog)\n"
 	      "  -1, --once         exit after logging the first event; fails if the\n"
 	      "                     module has no \"events\" group\n"
+	      "  -m, --metrics ADDR:PORT  serve Prometheus metrics at\n"
+	      "                     http://ADDR:PORT/metrics (in krepd's namespace):\n"
+	      "                     the figures of 'krepctl stats', ISR shrinks and\n"
+	      "                     expands counted from the ISRs it sees (once a\n"
+	      "                     second and after every ALTER_ISR event), and\n"
+	      "                     per-partition HW and LSO lags\n"
 	      "  -h, --help         show this help\n"
 	      "  -V, --version      show the version\n"
 	      "\n"
@@ -124,6 +135,9 @@ static int on_event(struct nl_msg *msg, void *arg)
 		d->nevents++;
 	}
 	free(line);
+	/* an ISR changed: let the metrics count it before the next one */
+	if (d->metrics && gh->cmd == KREP_CMD_ALTER_ISR)
+		krep_metrics_poke(d->metrics);
 	return NL_OK;
 }
 
@@ -219,18 +233,22 @@ static int events_read(struct krepd *d)
 
 static int run(struct krepd *d)
 {
-	struct pollfd pfd[2] = {
+	struct pollfd pfd[2 + KREP_METRICS_NFDS] = {
 		{ .fd = d->sfd, .events = POLLIN },
 		{ .fd = nl_socket_get_fd(d->gl.sk), .events = POLLIN },
 	};
-	nfds_t n = d->events ? 2 : 1;
-	int ret;
+	nfds_t n = d->events ? 2 : 1, base = n;
+	int ret, timeout = -1;
 
 	logmsg(LOG_NOTICE, "krepd %s started%s%s (controller duties not implemented yet)",
 	       KREPD_VERSION, d->netns ? " in network namespace " : "",
 	       d->netns ? d->netns : "");
 	for (;;) {
-		if (poll(pfd, n, -1) < 0) {
+		if (d->metrics) {
+			n = base + krep_metrics_pollfds(d->metrics, pfd + base);
+			timeout = krep_metrics_timeout(d->metrics);
+		}
+		if (poll(pfd, n, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			logmsg(LOG_ERR, "poll: %s", strerror(errno));
@@ -247,6 +265,8 @@ static int run(struct krepd *d)
 			if (d->once && d->nevents)
 				return 0;
 		}
+		if (d->metrics)
+			krep_metrics_handle(d->metrics, pfd + base, n - base);
 	}
 }
 
@@ -256,14 +276,17 @@ static int parse_args(struct krepd *d, int argc, char **argv)
 		{ "netns",	required_argument,	NULL, 'n' },
 		{ "foreground",	no_argument,		NULL, 'f' },
 		{ "once",	no_argument,		NULL, '1' },
+		{ "metrics",	required_argument,	NULL, 'm' },
 		{ "help",	no_argument,		NULL, 'h' },
 		{ "version",	no_argument,		NULL, 'V' },
 		{ NULL }
 	};
+	const char *why = NULL;
+	struct krep_ep ep;
 	int c;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":n:f1hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":n:f1m:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			d->netns = optarg;
@@ -273,6 +296,9 @@ static int parse_args(struct krepd *d, int argc, char **argv)
 			break;
 		case '1':
 			d->once = true;
+			break;
+		case 'm':
+			d->metrics_addr = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -298,6 +324,12 @@ static int parse_args(struct krepd *d, int argc, char **argv)
 	if (optind < argc) {
 		fprintf(stderr, "krepd: unexpected argument '%s'\n",
 			argv[optind]);
+		goto usage;
+	}
+	if (d->metrics_addr &&
+	    (krep_ep_parse(d->metrics_addr, &ep, &why) || !ep.port)) {
+		fprintf(stderr, "krepd: --metrics '%s': %s (A.B.C.D:PORT or [IPV6]:PORT)\n",
+			d->metrics_addr, why ? why : "port 0");
 		goto usage;
 	}
 	return 1;
@@ -326,6 +358,13 @@ int main(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
+	if (d.metrics_addr) {
+		d.metrics = krep_metrics_open(d.metrics_addr, logmsg);
+		if (!d.metrics) {
+			ret = 1;
+			goto out;
+		}
+	}
 	if (!d.foreground) {
 		if (daemon(0, 0)) {
 			logmsg(LOG_ERR, "daemon: %s", strerror(errno));
@@ -337,6 +376,7 @@ int main(int argc, char **argv)
 	}
 	ret = run(&d) ? 1 : 0;
 out:
+	krep_metrics_close(d.metrics);
 	if (d.gl.sk)
 		krep_genl_close(&d.gl);
 	close(d.sfd);

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * krepd --metrics ADDR:PORT: a Prometheus text endpoint (GET /metrics,
+ * plain HTTP/1.0, one request per connection) served from krepd's poll()
+ * loop, with the figures of krepctl stats (snap.h) and ISR shrink and
+ * expand counters kept by comparing the ISR of every partition this broker
+ * leads from one PARTITION_GET to the next (once a second, at every
+ * scrape, and at once after an ALTER_ISR event).
+ *
+ *	struct pollfd pfd[... + KREP_METRICS_NFDS];
+ *	n = krep_metrics_pollfds(m, pfd + base);
+ *	poll(pfd, base + n, krep_metrics_timeout(m));
+ *	krep_metrics_handle(m, pfd + base, n);
+ */
+#ifndef KREP_AGENT_METRICS_H
+#define KREP_AGENT_METRICS_H
+
+#include <poll.h>
+
+#define KREP_METRICS_CLIENTS	16
+#define KREP_METRICS_NFDS	(1 + KREP_METRICS_CLIENTS)
+
+struct krep_metrics;
+
+typedef void (*krep_metrics_log_fn)(int prio, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/*
+ * Listen on @addr ("A.B.C.D:PORT" or "[IPV6]:PORT") in the current network
+ * namespace and talk to its broker. Prints why and returns NULL on failure.
+ */
+struct krep_metrics *krep_metrics_open(const char *addr,
+				       krep_metrics_log_fn log);
+void krep_metrics_close(struct krep_metrics *m);
+
+/* Fill @pfd (room for KREP_METRICS_NFDS); returns how many were filled. */
+int krep_metrics_pollfds(struct krep_metrics *m, struct pollfd *pfd);
+/* Milliseconds until krep_metrics_handle() has work without any fd. */
+int krep_metrics_timeout(struct krep_metrics *m);
+/* Take the next snapshot at once (an ALTER_ISR event arrived). */
+void krep_metrics_poke(struct krep_metrics *m);
+/* Serve what poll() reported in the @n entries of @pfd, poll when due. */
+void krep_metrics_handle(struct krep_metrics *m, const struct pollfd *pfd,
+			 int n);
+
+#endif

@@ -1,0 +1,557 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# observability.sh - krep seen from outside: bpftrace on the krep:*
+# tracepoints, the ready scripts of tools/bpftrace, krepctl watch (BPF),
+# krepctl stats and krepd --metrics (Prometheus text), on three brokers
+# while records are produced and a follower is cut off and comes back.
+#
+#   +- netns B1 (krep-ob1-*) -+  +- netns B2 (krep-ob2-*) -+  +- netns B3 (krep-ob3-*) -+
+#   | broker 1, cluster kobs  |  | broker 2                |  | broker 3                |
+#   | kr0 10.202.0.1/24       |  | kr0 10.202.0.2/24       |  | kr0 10.202.0.3/24       |
+#   | krepd --metrics         |  |                         |  |                         |
+#   |   127.0.0.1:9100        |  |                         |  |                         |
+#   +-----------|-------------+  +-----------|-------------+  +-----------|-------------+
+#               | veth                       | veth                       | veth
+#   +- netns BR (krep-obr-*) -------------- p1 ------------- p2 ----------- p3 ------+
+#   |                          bridge krbr                                         |
+#   +------------------------------------------------------------------------------+
+#
+# Topic "obs": 3 partitions, RF 3, replica_lag_time_max_ms=1000; partition
+# p is led by broker p+1. Everything is watched from broker 1 (obs-0). A
+# follower is cut off by taking broker 3's kr0 down. BPF tools attach
+# slowly under emulation (10-20 s): each is started in the background and
+# waited for ("Attaching" for bpftrace, a first line for watch), and every
+# one has exited before the module is unloaded.
+
+# shellcheck disable=SC2317 # the conditions krep_wait_for polls
+set -u
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+# shellcheck source=selftests/lib.sh
+. "$here/lib.sh"
+
+krep_require_vm
+krep_require_cmd jq ip bpftrace setpriv awk
+
+BT=$KREP_ROOT/tools/bpftrace
+CLUSTER=kobs
+NET=10.202.0
+PORT=9092
+LAG=1000
+RECORDS=300		# produced to obs-0, in batches of 10, acks=all
+METRICS=127.0.0.1:9100
+
+tmp=$(mktemp -d)
+krep_cleanup_push rm -rf "$tmp"
+
+# --- helpers --------------------------------------------------------------
+
+kc() { # NS ARGS...: krepctl in broker namespace NS
+	local ns=$1
+	shift
+	"$KREPCTL" --netns "$ns" "$@"
+}
+
+describe() { # NS [TOPIC]: the JSON array of the broker's replicas
+	"$KREPCTL" --netns "$1" --json topic describe ${2:+"$2"}
+}
+
+part() { # NS TOPIC P: one partition's replica, compact JSON
+	describe "$1" "$2" | jq -c --argjson p "$3" '.[] | select(.partition == $p)'
+}
+
+section() {
+	ktap_diag "$1 (at ${SECONDS}s)"
+}
+
+# Background BPF tools: bg_start NAME CMD... runs CMD with its output in
+# $tmp/NAME.out and its pid in BG_NAME; bg_stop NAME sends SIGINT (bpftrace
+# then prints its maps and detaches) and waits for it to exit.
+bg_start() {
+	local name=$1
+	shift
+	"$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+	printf -v "BG_$name" %s "$!"
+	krep_cleanup_push "kill -INT $! 2>/dev/null; wait $! 2>/dev/null"
+}
+
+bg_stop() { # NAME...
+	local n v pids=() i
+
+	for n in "$@"; do
+		v=BG_$n
+		pids+=("${!v}")
+	done
+	kill -INT "${pids[@]}" 2>/dev/null
+	for ((i = 0; i < 300; i++)); do
+		kill -0 "${pids[@]}" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "${pids[@]}" 2>/dev/null
+	wait "${pids[@]}" 2>/dev/null
+}
+
+# bpftrace prints "Attaching N probes..." before it attaches them and runs
+# BEGIN once they all are: wait for what BEGIN prints (PATTERN)
+attached() { # NAME PATTERN
+	grep -q "$2" "$tmp/$1.out"
+}
+
+bt_wait() { # NAME PATTERN: wait until attached, or fail with its output
+	krep_wait_for 120 attached "$1" "$2" && return 0
+	cat "$tmp/$1.out" "$tmp/$1.err" | head -n 20 | ktap_diag_stdin
+	return 1
+}
+
+lines() { # NAME: its number of output lines
+	wc -l <"$tmp/$1.out"
+}
+
+# scrape: GET /metrics from inside B1 (bash's /dev/tcp), checked as
+# Prometheus text by prom.awk: the samples, "name{labels} value" a line, in
+# $tmp/metrics, the first problem in $tmp/prom.err
+scrape() {
+	ip netns exec "$B1" bash -c '
+		exec 3<>"/dev/tcp/${1%:*}/${1##*:}" || exit 1
+		printf "GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n" "$1" >&3
+		cat <&3' scrape "$METRICS" >"$tmp/scrape.raw" 2>"$tmp/prom.err" &&
+		awk -f "$tmp/prom.awk" "$tmp/scrape.raw" >"$tmp/metrics" 2>"$tmp/prom.err"
+}
+
+metric() { # SERIES: its value in the last scrape, or "absent"
+	awk -v k="$1" '$1 == k { v = $2 } END { print v == "" ? "absent" : v }' \
+		"$tmp/metrics"
+}
+
+# An HTTP/1.0 response holding a Prometheus text exposition (format
+# 0.0.4): status 200, Content-Type text/plain; in the body every line a
+# "# HELP", "# TYPE" or sample line, names and labels well formed, values
+# numbers, one TYPE per metric before its samples, counters named *_total,
+# no series twice. Prints the samples; the first problem exits 1.
+cat >"$tmp/prom.awk" <<'EOF'
+function fail(msg) {
+	print "line " NR ": " msg ": " $0 >"/dev/stderr"
+	bad = 1
+	exit 1
+}
+BEGIN {
+	name = "[a-zA-Z_:][a-zA-Z0-9_:]*"
+	label = "[a-zA-Z_][a-zA-Z0-9_]*=\"([^\"\\\\]|\\\\[\\\\\"n])*\""
+	sample = "^" name "(\\{(" label "(," label ")*,?)?\\})? [^ ]+( -?[0-9]+)?$"
+	number = "^([-+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?|NaN|[-+]?Inf)$"
+	split("counter gauge histogram summary untyped", t, " ")
+	for (i in t)
+		types[t[i]] = 1
+}
+{ sub(/\r$/, "") }
+NR == 1 {
+	if ($0 !~ /^HTTP\/1\.[01] 200 /)
+		fail("status")
+	next
+}
+!body && $0 == "" {
+	body = 1
+	if (!ctype)
+		fail("no Content-Type text/plain")
+	next
+}
+!body {
+	if (tolower($0) ~ /^content-type: *text\/plain/)
+		ctype = 1
+	next
+}
+/^# (HELP|TYPE) / {
+	if ($3 !~ ("^" name "$"))
+		fail("bad metric name")
+	if ($2 == "TYPE") {
+		if (!($4 in types) || NF != 4)
+			fail("bad type")
+		if ($3 in typeof)
+			fail("second TYPE")
+		typeof[$3] = $4
+	} else {
+		if ($3 in help)
+			fail("second HELP")
+		help[$3] = 1
+	}
+	next
+}
+/^#/ { next }
+{
+	if ($0 !~ sample)
+		fail("not a sample")
+	m = $1
+	sub(/\{.*/, "", m)
+	if (!(m in typeof))
+		fail("no TYPE before the sample")
+	if (typeof[m] == "counter" && m !~ /_total$/)
+		fail("counter without _total")
+	if ($2 !~ number)
+		fail("value not a number")
+	if ($1 in seen)
+		fail("series twice")
+	seen[$1] = 1
+	n++
+	print $1, $2
+}
+END {
+	if (!bad && !n) {
+		print "no samples" >"/dev/stderr"
+		exit 1
+	}
+}
+EOF
+
+ktap_plan 14
+
+# --- set-up ---------------------------------------------------------------
+
+krep_mod_unload
+modprobe veth 2>/dev/null
+modprobe bridge 2>/dev/null
+# shellcheck disable=SC2119 # no module parameters: one broker per netns
+krep_mod_load || ktap_bail "insmod krep.ko failed"
+
+for n in B1 B2 B3 BR; do
+	krep_netns_add "$n" "o${n,,}" || ktap_bail "ip netns add failed"
+done
+for i in 1 2 3; do
+	v=B$i
+	echo "link add kr0 netns ${!v} type veth peer name p$i netns $BR"
+done | ip -b - || ktap_bail "cannot create the veth links"
+printf '%s\n' "link add krbr type bridge" "link set krbr up" \
+	"link set p1 master krbr up" "link set p2 master krbr up" \
+	"link set p3 master krbr up" | ip -n "$BR" -b - ||
+	ktap_bail "cannot set up the bridge"
+for i in 1 2 3; do
+	v=B$i
+	printf '%s\n' "link set lo up" "addr add $NET.$i/24 dev kr0" \
+		"link set kr0 up" | ip -n "${!v}" -b - ||
+		ktap_bail "cannot address netns ${!v}"
+done
+
+setup_ok=0
+for i in 1 2 3; do
+	v=B$i
+	kc "${!v}" broker set id "$i" cluster "$CLUSTER" \
+		listen "$NET.$i:$PORT" || setup_ok=1
+done
+# every listener is up before any broker dials: no connect retries
+for i in 1 2 3; do
+	v=B$i
+	peers=
+	for j in 1 2 3; do
+		[ "$j" = "$i" ] || peers+="${peers:+,}$j@$NET.$j:$PORT"
+	done
+	kc "${!v}" broker set peers "$peers" || setup_ok=1
+	kc "${!v}" topic create obs partitions 3 replication-factor 3 \
+		config replica_lag_time_max_ms=$LAG || setup_ok=1
+done
+ready_one() { # NS: its led partitions have every follower in the ISR with a LEO
+	describe "$1" | jq -e 'all(.[] | select(.role == "leader");
+		(.isr | length) == (.replicas | length) and
+		all(.remotes[]; .in_isr and .leo != null))' >/dev/null 2>&1
+}
+ready_all() { ready_one "$B1" && ready_one "$B2" && ready_one "$B3"; }
+peers_up() {
+	local ns
+	for ns in "$B1" "$B2" "$B3"; do
+		kc "$ns" --json broker show |
+			jq -e 'all(.peers[]; .state == "up")' >/dev/null || return 1
+	done
+}
+krep_wait_for 60 peers_up || setup_ok=1
+krep_wait_for 60 ready_all || setup_ok=1
+NS1=$(stat -L -c %i "/run/netns/$B1")
+bg_start krepd "$KREPD" --netns "$B1" --foreground --metrics "$METRICS"
+krep_wait_for 10 scrape || setup_ok=1
+if [ "$setup_ok" = 0 ]; then
+	ktap_ok "3 brokers up, every ISR full; krepd --metrics $METRICS in broker 1's namespace"
+else
+	for ns in "$B1" "$B2" "$B3"; do
+		describe "$ns" | ktap_diag_stdin
+	done
+	cat "$tmp/krepd.out" "$tmp/krepd.err" "$tmp/prom.err" | ktap_diag_stdin
+	ktap_fail "3 brokers up, every ISR full; krepd --metrics $METRICS in broker 1's namespace"
+	ktap_bail "the cluster did not come up"
+fi
+
+# --- 1. HW advances: a bpftrace one-liner, commit-latency.bt, watch -------
+
+section "1. produce $RECORDS records to obs-0 under bpftrace and krepctl watch"
+
+hw0=$(part "$B1" obs 0 | jq .hw)
+bg_start hw bpftrace -e "BEGIN { printf(\"ready\\n\"); }
+tracepoint:krep:krep_hw_advance
+/args->netns == $NS1 && args->partition == 0 && str(args->topic) == \"obs\"/
+{ printf(\"hw %llu %llu\\n\", args->old_hw, args->new_hw); }"
+bg_start lat bpftrace "$BT/commit-latency.bt"
+# isr-changes.bt is for section 4: attaching it with the others saves time
+bg_start isr bpftrace "$BT/isr-changes.bt"
+bg_start watch1 "$KREPCTL" --netns "$B1" --json watch --interval 500
+bt_ok=0
+bt_wait hw '^ready' || bt_ok=1
+bt_wait lat '^Attaching' || bt_ok=1
+bt_wait isr '^TIME(ms)' || bt_ok=1
+# watch is attached once it prints its first refresh
+krep_wait_for 60 test -s "$tmp/watch1.out" || {
+	ktap_diag "krepctl watch printed nothing"
+	head -n 5 "$tmp/watch1.err" | ktap_diag_stdin
+	bt_ok=1
+}
+
+seq -f "obs-%04.0f" 1 "$RECORDS" >"$tmp/records"
+kc "$B1" produce obs partition 0 acks all batch 10 <"$tmp/records" \
+	>"$tmp/produce.out" 2>&1 || bt_ok=1
+hw1=$(part "$B1" obs 0 | jq .hw)
+last_is_hw() { [ "$(tail -n 1 "$tmp/hw.out" | awk '{ print $3 }')" = "$hw1" ]; }
+krep_wait_for 20 last_is_hw
+# two more refreshes of watch, so it has read the maps after the produce
+n=$(lines watch1)
+krep_wait_for 10 test "$(lines watch1)" -ge $((n + 2))
+bg_stop hw lat watch1
+
+# every advance, in order: old < new, each starting where the last ended,
+# from the HW before the produce to the one PARTITION_GET reports after
+viol=$(awk -v first="$hw0" -v last="$hw1" '
+	$1 != "hw" { next }
+	{ n++
+	  if ($2 + 0 >= $3 + 0) print "advance " n ": old " $2 " >= new " $3
+	  if (n == 1 && $2 != first) print "first advance from " $2 ", HW was " first
+	  if (n > 1 && $2 != prev) print "advance " n ": from " $2 ", the previous ended at " prev
+	  prev = $3 }
+	END { if (!n) print "no HW advance seen"
+	      else if (prev != last) print "last advance to " prev ", PARTITION_GET says " last }
+	' "$tmp/hw.out")
+nadv=$(grep -c '^hw ' "$tmp/hw.out")
+if [ "$bt_ok" = 0 ] && [ "$hw1" = "$((hw0 + RECORDS))" ] && [ -z "$viol" ]; then
+	ktap_ok "bpftrace one-liner: $nadv HW advances of obs-0 on broker 1, in order, old < new, contiguous, $hw0 -> $hw1 as PARTITION_GET says"
+else
+	ktap_diag "HW before $hw0, after $hw1 (want $((hw0 + RECORDS)))"
+	head -n 10 <<<"$viol" | ktap_diag_stdin
+	head -n 10 "$tmp/hw.out" "$tmp/produce.out" | ktap_diag_stdin
+	ktap_fail "bpftrace one-liner: HW advances of obs-0 on broker 1, in order, old < new, contiguous, ending at PARTITION_GET's HW"
+fi
+
+# "@commit_us[obs, 0, B]: N" lines and the count in the stats line
+hist=$(grep -E '^@commit_us\[obs, 0, [0-9]+\]: [0-9]+$' "$tmp/lat.out")
+hsum=$(awk -F': ' '{ s += $2 } END { print s + 0 }' <<<"$hist")
+hcount=$(sed -nE 's/^@commit_us_stats\[obs, 0\]: count ([0-9]+),.*/\1/p' "$tmp/lat.out")
+if [ -n "$hist" ] && [ "$hsum" -gt 0 ] && [ "$hsum" = "${hcount:-x}" ]; then
+	ktap_ok "commit-latency.bt: a histogram of $hsum commits of obs-0 in $(wc -l <<<"$hist") buckets"
+else
+	head -n 20 "$tmp/lat.out" "$tmp/lat.err" | ktap_diag_stdin
+	ktap_fail "commit-latency.bt: a non-empty histogram for obs-0"
+fi
+
+# watch counted the same advances (only broker 1's: the netns filter),
+# and its histogram holds broker 1's commits and no others
+w=$(tail -n 1 "$tmp/watch1.out")
+if jq -e --argjson ns "$NS1" --argjson n "$nadv" --argjson hw "$hw1" \
+	--argjson hw0 "$hw0" '
+	(.partitions | length) == 3 and
+	all(.partitions[]; .netns == $ns and .broker == 1) and
+	(.partitions[] | select(.topic == "obs" and .partition == 0) |
+	 .hw_advances == $n and .hw == $hw and .commits > 0 and
+	 .produce_records == ($hw - $hw0)) and
+	.commit_latency_us.count == ([.partitions[].commits] | add) and
+	.commit_latency_us.count == ([.commit_latency_us.buckets[].count] | add) and
+	all(.commit_latency_us.buckets[]; .le > 0)' <<<"$w" >/dev/null 2>&1; then
+	ktap_ok "krepctl watch: $nadv HW advances of obs-0 like bpftrace, broker 1's partitions only, commit histogram of $(jq .commit_latency_us.count <<<"$w")"
+else
+	ktap_diag "bpftrace saw $nadv advances, HW $hw1; watch's last refresh:"
+	jq -c '.partitions[] | {netns, broker, topic, partition, hw, hw_advances, commits, produce_records}' <<<"$w" 2>&1 | ktap_diag_stdin
+	jq -c .commit_latency_us <<<"$w" 2>&1 | ktap_diag_stdin
+	head -n 5 "$tmp/watch1.err" | ktap_diag_stdin
+	ktap_fail "krepctl watch: counts the HW advances bpftrace saw, broker 1's partitions only, commit histogram"
+fi
+
+# --- 2. watch --once --json against PARTITION_GET --------------------------
+
+section "2. watch --once --json and topic describe --json"
+
+agree() {
+	kc "$B1" --json watch --once --interval 200 >"$tmp/once.json" 2>"$tmp/once.err" &&
+		describe "$B1" >"$tmp/describe.json" &&
+		jq -e -s '
+		.[0].partitions as $w | .[1] as $d |
+		($w | length) == ($d | length) and
+		all($d[]; . as $p |
+			first($w[] | select(.topic == $p.topic and .partition == $p.partition)) |
+			.leader == $p.leader and .leader_epoch == $p.leader_epoch and
+			.role == $p.role and .isr == $p.isr and
+			.isr_size == ($p.isr | length) and .replicas == $p.replicas and
+			.leo == $p.leo and .hw == $p.hw and .hw_lag == ($p.leo - $p.hw) and
+			.under_replicated == (($p.isr | length) < ($p.replicas | length)) and
+			.under_min_isr == false)
+		' "$tmp/once.json" "$tmp/describe.json" >/dev/null
+}
+if krep_wait_for 60 agree; then
+	ktap_ok "krepctl watch --once --json agrees with topic describe --json on all 3 partitions"
+else
+	cat "$tmp/once.json" "$tmp/once.err" "$tmp/describe.json" | ktap_diag_stdin
+	ktap_fail "krepctl watch --once --json agrees with topic describe --json"
+fi
+
+# without privileges: as nobody, tracefs is closed; as root without
+# CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN, loading the programs is refused
+out=$(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+	"$KREPCTL" watch --once 2>&1)
+rc=$?
+caps=-bpf,-perfmon,-sys_admin
+out2=$(setpriv --bounding-set=$caps --inh-caps=$caps "$KREPCTL" watch --once 2>&1)
+rc2=$?
+if [ "$rc" = 1 ] && grep -q 'permission denied' <<<"$out" &&
+   [ "$rc2" = 1 ] && grep -q 'cannot load the BPF programs: permission denied' <<<"$out2"; then
+	ktap_ok "krepctl watch without privileges: exit 1, '$(cut -c1-70 <<<"$out2")...'"
+else
+	ktap_diag "as nobody: exit $rc: $out"
+	ktap_diag "as root without $caps: exit $rc2: $out2"
+	ktap_fail "krepctl watch without privileges: exit 1 with a permission message"
+fi
+
+# --- 3. the metrics endpoint and stats, all in sync ------------------------
+
+section "3. krepd --metrics and krepctl stats"
+
+all_present() { # SERIES...: all in the last scrape
+	local m
+	for m in "$@"; do
+		[ "$(metric "$m")" != absent ] || { ktap_diag "no $m"; return 1; }
+	done
+}
+
+if scrape && [ "$(metric krep_up)" = 1 ] &&
+   [ "$(metric krep_under_replicated_partitions)" = 0 ] &&
+   [ "$(metric krep_partitions)" = 3 ] && [ "$(metric krep_leader_partitions)" = 1 ] &&
+   [ "$(metric 'krep_partition_hw_lag{topic="obs",partition="0"}')" = 0 ] &&
+   all_present krep_under_min_isr_partitions krep_at_min_isr_partitions \
+	krep_offline_partitions krep_isr_shrinks_total krep_isr_expands_total \
+	krep_max_follower_lag_offsets krep_max_follower_lag_ms \
+	krep_records_total 'krep_partition_lso_lag{topic="obs",partition="2"}'; then
+	ktap_ok "GET /metrics parses as Prometheus text: $(wc -l <"$tmp/metrics") series, none under-replicated"
+else
+	cat "$tmp/prom.err" "$tmp/metrics" | ktap_diag_stdin
+	ktap_fail "GET /metrics parses as Prometheus text with krep's metrics"
+fi
+
+if kc "$B1" --json stats >"$tmp/stats.json" &&
+   jq -e --argjson r "$((hw1))" '.broker_id == 1 and .partitions == 3 and
+	.leader_partitions == 1 and .under_replicated_partitions == 0 and
+	.under_min_isr_partitions == 0 and .offline_partitions == 0 and
+	.isr_shrinks == null and .counters.records == $r and
+	(.by_partition | length) == 3' "$tmp/stats.json" >/dev/null &&
+   kc "$B1" stats | grep -q '^  under-replicated partitions  *0$'; then
+	ktap_ok "krepctl stats: 3 partitions, 1 led, none under-replicated, $hw1 records"
+else
+	cat "$tmp/stats.json" | ktap_diag_stdin
+	ktap_fail "krepctl stats: 3 partitions, 1 led, none under-replicated"
+fi
+
+# --- 4. a follower cut off and restored ------------------------------------
+
+section "4. broker 3 cut off and restored"
+
+bg_start watch2 "$KREPCTL" --netns "$B1" --json watch obs --interval 500
+isr_ok=0
+krep_wait_for 60 test -s "$tmp/watch2.out" || isr_ok=1
+
+ip -n "$B3" link set kr0 down
+# an acks=all produce waits for the expiration scan to drop broker 3
+seq 1 10 | kc "$B1" produce obs partition 0 acks all timeout 30000 \
+	>"$tmp/produce2.out" 2>&1 || isr_ok=1
+isr_is() { # JSON-ARRAY: obs-0's ISR on broker 1
+	[ "$(part "$B1" obs 0 | jq -c .isr)" = "$1" ]
+}
+krep_wait_for 20 isr_is '[1,2]' || isr_ok=1
+shrunk() {
+	grep -Eq '^[0-9]+ +1 +shrink +obs-0 +3 ' "$tmp/isr.out"
+}
+if [ "$isr_ok" = 0 ] && krep_wait_for 20 shrunk; then
+	ktap_ok "isr-changes.bt: broker 1 shrinks obs-0's ISR without follower 3 ($(grep -c shrink "$tmp/isr.out") shrink lines)"
+else
+	part "$B1" obs 0 | ktap_diag_stdin
+	cat "$tmp/produce2.out" | ktap_diag_stdin
+	head -n 20 "$tmp/isr.out" "$tmp/isr.err" | ktap_diag_stdin
+	ktap_fail "isr-changes.bt: broker 1 shrinks obs-0's ISR without follower 3"
+fi
+
+urp_is() { # N [MIN_SHRINKS MIN_EXPANDS]
+	scrape && [ "$(metric krep_under_replicated_partitions)" = "$1" ] &&
+		awk -v a="$(metric krep_isr_shrinks_total)" -v b="${2:-0}" \
+			-v c="$(metric krep_isr_expands_total)" -v d="${3:-0}" \
+			'BEGIN { exit !(a >= b && c >= d) }'
+}
+if krep_wait_for 10 urp_is 1 1 0 &&
+   kc "$B1" --json stats | jq -e '.under_replicated_partitions == 1 and
+	.at_min_isr_partitions == 0 and .max_follower_lag_offsets >= 10' >/dev/null; then
+	ktap_ok "cut off: krep_under_replicated_partitions 1, krep_isr_shrinks_total $(metric krep_isr_shrinks_total); stats agrees"
+else
+	cat "$tmp/prom.err" "$tmp/metrics" | ktap_diag_stdin
+	kc "$B1" --json stats | ktap_diag_stdin
+	ktap_fail "cut off: krep_under_replicated_partitions 1 and a shrink counted; stats agrees"
+fi
+
+ip -n "$B3" link set kr0 up
+restored_ok=0
+krep_wait_for 90 isr_is '[1,2,3]' || restored_ok=1
+if [ "$restored_ok" = 0 ] && krep_wait_for 10 urp_is 0 1 1; then
+	ktap_ok "restored: broker 3 back in obs-0's ISR, krep_under_replicated_partitions 0, krep_isr_expands_total $(metric krep_isr_expands_total)"
+else
+	part "$B1" obs 0 | ktap_diag_stdin
+	cat "$tmp/prom.err" "$tmp/metrics" | ktap_diag_stdin
+	ktap_fail "restored: broker 3 back in obs-0's ISR, krep_under_replicated_partitions 0, an expand counted"
+fi
+
+expanded() {
+	grep -Eq '^[0-9]+ +1 +expand +obs-0 +3 ' "$tmp/isr.out"
+}
+krep_wait_for 10 expanded
+n=$(lines watch2)
+krep_wait_for 10 test "$(lines watch2)" -ge $((n + 2))
+bg_stop isr watch2
+w=$(tail -n 1 "$tmp/watch2.out")
+if expanded && jq -e '(.partitions | length) == 3 and
+	all(.partitions[]; .topic == "obs") and
+	(.partitions[] | select(.partition == 0) |
+	 .isr_shrinks >= 1 and .isr_expands >= 1 and .isr_size == 3 and
+	 .under_replicated == false)' <<<"$w" >/dev/null 2>&1; then
+	ktap_ok "isr-changes.bt saw the expand; krepctl watch obs counted $(jq '.partitions[] | select(.partition == 0) | "\(.isr_shrinks) shrink(s) and \(.isr_expands) expand(s)"' -r <<<"$w") of obs-0"
+else
+	grep -E 'shrink|expand' "$tmp/isr.out" | ktap_diag_stdin
+	jq -c '.partitions[] | {topic, partition, isr, isr_shrinks, isr_expands}' <<<"$w" 2>&1 |
+		ktap_diag_stdin
+	ktap_fail "isr-changes.bt saw the expand; krepctl watch obs counted the shrink and the expand of obs-0"
+fi
+
+# --- 5. the end: no BPF left, module gone ----------------------------------
+
+section "5. shutdown"
+
+bg_stop krepd
+if [ -z "$(jobs -p)" ]; then
+	ktap_ok "every bpftrace, krepctl watch and krepd exited"
+else
+	jobs -l | ktap_diag_stdin
+	ktap_fail "every bpftrace, krepctl watch and krepd exited"
+fi
+
+for n in B1 B2 B3 BR; do
+	ip netns del "${!n}"
+done
+if krep_wait_for 30 rmmod krep 2>/dev/null; then
+	out=$("$KREPCTL" watch --once 2>&1)
+	rc=$?
+	if [ "$rc" = 1 ] && grep -q 'tracepoints are missing' <<<"$out"; then
+		ktap_ok "krep unloaded; krepctl watch: exit 1, '$(cut -c1-70 <<<"$out")...'"
+	else
+		ktap_diag "exit $rc: $out"
+		ktap_fail "krep unloaded; krepctl watch exits 1 saying the tracepoints are missing"
+	fi
+else
+	lsmod | grep krep | ktap_diag_stdin
+	ktap_fail "krep unloaded (nothing holds it)"
+fi
+
+ktap_finish
