@@ -67,7 +67,9 @@ bt_start() {	# bt_start NAME SCRIPT [ARGS]: bpftrace in the background
 	shift
 	bpftrace "$@" >"/tmp/demo-$name.out" 2>&1 &
 	eval "BT_$name=$!"
-	wait_for 120 "bpftrace $name attaches" grep -q Attaching "/tmp/demo-$name.out"
+	# BEGIN prints a header once every probe is attached
+	wait_for 120 "bpftrace $name attaches" \
+		grep -qE '^(TIME|Tracing)' "/tmp/demo-$name.out"
 }
 
 bt_stop() {	# bt_stop NAME: stop it and wait, so the module can unload

@@ -292,7 +292,8 @@ bg_start isr bpftrace "$BT/isr-changes.bt"
 bg_start watch1 "$KREPCTL" --netns "$B1" --json watch --interval 500
 bt_ok=0
 bt_wait hw '^ready' || bt_ok=1
-bt_wait lat '^Attaching' || bt_ok=1
+# BEGIN runs once every probe is attached; "Attaching" comes before
+bt_wait lat '^Tracing' || bt_ok=1
 bt_wait isr '^TIME(ms)' || bt_ok=1
 # watch is attached once it prints its first refresh
 krep_wait_for 60 test -s "$tmp/watch1.out" || {
