@@ -72,6 +72,32 @@ vm-shell: deps
 	$(MAKE) KDIR="$(VM_KDIR)" all
 	KREP_SHELL_INIT="scripts/demo.sh --setup-only" $(VM) --shell
 
+# make bench: krep against Redis (WAIT), NATS JetStream and etcd in one VM
+# boot, with a TCP calibration; bench/run.sh runs in the VM and prints its
+# figures on the console, bench/report.py makes build/bench/results.md and
+# results.csv from it (README, "Benchmark"). The VM boots without
+# slub_debug here (its checks slow every kernel allocation) and with the
+# TSC as clocksource: qemu's TCG offers only the HPET otherwise, whose
+# emulated reads make every clock_gettime() a slow system call and
+# penalise the userspace peers.
+BENCH_TIMEOUT ?= 900
+.PHONY: bench
+bench: deps
+	@bench/deps.sh
+	$(MAKE) KDIR="$(VM_KDIR)" module agent
+	$(MAKE) -C bench
+	@mkdir -p build/bench
+	@rm -f build/bench/vm.rc build/bench/results.md build/bench/results.csv
+	{ echo "BENCH-HOST loadavg=\"$$(cut -d' ' -f1-3 /proc/loadavg)\" nproc=$$(nproc)"; \
+		KREP_VM_MEM=4096 KREP_VM_APPEND="slub_debug=- clocksource=tsc tsc=reliable $(KREP_VM_APPEND)" \
+		$(VM) --timeout $(BENCH_TIMEOUT) -- bench/run.sh; \
+		echo $$? >build/bench/vm.rc; } 2>&1 | tee build/bench/console.log
+	@echo
+	@python3 bench/report.py build/bench/console.log build/bench
+	@echo "bench: tables in build/bench/results.md and results.csv"
+	@rc=$$(cat build/bench/vm.rc 2>/dev/null); [ "$$rc" = 0 ] || \
+		{ echo "bench: the VM run failed (status $${rc:-unknown}), see above" >&2; exit 1; }
+
 # sparse (C=2 checks every file; endian checks are on by default in 6.1
 # via -D__CHECK_ENDIAN__ being implied). Any warning fails the target.
 sparse:

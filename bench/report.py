@@ -1,0 +1,359 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""report.py - turn the console output of bench/run.sh into tables.
+
+Usage: bench/report.py CONSOLE_LOG OUTDIR
+
+Reads the BENCH-* lines that bench/run.sh printed in the VM (the console
+that selftests/vm/run.sh streams), and writes OUTDIR/results.md (markdown,
+also printed) and OUTDIR/results.csv. Trial 0 is the warm-up and is left
+out. Each figure is the median over the trials with its spread (min-max);
+each ratio is computed within a trial (both sides measured in the same
+boot, minutes apart at most) and the median of those per-trial ratios is
+reported with their spread. Latency percentiles marked "pooled" come from
+every sample of every trial together.
+
+Exit status: 0, or 1 when the log holds no benchmark output at all.
+"""
+import csv
+import os
+import re
+import statistics
+import sys
+
+COMMIT_RULE = {
+    "krep acks=all": "all ISR replicas (3 of 3 while the ISR is full)",
+    "krep acks=1": "leader only",
+    "redis": "all replicas (WAIT 2, 2 replicas)",
+    "nats": "majority (JetStream R3: 2 of 3)",
+    "etcd": "majority (Raft: 2 of 3)",
+}
+PEERS = [("redis", "wait2", "Redis 7 WAIT 2"),
+         ("nats", "r3", "NATS JetStream R3"),
+         ("etcd", "put", "etcd 3.4")]
+KV = re.compile(r'(\w+)=("[^"]*"|\S+)')
+
+
+def kv(s):
+    return {k: v.strip('"') for k, v in KV.findall(s)}
+
+
+def num(d, k):
+    try:
+        return float(d[k])
+    except (KeyError, ValueError):
+        return None
+
+
+def parse(path):
+    raw, pctl, notm, fails, info = [], {}, {}, [], {}
+    with open(path, errors="replace") as f:
+        for line in f:
+            line = line.rstrip("\r\n")
+            i = line.find("BENCH-")
+            if i < 0:
+                continue
+            line = line[i:]
+            tag, _, rest = line.partition(" ")
+            if tag == "BENCH-RAW":
+                d = kv(rest)
+                d["trial"] = int(d.get("trial", -1))
+                raw.append(d)
+            elif tag == "BENCH-PCTL":
+                d = kv(rest)
+                pctl[(d.get("system"), d.get("case"))] = d
+            elif tag == "BENCH-NOTMEASURED":
+                m = re.match(r"system=(\S+) reason=(.*)", rest)
+                if m:
+                    notm[m.group(1)] = m.group(2)
+            elif tag == "BENCH-FAIL":
+                fails.append(rest)
+            elif tag in ("BENCH-BEGIN", "BENCH-DONE", "BENCH-HOST"):
+                info.update(kv(rest))
+    return raw, pctl, notm, fails, info
+
+
+def stats(vals):
+    vals = [v for v in vals if v is not None]
+    if not vals:
+        return None
+    return (statistics.median(vals), min(vals), max(vals), len(vals))
+
+
+def fmt(v, digits=None):
+    if v is None:
+        return "-"
+    if digits is None:
+        a = abs(v)
+        digits = 0 if a >= 100 else 1 if a >= 10 else 2 if a >= 1 else 3
+    return f"{v:,.{digits}f}"
+
+
+def fmt_spread(s, digits=None):
+    if s is None:
+        return "-"
+    med, lo, hi, n = s
+    if n == 1:
+        return fmt(med, digits)
+    return f"{fmt(med, digits)} ({fmt(lo, digits)}–{fmt(hi, digits)})"
+
+
+def case_parts(case):
+    """p1-if1-acksall-100 -> (1, '1', 'acksall', 100)"""
+    m = re.match(r"p(\d+)-if(\w+?)-(\w+)-(\d+)$", case)
+    if not m:
+        return None
+    return int(m.group(1)), m.group(2), m.group(3), int(m.group(4))
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 2
+    raw, pctl, notm, fails, info = parse(sys.argv[1])
+    outdir = sys.argv[2]
+    if not raw and not notm:
+        print(f"report.py: no benchmark output in {sys.argv[1]}", file=sys.stderr)
+        return 1
+    trials = sorted({d["trial"] for d in raw if d["trial"] > 0})
+    runs = {}   # (system, case) -> {trial: dict}
+    for d in raw:
+        if d["trial"] > 0:
+            runs.setdefault((d["system"], d["case"]), {})[d["trial"]] = d
+    inflight = info.get("inflight", "N")
+
+    def series(system, case, key, fn=None):
+        out = {}
+        for t, d in runs.get((system, case), {}).items():
+            v = fn(d) if fn else num(d, key)
+            if v is not None:
+                out[t] = v
+        return out
+
+    def per_rec(key, rec_key="records"):
+        def f(d):
+            a, r = num(d, key), num(d, rec_key)
+            return a / r if a is not None and r else None
+        return f
+
+    md, rows = [], []
+
+    def row(section, system, case, metric, s, note=""):
+        if s is None:
+            rows.append([section, system, case, metric, "", "", "", 0, note])
+        else:
+            rows.append([section, system, case, metric, f"{s[0]:.6g}",
+                         f"{s[1]:.6g}", f"{s[2]:.6g}", s[3], note])
+
+    md.append("# krep benchmark")
+    md.append("")
+    host = ""
+    if "loadavg" in info:
+        host = (f" The host ({info.get('nproc', '?')} cores) had a load "
+                f"average of {info['loadavg']} when the VM started: other "
+                "work on the host slows the VM and widens the spreads.")
+    md.append(f"{len(trials)} trials after a warm-up, systems interleaved "
+              f"(a different order each trial); kernel {info.get('kernel', '?')}, "
+              f"{info.get('cpus', '?')} vCPUs ({info.get('cpu', '?')}) in "
+              f"qemu, clocksource {info.get('clocksource', '?')}; run time "
+              f"{info.get('seconds', '?')} s in the VM. "
+              "Each cell: median over the trials (min–max). Compare systems "
+              "only within one run: under emulation, absolute numbers move "
+              "up to 3× from boot to boot." + host)
+    md.append("")
+
+    # ---- calibration
+    md.append("## Calibration (same veth/bridge path, broker 1 → broker 2 namespace)")
+    md.append("")
+    md.append("| measure | p50 µs | p99 µs | p99.9 µs (pooled) | MB/s |")
+    md.append("| --- | --- | --- | --- | --- |")
+    pp50 = series("calib", "pingpong-1024", "p50_us")
+    pp99 = series("calib", "pingpong-1024", "p99_us")
+    pool = pctl.get(("calib", "pingpong"), {})
+    p999 = (f"{fmt(float(pool['p999_us']))} (n={pool.get('n', 0)})"
+            if "p999_us" in pool else "-")
+    md.append(f"| TCP ping-pong, 1 KiB | {fmt_spread(stats(pp50.values()))} | "
+              f"{fmt_spread(stats(pp99.values()))} | {p999} | - |")
+    row("calibration", "tcp", "pingpong-1024", "p50_us", stats(pp50.values()))
+    row("calibration", "tcp", "pingpong-1024", "p99_us", stats(pp99.values()))
+    iperf = {}
+    for size in (100, 1024):
+        iperf[size] = series("calib", f"iperf3-{size}", "mb_per_s")
+        md.append(f"| iperf3 TCP stream, {size} B writes | - | - | - | "
+                  f"{fmt_spread(stats(iperf[size].values()))} |")
+        row("calibration", "iperf3", f"stream-{size}", "mb_per_s",
+            stats(iperf[size].values()))
+    md.append("")
+    idle = []
+    for system, name in (("calib", "none (calibration)"), ("krep", "krep"),
+                         ("redis", "Redis"), ("nats", "NATS"), ("etcd", "etcd")):
+        st = stats(series(system, "idle", "busy_pct").values())
+        if st:
+            idle.append(f"{name} {fmt_spread(st, 0)}")
+            row("idle", name, "idle", "vm_busy_pct", st,
+                "1 s before the block, other systems stopped")
+    if idle:
+        md.append("VM CPU busy (%) while a system idles, its servers alone "
+                  "running (1 s before each of its blocks): "
+                  + "; ".join(idle) + ".")
+        md.append("")
+
+    # ---- systems
+    md.append("## Systems")
+    md.append("")
+    md.append(f"In flight: 1 = one synchronous writer; {inflight} = {inflight} "
+              "writers, each with its own connection and one request "
+              "outstanding. One record per request. Commit latency: the "
+              "request's round trip (for krep acks=all: produce → HW passes "
+              "the record); p99.9 pooled over all trials' samples. CPU: busy "
+              "time of the whole VM (servers, kernel, client) per record. "
+              "Copied: payload bytes krep copied per record, summed over "
+              "the three brokers (KREP_A_STATS).")
+    md.append("")
+    md.append("| system | commits on | partitions | in flight | size B | "
+              "records/s | MB/s | p50 µs | p99 µs | p99.9 µs pooled (n) | "
+              "VM CPU µs/rec | copied B/rec | zero-copy B/rec |")
+    md.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | "
+              "--- | --- | --- |")
+
+    def sys_rows(system, label_of):
+        cases = sorted({c for (s, c) in runs if s == system and case_parts(c)},
+                       key=lambda c: (case_parts(c)[3], case_parts(c)[2],
+                                      case_parts(c)[0], case_parts(c)[1]))
+        for c in cases:
+            parts, infl, mode, size = case_parts(c)
+            label, rule = label_of(mode)
+            rps = stats(series(system, c, "rec_per_s").values())
+            mbs = stats(series(system, c, "mb_per_s").values())
+            p50 = stats(series(system, c, "p50_us").values())
+            p99 = stats(series(system, c, "p99_us").values())
+            cpu = stats(series(system, c, None, per_rec("vm_cpu_us")).values())
+            cp = stats(series(system, c, None, per_rec("copy_bytes", "krep_records")).values())
+            zc = stats(series(system, c, None, per_rec("zc_bytes", "krep_records")).values())
+            pool = pctl.get((system, c), {})
+            p999 = (f"{fmt(float(pool['p999_us']))} (n={pool.get('n', 0)})"
+                    if pool and "p999_us" in pool else "-")
+            md.append(f"| {label} | {rule} | {parts} | "
+                      f"{inflight if infl == 'N' else infl} | {size} | "
+                      f"{fmt_spread(rps)} | {fmt_spread(mbs)} | {fmt_spread(p50)} | "
+                      f"{fmt_spread(p99)} | {p999} | {fmt_spread(cpu)} | "
+                      f"{fmt_spread(cp, 0) if cp else '-'} | "
+                      f"{fmt_spread(zc, 0) if zc else '-'} |")
+            for metric, s in (("rec_per_s", rps), ("mb_per_s", mbs),
+                              ("p50_us", p50), ("p99_us", p99),
+                              ("vm_cpu_us_per_rec", cpu),
+                              ("copied_bytes_per_rec", cp),
+                              ("zerocopy_bytes_per_rec", zc)):
+                if s is not None:
+                    row("system", label, c, metric, s, rule)
+            if pool:
+                for k in ("p50_us", "p99_us", "p999_us"):
+                    v = float(pool[k])
+                    row("system", label, c, f"pooled_{k}",
+                        (v, v, v, len(trials)), f"n={pool.get('n')}")
+
+    def krep_label(mode):
+        k = "krep acks=all" if mode == "acksall" else "krep acks=1"
+        return k, COMMIT_RULE[k]
+
+    sys_rows("krep", krep_label)
+    for system, _, name in PEERS:
+        if system in notm:
+            md.append(f"| {name} | {COMMIT_RULE[system]} | - | - | - | "
+                      f"not measured: {notm[system]} | | | | | | | |")
+            row("system", name, "-", "not_measured", None, notm[system])
+        else:
+            sys_rows(system, lambda mode, n=name, s=system: (n, COMMIT_RULE[s]))
+    if "krep" in notm:
+        md.append(f"| krep | - | - | - | - | not measured: {notm['krep']} "
+                  "| | | | | | | |")
+    isr = [num(d, "isr_min") for (s, c), tr in runs.items() if s == "krep"
+           for d in tr.values() if num(d, "isr_min") is not None
+           and num(d, "isr_min") >= 0]
+    md.append("")
+    if not isr:
+        md.append("krep's ISR after the runs: unknown.")
+    elif all(v == 3 for v in isr):
+        md.append("krep's ISR was full (3 of 3) after every run: acks=all "
+                  "committed on all replicas.")
+    elif isr:
+        md.append(f"**krep's ISR shrank during a trial** (smallest ISR seen "
+                  f"after a run: {min(isr):.0f}): acks=all then committed on "
+                  "fewer than all replicas.")
+    md.append("")
+
+    # ---- ratios
+    md.append("## Ratios (median of per-trial ratios, min–max)")
+    md.append("")
+    md.append("| ratio | size B | median (min–max) | trials |")
+    md.append("| --- | --- | --- | --- |")
+
+    def ratio(name, size, a, b, note=""):
+        r = [a[t] / b[t] for t in a if t in b and b[t]]
+        s = stats(r)
+        md.append(f"| {name} | {size} | {fmt_spread(s)} | {s[3] if s else 0} |")
+        row("ratio", "krep", name, f"ratio_{size}", s, note)
+
+    for size in (100, 1024):
+        ratio("krep commit p50 (acks=all, 1 in flight) ÷ TCP ping-pong p50",
+              size, series("krep", f"p1-if1-acksall-{size}", "p50_us"), pp50)
+    for size in (100, 1024):
+        ratio(f"krep acks=all MB/s ({inflight} in flight, 1 partition) ÷ iperf3 MB/s",
+              size, series("krep", f"p1-ifN-acksall-{size}", "mb_per_s"),
+              iperf[size])
+        ratio(f"krep acks=all MB/s ({inflight} in flight, 4 partitions) ÷ iperf3 MB/s",
+              size, series("krep", f"p4-ifN-acksall-{size}", "mb_per_s"),
+              iperf[size])
+    for size in (100, 1024):
+        for shape, what in (("p1-if1", "1 in flight"),
+                            ("p1-ifN", f"{inflight} in flight"),
+                            ("p4-ifN", f"{inflight} in flight, 4 partitions")):
+            ratio(f"krep acks=all ÷ acks=1 records/s ({what})", size,
+                  series("krep", f"{shape}-acksall-{size}", "rec_per_s"),
+                  series("krep", f"{shape}-acks1-{size}", "rec_per_s"))
+    for system, mode, name in PEERS:
+        if system in notm:
+            md.append(f"| krep ÷ {name} | - | not measured: {notm[system]} | 0 |")
+            continue
+        for size in (100, 1024):
+            for shape, what in (("p1-if1", "1 in flight"),
+                                ("p1-ifN", f"{inflight} in flight")):
+                ratio(f"krep acks=all ÷ {name} records/s ({what})", size,
+                      series("krep", f"{shape}-acksall-{size}", "rec_per_s"),
+                      series(system, f"{shape}-{mode}-{size}", "rec_per_s"))
+            ratio(f"krep acks=all ÷ {name} commit p50 (1 in flight; < 1 is faster)",
+                  size, series("krep", f"p1-if1-acksall-{size}", "p50_us"),
+                  series(system, f"p1-if1-{mode}-{size}", "p50_us"))
+    md.append("")
+    md.append("Commit rules differ: Redis WAIT 2 and krep acks=all (full ISR) "
+              "wait for every replica; NATS JetStream R3 and etcd wait for a "
+              "majority (2 of 3), so one slow replica does not hold them up.")
+    md.append("")
+    if fails:
+        md.append(f"## Failed runs ({len(fails)})")
+        md.append("")
+        for f in fails[:20]:
+            md.append(f"- `{f[:200]}`")
+        md.append("")
+    if notm:
+        md.append("## Not measured")
+        md.append("")
+        for s, why in notm.items():
+            md.append(f"- {s}: {why}")
+        md.append("")
+
+    os.makedirs(outdir, exist_ok=True)
+    text = "\n".join(md)
+    with open(os.path.join(outdir, "results.md"), "w") as f:
+        f.write(text)
+    with open(os.path.join(outdir, "results.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["section", "system", "case", "metric", "median", "min",
+                    "max", "trials", "note"])
+        w.writerows(rows)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
