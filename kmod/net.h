@@ -58,6 +58,7 @@ struct krep_conn {
 
 #define KREP_CONN_DEAD		0	/* flags bit: closing */
 #define KREP_CONN_HELLO		1	/* flags bit: HELLO exchanged */
+#define KREP_CONN_WOKEN		2	/* flags bit: parked FETCH woken */
 
 /* a configured peer and our outbound connection to it */
 struct krep_peer {

@@ -232,8 +232,11 @@ static int fetch_wake(wait_queue_entry_t *wq, unsigned int mode, int flags,
 		      void *key)
 {
 	struct fetch_waiter *w = container_of(wq, struct fetch_waiter, wq);
+	struct krep_conn *c = w->df->c;
 
-	mod_delayed_work(krep_wq, &w->df->c->fetch_work, 0);
+	/* fetch_work re-arms for the deadline unless it sees this bit */
+	set_bit(KREP_CONN_WOKEN, &c->flags);
+	mod_delayed_work(krep_wq, &c->fetch_work, 0);
 	return 0;
 }
 
@@ -273,6 +276,7 @@ static void fetch_work(struct work_struct *work)
 	df = c->delayed;
 	if (!df)
 		goto out;
+	clear_bit(KREP_CONN_WOKEN, &c->flags);
 	err = respond(df, time_after_eq(jiffies, df->deadline), &sent);
 	if (err) {
 		krep_conn_close(c, "cannot send a FETCH response");
@@ -281,7 +285,8 @@ static void fetch_work(struct work_struct *work)
 	if (sent) {
 		c->delayed = NULL;
 		delayed_free(df);
-	} else {
+	} else if (!test_bit(KREP_CONN_WOKEN, &c->flags)) {
+		/* a wake during respond() already queued us: keep that */
 		mod_delayed_work(krep_wq, &c->fetch_work,
 				 max_t(long, df->deadline - jiffies, 1));
 	}
@@ -309,8 +314,12 @@ static int park(struct krep_conn *c, struct krep_delayed_fetch *df)
 		df->nwait++;
 	}
 	c->delayed = df;
-	mod_delayed_work(krep_wq, &c->fetch_work,
-			 max_t(long, df->deadline - jiffies, 1));
+	/*
+	 * An append between respond() and add_wait_queue() woke nobody:
+	 * evaluate once more now that the entries are in place.
+	 */
+	set_bit(KREP_CONN_WOKEN, &c->flags);
+	mod_delayed_work(krep_wq, &c->fetch_work, 0);
 	return 0;
 }
 
