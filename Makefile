@@ -83,7 +83,7 @@ vm-shell: deps
 BENCH_TIMEOUT ?= 900
 .PHONY: bench
 bench: deps
-	@bench/deps.sh
+	@scripts/deps.sh --bench
 	$(MAKE) KDIR="$(VM_KDIR)" module agent
 	$(MAKE) -C bench
 	@mkdir -p build/bench

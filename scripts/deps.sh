@@ -3,10 +3,13 @@
 #
 # deps.sh - install the Debian packages krep's build, VM and tests need.
 #
-# Usage: scripts/deps.sh [--check|--list]
+# Usage: scripts/deps.sh [--bench] [--check|--list]
 #
 #   (none)    install what is missing (apt-get, as root or through sudo);
 #             silent and quick when everything is there
+#   --bench   the packages only `make bench` needs instead: the peers it
+#             measures krep against and their client libraries (never
+#             pulled in by make check)
 #   --check   exit 1, naming what is missing, if anything is; installs nothing
 #   --list    print the package list
 
@@ -19,6 +22,13 @@ PKGS=(
 	linux-image-amd64 qemu-system-x86 busybox-static	# the test VM
 	kmod cpio xz-utils zstd
 	iproute2 bpftrace bpftool jq	# tests and tools
+)
+
+BENCH_PKGS=(
+	redis-server redis-tools libhiredis-dev	# Redis 7, WAIT
+	nats-server libnats-dev			# NATS JetStream
+	etcd-server etcd-client			# etcd 3.4
+	iperf3 python3				# calibration
 )
 
 usage() {
@@ -38,6 +48,10 @@ missing() {
 }
 
 mode=install
+if [ "${1:-}" = --bench ]; then
+	PKGS=("${BENCH_PKGS[@]}")
+	shift
+fi
 case ${1:-} in
 "") ;;
 --check) mode=check ;;
@@ -66,9 +80,10 @@ else
 fi
 
 echo "deps.sh: installing ${need[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
+# RUNLEVEL=1 keeps the bench servers' packages from starting their
+# services on the host: the benchmark runs its own instances in the VM.
 "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get install -y -qq \
 	--no-install-recommends "${need[@]}"
 
 mapfile -t need < <(missing)
