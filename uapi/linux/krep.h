@@ -19,6 +19,11 @@
  *                 KREP_A_PEER_EP     nest  KREP_A_EP_*
  *                 KREP_A_PEER_STATE  u8    enum krep_peer_state
  *             KREP_A_GENERATION      u32   bumped by every successful SET
+ *                                          that changes the configuration
+ *             KREP_A_CONTROLLER      nest  KREP_A_CTRL_*: the controller's
+ *                                          claim (epoch, owner, lease,
+ *                                          AGE_MS since it was renewed),
+ *                                          absent while none was made
  *             KREP_A_STATS           nest  KREP_A_STAT_* counters: records
  *                                          appended, payload bytes copied
  *                                          (produce, replication, socket
@@ -35,6 +40,17 @@
  *                                          peer list (an empty nest clears it);
  *                                          at most KREP_PEERS_MAX, ids unique
  *                                          and different from the broker's own
+ *             KREP_A_CONTROLLER      nest  a controller's claim on this
+ *                                          broker: KREP_A_CTRL_EPOCH (>= 1),
+ *                                          KREP_A_CTRL_OWNER (u64, nonzero:
+ *                                          who claims), KREP_A_CTRL_LEASE_MS
+ *                                          (0 releases, else 100..600000).
+ *             A claim while another owner's lease runs fails EBUSY
+ *             (NOT_CONTROLLER); after it ran out (or was released) a new
+ *             owner needs a higher epoch, else ESTALE
+ *             (STALE_CONTROLLER_EPOCH). The owner renews with the same
+ *             epoch or a higher one. Once a claim was made, the broker's
+ *             ISR changes wait for that controller's commit.
  *   The request is validated as a whole before anything changes: it either
  *   applies completely or not at all.
  *
@@ -60,7 +76,10 @@
  *             KREP_A_ROLE, KREP_A_LEADER, KREP_A_LEADER_EPOCH,
  *             KREP_A_PARTITION_EPOCH, KREP_A_REPLICAS, KREP_A_ISR,
  *             KREP_A_LEO, KREP_A_HW, KREP_A_LSO, KREP_A_LOG_START,
- *             KREP_A_LOW_WATERMARK, KREP_A_LOG_BYTES, and on a leader
+ *             KREP_A_LOW_WATERMARK, KREP_A_LOG_BYTES, KREP_A_EPOCHS (the
+ *             leader epoch cache: a KREP_A_EPOCH_ENTRY nest per epoch,
+ *             oldest first), KREP_A_PENDING_ISR while an ALTER_ISR waits
+ *             for the controller, and on a leader
  *             KREP_A_REMOTES: a KREP_A_REMOTE nest per follower
  *             (KREP_A_REMOTE_*: id, LEO, log start, ms since its last
  *             fetch and since it was last caught up, ISR membership)
@@ -69,7 +88,10 @@
  *             RecordBatch v2, magic 2, CRC-32C valid, at most 65531 bytes
  *             as a netlink attribute; baseOffset and partitionLeaderEpoch
  *             are overwritten by the leader),
- *             KREP_A_ACKS (default -1), KREP_A_TIMEOUT_MS (default and max 30000)
+ *             KREP_A_ACKS (default -1), KREP_A_TIMEOUT_MS (default and max 30000),
+ *             KREP_A_LEADER_EPOCH (optional: the epoch the client knows;
+ *             FENCED_LEADER_EPOCH (ESTALE) when older than the leader's,
+ *             UNKNOWN_LEADER_EPOCH (EAGAIN) when newer)
  *   reply:    KREP_A_OFFSET (base offset assigned), KREP_A_HW
  *   errors:   MESSAGE_TOO_LARGE (EMSGSIZE), CORRUPT_MESSAGE (EBADMSG),
  *             INVALID_RECORD (EINVAL), NOT_ENOUGH_REPLICAS (EAGAIN, nothing
@@ -82,7 +104,8 @@
  *             KREP_A_MAX_BYTES (default 1 MiB; at least one whole batch is
  *             returned), KREP_A_MAX_WAIT_MS (default 0, max 30000), KREP_A_ISOLATION,
  *             KREP_A_FOLLOWER_READ (flag: accept a follower replica too, as
- *             Kafka's fetch-from-follower; it serves up to its own HW)
+ *             Kafka's fetch-from-follower; it serves up to its own HW),
+ *             KREP_A_LEADER_EPOCH (optional, checked as in PRODUCE)
  *   reply:    KREP_A_RECORDS, repeated: whole batches as stored, in offset
  *             order, at most 65531 bytes per attribute (none when there
  *             is nothing to read; read_committed stops at LSO and leaves
@@ -109,12 +132,50 @@
  *   errors:   INVALID_TXN_STATE (EINVAL): commit/abort without begin, begin
  *             twice
  *
+ * KREP_CMD_LEADER_AND_ISR (do)       CAP_NET_ADMIN; only from the controller
+ *   The controller's word on one partition (DESIGN.md §2, Roles).
+ *   request:  KREP_A_CONTROLLER_EPOCH (u32: the epoch this broker's
+ *             controller claim holds, see KREP_A_CONTROLLER),
+ *             KREP_A_TOPIC, KREP_A_PARTITION,
+ *             KREP_A_LEADER (u32 broker id, or KREP_NO_LEADER: offline),
+ *             KREP_A_LEADER_EPOCH, KREP_A_PARTITION_EPOCH,
+ *             KREP_A_ISR (nest of KREP_A_BROKER_ID, a subset of AR holding
+ *             the leader), KREP_A_REPLICAS (optional: must equal AR)
+ *   A higher leader epoch changes roles: the named leader records
+ *   (epoch, LEO) in its leader epoch cache and starts the epoch; every
+ *   other replica follows it and truncates by the leader's epoch
+ *   answer on its next FETCH. The same leader epoch with a higher
+ *   partition epoch only replaces the ISR (the commit of an ALTER_ISR).
+ *   The same leader and partition epochs again is a no-op (a resend).
+ *   errors:   ESTALE: STALE_CONTROLLER_EPOCH (an older controller),
+ *             FENCED_LEADER_EPOCH (an older leader epoch, or an older
+ *             partition epoch in the same leader epoch);
+ *             EPERM: NOT_CONTROLLER (no claim with this epoch);
+ *             EINVAL: INVALID_REPLICA_ASSIGNMENT (leader or ISR outside
+ *             AR, leader outside the ISR, REPLICAS differ from AR);
+ *             ENOENT: UNKNOWN_TOPIC_OR_PARTITION
+ * KREP_CMD_OFFSETS_FOR_LEADER_EPOCH (do)  any user
+ *   Kafka's OffsetsForLeaderEpoch, answered from the leader epoch cache.
+ *   request:  KREP_A_TOPIC, KREP_A_PARTITION, KREP_A_LEADER_EPOCH (the
+ *             epoch asked), KREP_A_FOLLOWER_READ (flag: a follower may
+ *             answer from its own cache)
+ *   reply:    KREP_A_LEADER_EPOCH (the largest epoch <= the one asked)
+ *             and KREP_A_OFFSET (its end offset: the start of the next
+ *             epoch, or LEO for the latest); both absent when the asked
+ *             epoch is older than every epoch the replica knows
+ *   errors:   NOT_LEADER_OR_FOLLOWER (EREMOTE)
+ *
  * KREP_CMD_ALTER_ISR   (event, multicast group "events")
  *   A leader's ISR change: KREP_A_TOPIC, KREP_A_PARTITION, KREP_A_LEADER,
- *   KREP_A_LEADER_EPOCH, KREP_A_PARTITION_EPOCH, KREP_A_ISR (the new ISR).
+ *   KREP_A_LEADER_EPOCH, KREP_A_PARTITION_EPOCH, KREP_A_ISR (the new ISR),
+ *   KREP_A_CONTROLLER_EPOCH when a controller is registered.
  *   With no controller registered the leader is its own ISR authority and
  *   the change is already applied (the partition epoch in the event is the
- *   new one); the controller will answer it with LEADER_AND_ISR.
+ *   new one). With a controller it is a request: the partition epoch is
+ *   the one it is based on, the leader keeps it pending (PARTITION_GET
+ *   shows KREP_A_PENDING_ISR; HW counts the maximal ISR) until the
+ *   controller commits it with LEADER_AND_ISR at a higher partition
+ *   epoch, and sends it again every KREP_ALTER_ISR_RETRY_MS meanwhile.
  *
  * Endpoints (KREP_A_EP_*): KREP_A_EP_IPV4 (__be32) or KREP_A_EP_IPV6 (16 bytes),
  * and KREP_A_EP_PORT (u16, host order, 1..65535).
@@ -145,6 +206,9 @@
 #define KREP_CLUSTER_ID_MAX	64		/* characters, without the NUL */
 #define KREP_PEERS_MAX		64
 #define KREP_DEFAULT_PORT	9092
+#define KREP_NO_LEADER		0xffffffffU	/* KREP_A_LEADER: none */
+#define KREP_EPOCH_CACHE_MAX	64		/* epochs kept per replica */
+#define KREP_ALTER_ISR_RETRY_MS	2000
 
 enum krep_cmd {
 	KREP_CMD_UNSPEC,
@@ -160,6 +224,8 @@ enum krep_cmd {
 	KREP_CMD_DELETE_RECORDS,
 	KREP_CMD_TXN,
 	KREP_CMD_ALTER_ISR,	/* event */
+	KREP_CMD_LEADER_AND_ISR,
+	KREP_CMD_OFFSETS_FOR_LEADER_EPOCH,
 
 	__KREP_CMD_MAX,
 	KREP_CMD_MAX = __KREP_CMD_MAX - 1
@@ -207,6 +273,11 @@ enum krep_attr {
 	KREP_A_REMOTE,		/* nest: enum krep_remote_attr */
 	KREP_A_FOLLOWER_READ,	/* flag: FETCH from a follower (KIP-392) */
 	KREP_A_STATS,		/* nest: enum krep_stat_attr (BROKER_GET) */
+	KREP_A_CONTROLLER,	/* nest: enum krep_ctrl_attr */
+	KREP_A_CONTROLLER_EPOCH, /* u32 */
+	KREP_A_PENDING_ISR,	/* nest: KREP_A_BROKER_ID ... */
+	KREP_A_EPOCHS,		/* nest: KREP_A_EPOCH_ENTRY ... */
+	KREP_A_EPOCH_ENTRY,	/* nest: enum krep_epoch_attr */
 
 	__KREP_A_MAX,
 	KREP_A_MAX = __KREP_A_MAX - 1
@@ -259,6 +330,30 @@ enum krep_stat_attr {
 
 	__KREP_A_STAT_MAX,
 	KREP_A_STAT_MAX = __KREP_A_STAT_MAX - 1
+};
+
+/* a controller's claim on a broker (BROKER_GET/SET) */
+enum krep_ctrl_attr {
+	KREP_A_CTRL_UNSPEC,
+	KREP_A_CTRL_EPOCH,		/* u32, >= 1 */
+	KREP_A_CTRL_OWNER,		/* u64, nonzero */
+	KREP_A_CTRL_LEASE_MS,		/* u32: 0 releases, else 100..600000 */
+	KREP_A_CTRL_AGE_MS,		/* u64: ms since renewed (reply only) */
+	KREP_A_CTRL_PAD,
+
+	__KREP_A_CTRL_MAX,
+	KREP_A_CTRL_MAX = __KREP_A_CTRL_MAX - 1
+};
+
+/* one entry of a leader epoch cache (PARTITION_GET) */
+enum krep_epoch_attr {
+	KREP_A_EPOCH_UNSPEC,
+	KREP_A_EPOCH_EPOCH,		/* u32 */
+	KREP_A_EPOCH_START,		/* u64: its first offset */
+	KREP_A_EPOCH_PAD,
+
+	__KREP_A_EPOCH_MAX,
+	KREP_A_EPOCH_MAX = __KREP_A_EPOCH_MAX - 1
 };
 
 /* what a leader knows of one follower (PARTITION_GET) */
