@@ -20,6 +20,9 @@
  *                 KREP_A_PEER_STATE  u8    enum krep_peer_state
  *             KREP_A_GENERATION      u32   bumped by every successful SET
  *                                          that changes the configuration
+ *             KREP_A_INCARNATION     u64   random, drawn when the broker's
+ *                                          namespace came up: a new value
+ *                                          means every log was lost
  *             KREP_A_CONTROLLER      nest  KREP_A_CTRL_*: the controller's
  *                                          claim (epoch, owner, lease,
  *                                          AGE_MS since it was renewed),
@@ -146,7 +149,9 @@
  *   other replica follows it and truncates by the leader's epoch
  *   answer on its next FETCH. The same leader epoch with a higher
  *   partition epoch only replaces the ISR (the commit of an ALTER_ISR).
- *   The same leader and partition epochs again is a no-op (a resend).
+ *   The same leader and partition epochs again re-states the committed
+ *   ISR: it ends a pending ALTER_ISR that the controller turned down.
+ *   With KREP_NO_LEADER the ISR may be empty and every replica waits.
  *   errors:   ESTALE: STALE_CONTROLLER_EPOCH (an older controller),
  *             FENCED_LEADER_EPOCH (an older leader epoch, or an older
  *             partition epoch in the same leader epoch);
@@ -278,6 +283,7 @@ enum krep_attr {
 	KREP_A_PENDING_ISR,	/* nest: KREP_A_BROKER_ID ... */
 	KREP_A_EPOCHS,		/* nest: KREP_A_EPOCH_ENTRY ... */
 	KREP_A_EPOCH_ENTRY,	/* nest: enum krep_epoch_attr */
+	KREP_A_INCARNATION,	/* u64 (BROKER_GET) */
 
 	__KREP_A_MAX,
 	KREP_A_MAX = __KREP_A_MAX - 1
