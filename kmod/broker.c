@@ -13,6 +13,7 @@
 #include <linux/ctype.h>
 #include <linux/errno.h>
 #include <linux/overflow.h>
+#include <linux/random.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/rtnetlink.h>
@@ -187,6 +188,7 @@ static int __net_init krep_net_init(struct net *net)
 	}
 	kn->net = net;
 	kn->broker_id = KREP_BROKER_ID_UNSET;
+	kn->incarnation = get_random_u64();
 	mutex_init(&kn->cfg_lock);
 	INIT_LIST_HEAD(&kn->topic_specs);
 	mutex_init(&kn->topics_lock);

@@ -58,6 +58,14 @@ struct krep_stats {
 	atomic64_t tx_zerocopy_bytes;
 };
 
+/* a controller's claim on this broker (ctrl.c); under cfg_lock */
+struct krep_ctrl {
+	u32 epoch;				/* 0: no controller yet */
+	u64 owner;
+	u32 lease_ms;				/* 0: released */
+	u64 renewed_ms;
+};
+
 /* per-network-namespace state: one broker */
 struct krep_net {
 	struct net *net;
@@ -72,6 +80,8 @@ struct krep_net {
 	s64 broker_id;				/* copy of cfg's, for traces */
 	struct krep_stats stats;
 	bool dying;				/* no more timers, no new work */
+	struct krep_ctrl ctrl;			/* ctrl.epoch: READ_ONCE */
+	u64 incarnation;			/* random, per namespace life */
 };
 
 struct krep_net *krep_net(const struct net *net);

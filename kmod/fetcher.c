@@ -8,11 +8,17 @@
  * until it has records, so the next FETCH goes out as soon as a response
  * is applied.
  *
+ * With nothing to follow it still sends an empty FETCH, which the leader
+ * answers after the wait: the connection's heartbeat. A FETCH without an
+ * answer within the wait plus KREP_FETCH_RESP_TIMEOUT_MS closes the
+ * connection (the peer shows DOWN, and reconnecting starts), so a cut
+ * link is noticed in seconds, not after TCP's retransmission timeout.
+ *
  * Work in this file: krep_peer.fetch_work (delayed), armed by
  * krep_fetcher_kick() when the connection comes up, when a response has
- * been applied and when a topic is created; it re-arms itself every
- * KREP_FETCH_IDLE_MS while there is nothing to follow. krep_net_stop()
- * cancels it; the gate is the net state's "stopped".
+ * been applied, when a topic is created or a role changes; while a FETCH
+ * is out it is armed for that FETCH's deadline. krep_net_stop() cancels
+ * it; the gate is the net state's "stopped".
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -28,7 +34,8 @@
 #include "topic.h"
 #include "wire.h"
 
-#define KREP_FETCH_IDLE_MS	500
+#define KREP_FETCH_RESP_TIMEOUT_MS	3000
+#define KREP_FETCH_BACKOFF_MS	100	/* replica.fetch.backoff.ms, shorter */
 #define KREP_REPLICA_FETCH_WAIT_MS	500	/* replica.fetch.wait.max.ms */
 #define KREP_REPLICA_FETCH_MAX_BYTES	BIT(20)
 
@@ -49,7 +56,7 @@ void krep_fetcher_kick_all(struct krep_net *kn)
 	mutex_unlock(&ns->lock);
 }
 
-/* encode a FETCH for every partition following @leader; NULL if none */
+/* encode a FETCH for every partition following @leader (maybe none) */
 static u8 *build_fetch(struct krep_net *kn, u32 self, u32 leader, u32 *lenp)
 {
 	size_t per = 2 + KREP_TOPIC_NAME_MAX +
@@ -59,20 +66,21 @@ static u8 *build_fetch(struct krep_net *kn, u32 self, u32 leader, u32 *lenp)
 	struct krep_topic *t;
 	struct krep_wr wr;
 	u8 *buf, *count;
+	size_t size;
 	u32 i;
 
 	mutex_lock(&kn->topics_lock);
 	list_for_each_entry(t, &kn->topics, node)
 		cap += t->npartitions;
 	cap = min_t(unsigned int, cap, KREP_WIRE_MAX_PARTITIONS);
-	buf = cap ? kvmalloc(sizeof(struct krep_wire_fetch) + cap * per,
-			     GFP_KERNEL) : NULL;
+	size = sizeof(struct krep_wire_fetch) + cap * per;
+	buf = kvmalloc(size, GFP_KERNEL);
 	if (!buf) {
 		mutex_unlock(&kn->topics_lock);
 		return NULL;
 	}
 	wr.p = buf;
-	wr.end = buf + sizeof(struct krep_wire_fetch) + cap * per;
+	wr.end = buf + size;
 	wr.full = false;
 	krep_wr_be32(&wr, self);
 	krep_wr_be32(&wr, KREP_REPLICA_FETCH_WAIT_MS);
@@ -94,7 +102,7 @@ static u8 *build_fetch(struct krep_net *kn, u32 self, u32 leader, u32 *lenp)
 		}
 	}
 	mutex_unlock(&kn->topics_lock);
-	if (!n || wr.full) {
+	if (wr.full) {
 		kvfree(buf);
 		return NULL;
 	}
@@ -116,12 +124,24 @@ void krep_fetcher_work(struct work_struct *work)
 
 	mutex_lock(&ns->lock);
 	c = peer->conn;
-	if (ns->stopped || !c || !test_bit(KREP_CONN_HELLO, &c->flags) ||
-	    peer->fetch_inflight) {
+	if (ns->stopped || !c || !test_bit(KREP_CONN_HELLO, &c->flags)) {
 		mutex_unlock(&ns->lock);
 		return;
 	}
 	kref_get(&c->ref);
+	if (peer->fetch_inflight) {
+		unsigned long deadline = peer->fetch_sent +
+			msecs_to_jiffies(KREP_REPLICA_FETCH_WAIT_MS +
+					 KREP_FETCH_RESP_TIMEOUT_MS);
+
+		mutex_unlock(&ns->lock);
+		if (time_after_eq(jiffies, deadline))
+			krep_conn_close(c, "no FETCH response in time");
+		else
+			mod_delayed_work(krep_wq, &peer->fetch_work,
+					 deadline - jiffies);
+		goto out;
+	}
 	mutex_unlock(&ns->lock);
 
 	rcu_read_lock();
@@ -131,18 +151,20 @@ void krep_fetcher_work(struct work_struct *work)
 
 	buf = build_fetch(kn, self, peer->id, &len);
 	if (!buf) {
-		/* nothing to follow yet: look again later */
-		if (!READ_ONCE(ns->stopped))
-			mod_delayed_work(krep_wq, &peer->fetch_work,
-					 msecs_to_jiffies(KREP_FETCH_IDLE_MS));
+		krep_conn_close(c, "out of memory for a FETCH");
 		goto out;
 	}
 	mutex_lock(&ns->lock);
 	peer->fetch_inflight = true;
+	peer->fetch_sent = jiffies;
 	peer->correlation++;
 	mutex_unlock(&ns->lock);
 	if (krep_conn_send(c, KREP_WIRE_FETCH, peer->correlation, buf, len))
 		krep_conn_close(c, "cannot send FETCH");
+	else if (!READ_ONCE(ns->stopped))
+		mod_delayed_work(krep_wq, &peer->fetch_work,
+				 msecs_to_jiffies(KREP_REPLICA_FETCH_WAIT_MS +
+						  KREP_FETCH_RESP_TIMEOUT_MS));
 	kvfree(buf);
 out:
 	krep_conn_put(c);
@@ -164,6 +186,7 @@ int krep_fetcher_response(struct krep_conn *c, u32 corr, const u8 *payload,
 	struct krep_peer *peer = c->peer;
 	struct krep_net *kn = c->kn;
 	struct krep_status st = {};
+	bool errors = false, progress = false;
 	struct krep_rd rd;
 	unsigned int n, i;
 
@@ -191,12 +214,14 @@ int krep_fetcher_response(struct krep_conn *c, u32 corr, const u8 *payload,
 		krep_rd_be16(&rd);	/* reserved */
 		res.hw = krep_rd_be64(&rd);
 		res.log_start = krep_rd_be64(&rd);
-		krep_rd_be64(&rd);	/* diverging end offset and epoch: */
-		krep_rd_be32(&rd);	/* the controller issue uses them */
+		res.div_end = krep_rd_be64(&rd);
+		res.div_epoch = krep_rd_be32(&rd);
 		rlen = krep_rd_be32(&rd);
 		records = krep_rd_bytes(&rd, rlen);
 		if (rd.bad)
 			break;
+		errors |= res.error != 0;
+		progress |= rlen || res.div_end != KREP_NO_DIVERGENCE;
 		memcpy(name, tname, tlen);
 		name[tlen] = '\0';
 		t = krep_topic_get(kn, name);
@@ -217,6 +242,11 @@ int krep_fetcher_response(struct krep_conn *c, u32 corr, const u8 *payload,
 	mutex_lock(&kn->ns->lock);
 	peer->fetch_inflight = false;
 	mutex_unlock(&kn->ns->lock);
-	krep_fetcher_kick(peer);
+	/* only errors (epochs not yet agreed, say): back off, don't spin */
+	if (errors && !progress && !READ_ONCE(kn->ns->stopped))
+		mod_delayed_work(krep_wq, &peer->fetch_work,
+				 msecs_to_jiffies(KREP_FETCH_BACKOFF_MS));
+	else
+		krep_fetcher_kick(peer);
 	return 0;
 }

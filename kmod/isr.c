@@ -23,6 +23,7 @@
 
 #include "krep.h"
 #include "broker.h"
+#include "ctrl.h"
 #include "isr.h"
 #include "netlink.h"
 #include "partition.h"
@@ -32,12 +33,22 @@
 static bool shrink_partition(struct krep_partition *p, u64 now)
 {
 	u32 lag = p->topic->config.replica_lag_time_max_ms;
+	DECLARE_BITMAP(isr, KREP_RF_MAX);
 	bool changed = false;
 	unsigned int i;
 
 	mutex_lock(&p->lock);
 	if (p->role != KREP_ROLE_LEADER || p->dead)
 		goto out;
+	if (p->isr_pending) {
+		/* no new change while one is in flight; remind the controller */
+		if (now - p->isr_sent_ms >= KREP_ALTER_ISR_RETRY_MS) {
+			p->isr_sent_ms = now;
+			krep_nl_alter_isr(p, p->pending_isr);
+		}
+		goto out;
+	}
+	bitmap_copy(isr, p->isr, KREP_RF_MAX);
 	for_each_set_bit(i, p->isr, p->nreplicas) {
 		struct krep_remote *r = &p->remotes[i];
 
@@ -45,8 +56,8 @@ static bool shrink_partition(struct krep_partition *p, u64 now)
 			continue;
 		if (now - r->last_caught_up_ms <= lag)
 			continue;
-		__clear_bit(i, p->isr);
-		changed = true;	/* committed below, for all at once */
+		__clear_bit(i, isr);
+		changed = true;	/* one change for all of them */
 		trace_krep_isr_shrink(p, p->replicas[i],
 				      r->leo < 0 ? -1 : p->log.end_offset - r->leo,
 				      now - r->last_caught_up_ms,
@@ -56,7 +67,7 @@ static bool shrink_partition(struct krep_partition *p, u64 now)
 			now - r->last_caught_up_ms);
 	}
 	if (changed)
-		krep_isr_commit(p);
+		krep_isr_change(p, isr);
 out:
 	mutex_unlock(&p->lock);
 	return changed;
@@ -84,22 +95,33 @@ static void isr_scan(struct work_struct *work)
 }
 
 /**
- * krep_isr_commit - an ISR change of the leader takes effect
- * @p: the partition, locked, whose ISR bitmap holds the change
+ * krep_isr_change - the leader wants a new ISR
+ * @p: the partition, locked, led by this broker, with no change pending
+ * @isr: the ISR it wants (bits are indexes into p->replicas)
  *
  * With no controller registered the leader is its own ISR authority: the
  * change is applied at once, the partition epoch bumped, HW recomputed
  * (an ISR change is one of the four events that move it), and the change
- * is announced as an ALTER_ISR event. The controller issue turns this
- * into a request: send ALTER_ISR, keep the change pending (HW over the
- * maximal ISR) until LEADER_AND_ISR commits it.
+ * is announced as an ALTER_ISR event. With a controller it is a request:
+ * the ALTER_ISR event goes out, the change stays pending (HW counts the
+ * maximal ISR, acks=all the committed one) until LEADER_AND_ISR commits
+ * it or re-states the ISR, and the ISR scan sends it again meanwhile.
  */
-void krep_isr_commit(struct krep_partition *p)
+void krep_isr_change(struct krep_partition *p, const unsigned long *isr)
 {
 	lockdep_assert_held(&p->lock);
-	p->partition_epoch++;
+	if (!krep_ctrl_epoch(p->topic->kn)) {
+		bitmap_copy(p->isr, isr, KREP_RF_MAX);
+		p->partition_epoch++;
+		krep_partition_update_hw(p);
+		krep_nl_alter_isr(p, p->isr);
+		return;
+	}
+	bitmap_copy(p->pending_isr, isr, KREP_RF_MAX);
+	p->isr_pending = true;
+	p->isr_sent_ms = krep_now_ms();
 	krep_partition_update_hw(p);
-	krep_nl_alter_isr(p);
+	krep_nl_alter_isr(p, p->pending_isr);
 }
 
 void krep_isr_init(struct krep_net *kn)

@@ -11,6 +11,6 @@ struct krep_partition;
 void krep_isr_init(struct krep_net *kn);
 void krep_isr_schedule(struct krep_net *kn);
 void krep_isr_stop(struct krep_net *kn);
-void krep_isr_commit(struct krep_partition *p);
+void krep_isr_change(struct krep_partition *p, const unsigned long *isr);
 
 #endif /* _KREP_ISR_H */

@@ -490,6 +490,64 @@ void krep_log_reset(struct krep_log *log, u64 offset)
 	log->end_offset = offset;
 }
 
+/**
+ * krep_log_truncate - drop every batch at or after @offset
+ * @log: the log
+ * @offset: the new end; a batch holding it goes whole
+ *
+ * The segment that keeps a tail is sealed: later appends start a new one,
+ * so no page whose old bytes may still be queued on a socket by
+ * reference (zero-copy sends) is ever written again.
+ *
+ * Return: the new log end offset.
+ */
+u64 krep_log_truncate(struct krep_log *log, u64 offset)
+{
+	struct krep_segment *seg, *tmp;
+	unsigned int keep, i;
+	u32 pos;
+
+	if (offset >= log->end_offset)
+		return log->end_offset;
+	if (offset <= log->start_offset) {
+		krep_log_reset(log, offset < log->start_offset ?
+			       log->start_offset : offset);
+		return log->end_offset;
+	}
+	list_for_each_entry_safe_reverse(seg, tmp, &log->segments, node) {
+		if (seg->base_offset < offset)
+			break;
+		seg_free(log, seg);
+	}
+	seg = list_empty(&log->segments) ? NULL :
+	      list_last_entry(&log->segments, struct krep_segment, node);
+	if (!seg) {
+		log->end_offset = offset;	/* it was a segment's base */
+		return offset;
+	}
+	if (offset < seg->next_offset && !find_pos(seg, offset, &pos)) {
+		struct krep_batch b;
+
+		if (!seg_batch_at(seg, pos, &b))
+			seg->next_offset = b.base_offset;
+		log->bytes -= seg->size - pos;
+		seg->size = pos;
+		keep = DIV_ROUND_UP(pos, PAGE_SIZE);
+		for (i = keep; i < seg->npages; i++)
+			__free_page(seg->pages[i]);
+		atomic64_sub((u64)(seg->npages - keep) * PAGE_SIZE,
+			     &log->mem->used);
+		seg->npages = keep;
+		while (seg->nindex && seg->index[seg->nindex - 1].pos >= pos)
+			seg->nindex--;
+	}
+	seg->cap = seg->size;		/* sealed */
+	log->end_offset = max(seg->next_offset, log->start_offset);
+	if (!seg->size)
+		seg_free(log, seg);
+	return log->end_offset;
+}
+
 /* retention by bytes: drop whole old segments that are below @hw */
 void krep_log_retain(struct krep_log *log, s64 retention_bytes, u64 hw)
 {

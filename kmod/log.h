@@ -60,6 +60,7 @@ long krep_log_read_frags(struct krep_log *log, u64 offset, u32 max_bytes,
 s64 krep_log_offset_for_ts(struct krep_log *log, s64 ts, s64 *found_ts);
 void krep_log_advance_start(struct krep_log *log, u64 offset);
 void krep_log_reset(struct krep_log *log, u64 offset);
+u64 krep_log_truncate(struct krep_log *log, u64 offset);
 void krep_log_retain(struct krep_log *log, s64 retention_bytes, u64 hw);
 
 #endif /* _KREP_LOG_H */

@@ -72,6 +72,7 @@ struct krep_peer {
 	struct krep_conn *conn;		/* under krep_net_state.lock */
 	u32 correlation;
 	bool fetch_inflight;
+	unsigned long fetch_sent;	/* jiffies */
 };
 
 struct krep_net_state {

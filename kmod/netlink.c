@@ -16,6 +16,7 @@
 
 #include "krep.h"
 #include "broker.h"
+#include "ctrl.h"
 #include "net.h"
 #include "netlink.h"
 #include "partition.h"
@@ -48,12 +49,24 @@ static const struct nla_policy krep_peers_policy[KREP_A_MAX + 1] = {
 static const struct nla_policy krep_broker_get_policy[KREP_A_MAX + 1] = {
 };
 
+static struct netlink_range_validation krep_lease_range = {
+	.min = 0, .max = 600000,
+};
+
+static const struct nla_policy krep_ctrl_policy[KREP_A_CTRL_MAX + 1] = {
+	[KREP_A_CTRL_EPOCH] = NLA_POLICY_MIN(NLA_U32, 1),
+	[KREP_A_CTRL_OWNER] = { .type = NLA_U64 },
+	[KREP_A_CTRL_LEASE_MS] = NLA_POLICY_FULL_RANGE(NLA_U32,
+						       &krep_lease_range),
+};
+
 static const struct nla_policy krep_broker_set_policy[KREP_A_MAX + 1] = {
 	[KREP_A_BROKER_ID] = NLA_POLICY_FULL_RANGE(NLA_U32, &krep_id_range),
 	[KREP_A_CLUSTER_ID] = { .type = NLA_NUL_STRING,
 				.len = KREP_CLUSTER_ID_MAX },
 	[KREP_A_LISTEN] = NLA_POLICY_NESTED(krep_ep_policy),
 	[KREP_A_PEERS] = NLA_POLICY_NESTED(krep_peers_policy),
+	[KREP_A_CONTROLLER] = NLA_POLICY_NESTED(krep_ctrl_policy),
 };
 
 static const struct genl_multicast_group krep_mcgrps[] = {
@@ -125,6 +138,9 @@ static int put_broker(struct sk_buff *skb, struct krep_net *kn,
 	    put_endpoint(skb, KREP_A_LISTEN, &cfg->listen))
 		return -EMSGSIZE;
 	if (nla_put_u32(skb, KREP_A_GENERATION, cfg->generation) ||
+	    nla_put_u64_64bit(skb, KREP_A_INCARNATION, kn->incarnation,
+			      KREP_A_PAD) ||
+	    krep_ctrl_fill(kn, skb) ||
 	    put_stats(skb, &kn->stats))
 		return -EMSGSIZE;
 
@@ -344,29 +360,87 @@ static void notify_broker(struct krep_net *kn, const struct krep_broker_cfg *cfg
 					KREP_MCGRP_EVENTS_ID, GFP_KERNEL);
 }
 
+/* the KREP_A_CONTROLLER nest of a BROKER_SET */
+static int parse_claim(struct genl_info *info, struct krep_ctrl_claim *c)
+{
+	struct nlattr *tb[KREP_A_CTRL_MAX + 1];
+	struct nlattr *nest = info->attrs[KREP_A_CONTROLLER];
+	int err;
+
+	err = nla_parse_nested(tb, KREP_A_CTRL_MAX, nest, krep_ctrl_policy,
+			       info->extack);
+	if (err)
+		return err;
+	if (!tb[KREP_A_CTRL_EPOCH] || !tb[KREP_A_CTRL_OWNER] ||
+	    !tb[KREP_A_CTRL_LEASE_MS]) {
+		NL_SET_ERR_MSG_ATTR(info->extack, nest,
+				    "a claim needs epoch, owner and lease");
+		return -EINVAL;
+	}
+	c->epoch = nla_get_u32(tb[KREP_A_CTRL_EPOCH]);
+	c->owner = nla_get_u64(tb[KREP_A_CTRL_OWNER]);
+	c->lease_ms = nla_get_u32(tb[KREP_A_CTRL_LEASE_MS]);
+	if (!c->owner) {
+		NL_SET_ERR_MSG_ATTR(info->extack, tb[KREP_A_CTRL_OWNER],
+				    "owner must be nonzero");
+		return -EINVAL;
+	}
+	if (c->lease_ms && c->lease_ms < 100) {
+		NL_SET_ERR_MSG_ATTR(info->extack, tb[KREP_A_CTRL_LEASE_MS],
+				    "lease is 0 (release) or 100..600000 ms");
+		return -ERANGE;
+	}
+	return 0;
+}
+
 static int krep_nl_broker_set(struct sk_buff *skb, struct genl_info *info)
 {
 	struct krep_net *kn = krep_net(genl_info_net(info));
-	struct krep_broker_cfg *cfg;
+	bool config = info->attrs[KREP_A_BROKER_ID] ||
+		      info->attrs[KREP_A_CLUSTER_ID] ||
+		      info->attrs[KREP_A_LISTEN] || info->attrs[KREP_A_PEERS];
+	struct krep_broker_cfg *cfg = NULL;
+	struct krep_ctrl_claim claim;
+	struct krep_status st = {};
+	int err;
 
-	if (!info->attrs[KREP_A_BROKER_ID] && !info->attrs[KREP_A_CLUSTER_ID] &&
-	    !info->attrs[KREP_A_LISTEN] && !info->attrs[KREP_A_PEERS]) {
+	if (!config && !info->attrs[KREP_A_CONTROLLER]) {
 		NL_SET_ERR_MSG(info->extack, "nothing to set");
 		return -EINVAL;
 	}
+	if (info->attrs[KREP_A_CONTROLLER]) {
+		err = parse_claim(info, &claim);
+		if (err)
+			return err;
+	}
 
 	mutex_lock(&kn->cfg_lock);
-	cfg = build_cfg(krep_broker_cfg_locked(kn), info);
-	if (IS_ERR(cfg)) {
-		mutex_unlock(&kn->cfg_lock);
-		return PTR_ERR(cfg);
+	if (info->attrs[KREP_A_CONTROLLER]) {
+		err = krep_ctrl_check(kn, &claim, &st);
+		if (err) {
+			mutex_unlock(&kn->cfg_lock);
+			return krep_nl_status(info, err, &st);
+		}
 	}
-	cfg->generation++;	/* only a successful SET bumps it */
-	krep_broker_cfg_replace(kn, cfg);
-	notify_broker(kn, cfg);
+	if (config) {
+		cfg = build_cfg(krep_broker_cfg_locked(kn), info);
+		if (IS_ERR(cfg)) {
+			mutex_unlock(&kn->cfg_lock);
+			return PTR_ERR(cfg);
+		}
+	}
+	/* everything checked: apply all of it */
+	if (info->attrs[KREP_A_CONTROLLER])
+		krep_ctrl_apply(kn, &claim);
+	if (cfg) {
+		cfg->generation++;	/* only a successful SET bumps it */
+		krep_broker_cfg_replace(kn, cfg);
+		notify_broker(kn, cfg);
+	}
 	mutex_unlock(&kn->cfg_lock);
 	/* the sockets follow the new listen address and peers */
-	krep_net_apply(kn);
+	if (cfg)
+		krep_net_apply(kn);
 	return 0;
 }
 
@@ -471,6 +545,19 @@ static const struct genl_ops krep_genl_ops[] = {
 		.policy = krep_delete_records_policy,
 		.maxattr = KREP_A_MAX,
 		.flags = GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd = KREP_CMD_LEADER_AND_ISR,
+		.doit = krep_nl_leader_and_isr,
+		.policy = krep_leader_and_isr_policy,
+		.maxattr = KREP_A_MAX,
+		.flags = GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd = KREP_CMD_OFFSETS_FOR_LEADER_EPOCH,
+		.doit = krep_nl_epoch_end,
+		.policy = krep_epoch_end_policy,
+		.maxattr = KREP_A_MAX,
 	},
 	{
 		.cmd = KREP_CMD_TXN,

@@ -2,7 +2,8 @@
 /*
  * krep: the "krep" generic netlink family. netlink.c holds the family,
  * its op table and the broker ops; nl_topic.c the topic and partition
- * ops; nl_data.c produce, fetch and the other record ops.
+ * ops; nl_data.c produce, fetch and the other record ops; nl_ctrl.c
+ * the controller's ops (LEADER_AND_ISR, OffsetsForLeaderEpoch).
  */
 #ifndef _KREP_NETLINK_H
 #define _KREP_NETLINK_H
@@ -39,11 +40,22 @@ int krep_nl_list_offsets(struct sk_buff *skb, struct genl_info *info);
 int krep_nl_delete_records(struct sk_buff *skb, struct genl_info *info);
 int krep_nl_txn(struct sk_buff *skb, struct genl_info *info);
 
+int krep_nl_leader_and_isr(struct sk_buff *skb, struct genl_info *info);
+int krep_nl_epoch_end(struct sk_buff *skb, struct genl_info *info);
+extern const struct nla_policy krep_leader_and_isr_policy[];
+extern const struct nla_policy krep_epoch_end_policy[];
+
+struct krep_topic;
+struct krep_partition *krep_nl_partition(struct genl_info *info,
+					 struct krep_topic **tp,
+					 struct krep_status *st);
+bool krep_nl_require_partition(struct genl_info *info);
+
 int krep_nl_status(struct genl_info *info, int err,
 		   const struct krep_status *st);
 bool krep_nl_require(struct genl_info *info, int attr, const char *what);
 
-void krep_nl_alter_isr(struct krep_partition *p);
+void krep_nl_alter_isr(struct krep_partition *p, const unsigned long *isr);
 
 int krep_netlink_init(void);
 void krep_netlink_exit(void);

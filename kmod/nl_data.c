@@ -43,6 +43,7 @@ const struct nla_policy krep_produce_policy[KREP_A_MAX + 1] = {
 	[KREP_A_RECORDS] = NLA_POLICY_MIN_LEN(KREP_RB_HDR_LEN),
 	[KREP_A_ACKS] = NLA_POLICY_RANGE(NLA_S16, -1, 1),
 	[KREP_A_TIMEOUT_MS] = NLA_POLICY_FULL_RANGE(NLA_U32, &wait_range),
+	[KREP_A_LEADER_EPOCH] = { .type = NLA_U32 },
 };
 
 const struct nla_policy krep_fetch_policy[KREP_A_MAX + 1] = {
@@ -52,6 +53,7 @@ const struct nla_policy krep_fetch_policy[KREP_A_MAX + 1] = {
 	[KREP_A_MAX_WAIT_MS] = NLA_POLICY_FULL_RANGE(NLA_U32, &wait_range),
 	[KREP_A_ISOLATION] = NLA_POLICY_MAX(NLA_U8, KREP_READ_COMMITTED),
 	[KREP_A_FOLLOWER_READ] = { .type = NLA_FLAG },
+	[KREP_A_LEADER_EPOCH] = { .type = NLA_U32 },
 };
 
 const struct nla_policy krep_list_offsets_policy[KREP_A_MAX + 1] = {
@@ -73,9 +75,9 @@ const struct nla_policy krep_txn_policy[KREP_A_MAX + 1] = {
 };
 
 /* the partition a request names, with a reference on its topic in @tp */
-static struct krep_partition *req_partition(struct genl_info *info,
-					    struct krep_topic **tp,
-					    struct krep_status *st)
+struct krep_partition *krep_nl_partition(struct genl_info *info,
+					 struct krep_topic **tp,
+					 struct krep_status *st)
 {
 	struct krep_net *kn = krep_net(genl_info_net(info));
 	struct krep_partition *p;
@@ -95,7 +97,7 @@ static struct krep_partition *req_partition(struct genl_info *info,
 	return p;
 }
 
-static bool require_partition(struct genl_info *info)
+bool krep_nl_require_partition(struct genl_info *info)
 {
 	return krep_nl_require(info, KREP_A_TOPIC, "topic name") &&
 	       krep_nl_require(info, KREP_A_PARTITION, "partition");
@@ -135,11 +137,12 @@ int krep_nl_produce(struct sk_buff *skb, struct genl_info *info)
 	struct krep_topic *t;
 	struct nlattr *rec;
 	u32 timeout = 30000;
+	s64 epoch = -1;
 	s16 acks = -1;
 	u64 vals[2];
 	int err;
 
-	if (!require_partition(info) ||
+	if (!krep_nl_require_partition(info) ||
 	    !krep_nl_require(info, KREP_A_RECORDS, "record batch"))
 		return -EINVAL;
 	rec = info->attrs[KREP_A_RECORDS];
@@ -147,11 +150,13 @@ int krep_nl_produce(struct sk_buff *skb, struct genl_info *info)
 		acks = nla_get_s16(info->attrs[KREP_A_ACKS]);
 	if (info->attrs[KREP_A_TIMEOUT_MS])
 		timeout = nla_get_u32(info->attrs[KREP_A_TIMEOUT_MS]);
-	p = req_partition(info, &t, &st);
+	if (info->attrs[KREP_A_LEADER_EPOCH])
+		epoch = nla_get_u32(info->attrs[KREP_A_LEADER_EPOCH]);
+	p = krep_nl_partition(info, &t, &st);
 	if (IS_ERR(p))
 		return krep_nl_status(info, PTR_ERR(p), &st);
 	err = krep_partition_produce(p, nla_data(rec), nla_len(rec), acks,
-				     timeout, &vals[0], &st);
+				     timeout, epoch, &vals[0], &st);
 	vals[1] = READ_ONCE(p->hw);
 	krep_topic_put(t);
 	if (err)
@@ -181,6 +186,7 @@ int krep_nl_fetch(struct sk_buff *skb, struct genl_info *info)
 		.max_bytes = KREP_FETCH_MAX_BYTES,
 		.alloc_reply = fetch_alloc,
 		.ctx = info,
+		.leader_epoch = -1,
 	};
 	struct nlattr **attrs = info->attrs;
 	struct krep_status st = {};
@@ -188,7 +194,7 @@ int krep_nl_fetch(struct sk_buff *skb, struct genl_info *info)
 	struct krep_topic *t;
 	struct sk_buff *msg;
 
-	if (!require_partition(info) ||
+	if (!krep_nl_require_partition(info) ||
 	    !krep_nl_require(info, KREP_A_OFFSET, "fetch offset"))
 		return -EINVAL;
 	req.offset = nla_get_u64(attrs[KREP_A_OFFSET]);
@@ -199,7 +205,9 @@ int krep_nl_fetch(struct sk_buff *skb, struct genl_info *info)
 	if (attrs[KREP_A_ISOLATION])
 		req.isolation = nla_get_u8(attrs[KREP_A_ISOLATION]);
 	req.follower_read = nla_get_flag(attrs[KREP_A_FOLLOWER_READ]);
-	p = req_partition(info, &t, &st);
+	if (attrs[KREP_A_LEADER_EPOCH])
+		req.leader_epoch = nla_get_u32(attrs[KREP_A_LEADER_EPOCH]);
+	p = krep_nl_partition(info, &t, &st);
 	if (IS_ERR(p))
 		return krep_nl_status(info, PTR_ERR(p), &st);
 	msg = krep_partition_fetch(p, &req, &st);
@@ -222,11 +230,11 @@ int krep_nl_list_offsets(struct sk_buff *skb, struct genl_info *info)
 	void *hdr;
 	int err;
 
-	if (!require_partition(info) ||
+	if (!krep_nl_require_partition(info) ||
 	    !krep_nl_require(info, KREP_A_TIMESTAMP, "timestamp"))
 		return -EINVAL;
 	ts = nla_get_s64(info->attrs[KREP_A_TIMESTAMP]);
-	p = req_partition(info, &t, &st);
+	p = krep_nl_partition(info, &t, &st);
 	if (IS_ERR(p))
 		return krep_nl_status(info, PTR_ERR(p), &st);
 	err = krep_partition_list_offset(p, ts, &offset, &found_ts, &st);
@@ -261,10 +269,10 @@ int krep_nl_delete_records(struct sk_buff *skb, struct genl_info *info)
 	u64 vals[2];
 	int err;
 
-	if (!require_partition(info) ||
+	if (!krep_nl_require_partition(info) ||
 	    !krep_nl_require(info, KREP_A_OFFSET, "offset"))
 		return -EINVAL;
-	p = req_partition(info, &t, &st);
+	p = krep_nl_partition(info, &t, &st);
 	if (IS_ERR(p))
 		return krep_nl_status(info, PTR_ERR(p), &st);
 	offset = nla_get_u64(info->attrs[KREP_A_OFFSET]);
@@ -289,12 +297,12 @@ int krep_nl_txn(struct sk_buff *skb, struct genl_info *info)
 	u64 vals[2];
 	int err;
 
-	if (!require_partition(info) ||
+	if (!krep_nl_require_partition(info) ||
 	    !krep_nl_require(info, KREP_A_PRODUCER_ID, "producer id") ||
 	    !krep_nl_require(info, KREP_A_PRODUCER_EPOCH, "producer epoch") ||
 	    !krep_nl_require(info, KREP_A_TXN_OP, "transaction operation"))
 		return -EINVAL;
-	p = req_partition(info, &t, &st);
+	p = krep_nl_partition(info, &t, &st);
 	if (IS_ERR(p))
 		return krep_nl_status(info, PTR_ERR(p), &st);
 	err = krep_partition_txn(p, nla_get_u64(attrs[KREP_A_PRODUCER_ID]),

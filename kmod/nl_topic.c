@@ -11,6 +11,7 @@
 
 #include "krep.h"
 #include "broker.h"
+#include "ctrl.h"
 #include "netlink.h"
 #include "partition.h"
 #include "topic.h"
@@ -261,11 +262,15 @@ static int fill_partition(struct sk_buff *skb, struct krep_topic *t,
 /**
  * krep_nl_alter_isr - announce a leader's ISR change on the events group
  * @p: the partition, locked
+ * @isr: the new ISR (applied, or asked of the controller)
  */
-void krep_nl_alter_isr(struct krep_partition *p)
+void krep_nl_alter_isr(struct krep_partition *p, const unsigned long *isr)
 {
 	struct net *net = p->topic->kn->net;
+	u32 cepoch = krep_ctrl_epoch(p->topic->kn);
 	struct sk_buff *msg;
+	struct nlattr *nest;
+	unsigned int i;
 	void *hdr;
 
 	if (!genl_has_listeners(&krep_genl_family, net, KREP_MCGRP_EVENTS_ID))
@@ -275,13 +280,27 @@ void krep_nl_alter_isr(struct krep_partition *p)
 		return;
 	hdr = genlmsg_put(msg, 0, 0, &krep_genl_family, 0, KREP_CMD_ALTER_ISR);
 	if (!hdr || nla_put_string(msg, KREP_A_TOPIC, p->topic->name) ||
-	    __krep_partition_fill(p, msg)) {
-		nlmsg_free(msg);
-		return;
+	    nla_put_u32(msg, KREP_A_PARTITION, p->index) ||
+	    nla_put_u32(msg, KREP_A_LEADER, p->replicas[p->self]) ||
+	    nla_put_u32(msg, KREP_A_LEADER_EPOCH, p->leader_epoch) ||
+	    nla_put_u32(msg, KREP_A_PARTITION_EPOCH, p->partition_epoch) ||
+	    (cepoch && nla_put_u32(msg, KREP_A_CONTROLLER_EPOCH, cepoch)))
+		goto fail;
+	nest = nla_nest_start(msg, KREP_A_ISR);
+	if (!nest)
+		goto fail;
+	for_each_set_bit(i, isr, p->nreplicas) {
+		if (nla_put_u32(msg, KREP_A_BROKER_ID, p->replicas[i]))
+			goto fail;
 	}
+	nla_nest_end(msg, nest);
 	genlmsg_end(msg, hdr);
 	genlmsg_multicast_netns(&krep_genl_family, net, msg, 0,
 				KREP_MCGRP_EVENTS_ID, GFP_KERNEL);
+	return;
+
+fail:
+	nlmsg_free(msg);
 }
 
 /* the topic at position @idx of the list, with a reference */

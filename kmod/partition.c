@@ -79,6 +79,8 @@ struct krep_partition *krep_partition_new(struct krep_topic *t, u32 index,
 	/* no controller yet: the preferred replica leads at epoch 0 */
 	p->leader = replicas[0];
 	p->role = replicas[0] == self_id ? KREP_ROLE_LEADER : KREP_ROLE_FOLLOWER;
+	if (p->role == KREP_ROLE_LEADER)
+		krep_epoch_assign(&p->epochs, 0, 0);
 	trace_krep_leader_change(p, -1);
 	krep_obj_get(KREP_OBJ_PARTITION);
 	return p;
@@ -126,7 +128,7 @@ static unsigned int min_isr(const struct krep_partition *p)
 		     p->nreplicas);
 }
 
-static void update_lso(struct krep_partition *p)
+void krep_partition_update_lso(struct krep_partition *p)
 {
 	struct krep_txn *x;
 	u64 lso = p->hw;
@@ -166,7 +168,14 @@ static s64 pending_pop(struct krep_partition *p, u64 hw)
 	return oldest;
 }
 
-static void set_hw(struct krep_partition *p, u64 hw)
+/* the append times of batches no longer waiting: a new epoch or a truncation */
+void krep_partition_reset_pending(struct krep_partition *p)
+{
+	p->pend_head = 0;
+	p->pend_tail = 0;
+}
+
+void krep_partition_set_hw(struct krep_partition *p, u64 hw)
 {
 	trace_krep_hw_advance(p, p->hw, hw, pending_pop(p, hw));
 	p->hw = hw;
@@ -178,8 +187,19 @@ static void set_hw(struct krep_partition *p, u64 hw)
  * Called when the replica becomes leader, when a fetch moves a follower's
  * LEO, after an append, and when an ISR change is committed.
  */
+/* the maximal ISR: the committed one plus a pending change's additions */
+void krep_partition_max_isr(const struct krep_partition *p,
+			    unsigned long *isr)
+{
+	if (p->isr_pending)
+		bitmap_or(isr, p->isr, p->pending_isr, KREP_RF_MAX);
+	else
+		bitmap_copy(isr, p->isr, KREP_RF_MAX);
+}
+
 void krep_partition_update_hw(struct krep_partition *p)
 {
+	DECLARE_BITMAP(isr, KREP_RF_MAX);
 	u64 hw = p->log.end_offset;
 	unsigned int i;
 
@@ -188,7 +208,8 @@ void krep_partition_update_hw(struct krep_partition *p)
 		return;
 	if (krep_partition_isr_size(p) < min_isr(p))
 		return;
-	for_each_set_bit(i, p->isr, p->nreplicas) {
+	krep_partition_max_isr(p, isr);
+	for_each_set_bit(i, isr, p->nreplicas) {
 		if (i == p->self)
 			continue;
 		if (p->remotes[i].leo < 0)
@@ -196,8 +217,8 @@ void krep_partition_update_hw(struct krep_partition *p)
 		hw = min_t(u64, hw, p->remotes[i].leo);
 	}
 	if (hw > p->hw)
-		set_hw(p, hw);
-	update_lso(p);
+		krep_partition_set_hw(p, hw);
+	krep_partition_update_lso(p);
 }
 
 static struct krep_txn *find_txn(struct krep_partition *p, u64 pid)
@@ -222,6 +243,19 @@ static int check_leader(struct krep_partition *p, struct krep_status *st)
 	return 0;
 }
 
+/* the leader epoch a client sent (KIP-320), -1 when it sent none */
+static int check_epoch(struct krep_partition *p, s64 epoch,
+		       struct krep_status *st)
+{
+	if (epoch < 0 || epoch == p->leader_epoch)
+		return 0;
+	if (epoch < p->leader_epoch)
+		return krep_fail(st, KREP_KERR_FENCED_LEADER_EPOCH, -ESTALE,
+				 "leader epoch older than the replica's");
+	return krep_fail(st, KREP_KERR_UNKNOWN_LEADER_EPOCH, -EAGAIN,
+			 "leader epoch newer than the replica's");
+}
+
 static int append_error(int err, struct krep_status *st)
 {
 	switch (err) {
@@ -244,6 +278,24 @@ static void prune_aborted(struct krep_partition *p)
 
 	list_for_each_entry_safe(a, tmp, &p->aborted, node) {
 		if (a->last_offset < p->log.start_offset) {
+			list_del(&a->node);
+			kfree(a);
+		}
+	}
+}
+
+/* the log was truncated to @leo: forget what it held of transactions */
+void krep_partition_drop_txn_tail(struct krep_partition *p, u64 leo)
+{
+	struct krep_aborted *a, *atmp;
+	struct krep_txn *x;
+
+	list_for_each_entry(x, &p->txns, node) {
+		if (x->first_offset >= (s64)leo)
+			x->first_offset = -1;
+	}
+	list_for_each_entry_safe(a, atmp, &p->aborted, node) {
+		if (a->last_offset >= leo) {
 			list_del(&a->node);
 			kfree(a);
 		}
@@ -280,6 +332,7 @@ static int leader_append(struct krep_partition *p, const u8 *batch, u32 len,
 	atomic64_add(p->log.end_offset - *base, &p->topic->kn->stats.records);
 	pending_push(p, p->log.end_offset - 1);
 	krep_log_retain(&p->log, p->topic->config.retention_bytes, p->hw);
+	krep_epoch_truncate_start(&p->epochs, p->log.start_offset);
 	update_low_watermark(p);
 	krep_partition_update_hw(p);
 	return 0;
@@ -338,13 +391,14 @@ static int wait_commit(struct krep_partition *p, u64 last, u32 timeout_ms,
  * @len: its length
  * @acks: 0, 1 or -1 (all)
  * @timeout_ms: how long acks=all may wait
+ * @leader_epoch: the epoch the producer knows, or -1
  * @base: set to the base offset assigned
  * @st: Kafka's error code and a reason on failure
  *
  * Return: 0 or a negative errno (see uapi/linux/krep.h for the mapping).
  */
 int krep_partition_produce(struct krep_partition *p, const u8 *batch, u32 len,
-			   s16 acks, u32 timeout_ms, u64 *base,
+			   s16 acks, u32 timeout_ms, s64 leader_epoch, u64 *base,
 			   struct krep_status *st)
 {
 	const struct krep_topic_config *cfg = &p->topic->config;
@@ -365,6 +419,8 @@ int krep_partition_produce(struct krep_partition *p, const u8 *batch, u32 len,
 
 	mutex_lock(&p->lock);
 	err = check_leader(p, st);
+	if (!err)
+		err = check_epoch(p, leader_epoch, st);
 	if (err)
 		goto out;
 	if (acks == -1 && krep_partition_isr_size(p) < min_isr(p)) {
@@ -462,6 +518,8 @@ static int fetch_wait(struct krep_partition *p, const struct krep_fetch_req *req
 					"read_committed is served by the leader only") : 0;
 		else
 			err = check_leader(p, st);
+		if (!err)
+			err = check_epoch(p, req->leader_epoch, st);
 		if (err)
 			return err;
 		if (krep_exiting())
@@ -678,6 +736,7 @@ int krep_partition_delete_records(struct krep_partition *p, u64 offset,
 		trace_krep_log_start_update(p, p->replicas[p->self],
 					    p->log.start_offset, offset);
 	krep_log_advance_start(&p->log, offset);
+	krep_epoch_truncate_start(&p->epochs, p->log.start_offset);
 	update_low_watermark(p);
 	krep_partition_wake(p);
 out:
@@ -713,7 +772,7 @@ static int txn_end(struct krep_partition *p, struct krep_txn *x, bool commit,
 	}
 	list_del(&x->node);
 	kfree(x);
-	update_lso(p);
+	krep_partition_update_lso(p);
 	krep_partition_wake(p);
 	return 0;
 }
@@ -816,6 +875,45 @@ static int put_remotes(struct sk_buff *skb, const struct krep_partition *p)
 	return 0;
 }
 
+static int put_pending(struct sk_buff *skb, const struct krep_partition *p)
+{
+	struct nlattr *nest;
+	unsigned int i;
+
+	if (!p->isr_pending)
+		return 0;
+	nest = nla_nest_start(skb, KREP_A_PENDING_ISR);
+	if (!nest)
+		return -EMSGSIZE;
+	for_each_set_bit(i, p->pending_isr, p->nreplicas) {
+		if (nla_put_u32(skb, KREP_A_BROKER_ID, p->replicas[i]))
+			return -EMSGSIZE;
+	}
+	nla_nest_end(skb, nest);
+	return 0;
+}
+
+static int put_epochs(struct sk_buff *skb, const struct krep_partition *p)
+{
+	struct nlattr *nest, *en;
+	unsigned int i;
+
+	nest = nla_nest_start(skb, KREP_A_EPOCHS);
+	if (!nest)
+		return -EMSGSIZE;
+	for (i = 0; i < p->epochs.n; i++) {
+		en = nla_nest_start(skb, KREP_A_EPOCH_ENTRY);
+		if (!en ||
+		    nla_put_u32(skb, KREP_A_EPOCH_EPOCH, p->epochs.e[i].epoch) ||
+		    nla_put_u64_64bit(skb, KREP_A_EPOCH_START,
+				      p->epochs.e[i].start, KREP_A_EPOCH_PAD))
+			return -EMSGSIZE;
+		nla_nest_end(skb, en);
+	}
+	nla_nest_end(skb, nest);
+	return 0;
+}
+
 /* the replica's state as attributes; caller holds p->lock */
 int __krep_partition_fill(struct krep_partition *p, struct sk_buff *skb)
 {
@@ -835,6 +933,7 @@ int __krep_partition_fill(struct krep_partition *p, struct sk_buff *skb)
 	    nla_put_u64_64bit(skb, KREP_A_LOW_WATERMARK, p->low_watermark,
 			      KREP_A_PAD) ||
 	    nla_put_u64_64bit(skb, KREP_A_LOG_BYTES, p->log.bytes, KREP_A_PAD) ||
+	    put_epochs(skb, p) || put_pending(skb, p) ||
 	    put_remotes(skb, p))
 		return -EMSGSIZE;
 	return 0;
@@ -853,7 +952,7 @@ int krep_partition_fill(struct krep_partition *p, struct sk_buff *skb)
 
 /* --- leader: serving followers --- */
 
-static int replica_index(const struct krep_partition *p, u32 id)
+int krep_partition_replica_index(const struct krep_partition *p, u32 id)
 {
 	unsigned int i;
 
@@ -876,7 +975,7 @@ static s16 follower_fetch_error(const struct krep_partition *p, int idx,
 		return KREP_KERR_FENCED_LEADER_EPOCH;
 	if (fp->leader_epoch > p->leader_epoch)
 		return KREP_KERR_UNKNOWN_LEADER_EPOCH;
-	if (fp->offset < p->log.start_offset || fp->offset > p->log.end_offset)
+	if (fp->offset < p->log.start_offset)
 		return KREP_KERR_OFFSET_OUT_OF_RANGE;
 	return 0;
 }
@@ -886,17 +985,20 @@ static void maybe_expand_isr(struct krep_partition *p, int idx)
 {
 	const struct krep_remote *r = &p->remotes[idx];
 
-	if (test_bit(idx, p->isr) || r->leo < (s64)p->hw ||
+	DECLARE_BITMAP(isr, KREP_RF_MAX);
+
+	if (test_bit(idx, p->isr) || p->isr_pending || r->leo < (s64)p->hw ||
 	    r->leo < (s64)p->epoch_start_offset)
 		return;
-	__set_bit(idx, p->isr);
+	bitmap_copy(isr, p->isr, KREP_RF_MAX);
+	__set_bit(idx, isr);
 	trace_krep_isr_expand(p, p->replicas[idx],
 			      p->log.end_offset - r->leo,
 			      krep_now_ms() - r->last_caught_up_ms,
 			      "caught up to HW");
 	pr_info("%s-%u: ISR expand: broker %u caught up at %lld\n",
 		p->topic->name, p->index, p->replicas[idx], r->leo);
-	krep_isr_commit(p);
+	krep_isr_change(p, isr);
 }
 
 /**
@@ -915,14 +1017,18 @@ int krep_partition_follower_update(struct krep_partition *p, u32 replica_id,
 				   const struct krep_fetch_part *fp)
 {
 	u64 now = krep_now_ms(), old_hw;
+	struct krep_fetch_result div;
 	struct krep_remote *r;
 	int idx;
 	s16 kerr;
 
 	mutex_lock(&p->lock);
-	idx = replica_index(p, replica_id);
+	idx = krep_partition_replica_index(p, replica_id);
 	kerr = follower_fetch_error(p, idx, fp);
-	if (kerr)
+	if (!kerr && fp->offset > p->log.end_offset)
+		kerr = KREP_KERR_OFFSET_OUT_OF_RANGE;
+	/* a diverging follower truncates first: its offset says nothing */
+	if (kerr || krep_partition_diverges(p, fp, &div))
 		goto out;
 	r = &p->remotes[idx];
 	if (fp->offset >= p->log.end_offset)
@@ -976,9 +1082,18 @@ long krep_partition_follower_read(struct krep_partition *p, u32 replica_id,
 	mutex_lock(&p->lock);
 	res->hw = p->hw;
 	res->log_start = p->log.start_offset;
-	res->error = follower_fetch_error(p, replica_index(p, replica_id), fp);
-	if (res->error || fp->offset >= p->log.end_offset ||
-	    (!first && !max_bytes))
+	res->div_epoch = -1;
+	res->div_end = KREP_NO_DIVERGENCE;
+	res->error = follower_fetch_error(p,
+					  krep_partition_replica_index(p, replica_id),
+					  fp);
+	if (res->error || krep_partition_diverges(p, fp, res))
+		goto out;
+	if (fp->offset > p->log.end_offset) {
+		res->error = KREP_KERR_OFFSET_OUT_OF_RANGE;
+		goto out;
+	}
+	if (fp->offset == p->log.end_offset || (!first && !max_bytes))
 		goto out;
 	done = krep_log_read_frags(&p->log, fp->offset, max_bytes, take_all,
 				   NULL, emit, ctx);
@@ -1008,7 +1123,7 @@ bool krep_partition_fetch_state(struct krep_partition *p, u32 leader_id,
 		fp->partition = p->index;
 		fp->leader_epoch = p->leader_epoch;
 		fp->offset = p->log.end_offset;
-		fp->last_epoch = -1;
+		fp->last_epoch = krep_epoch_latest(&p->epochs);
 		fp->log_start = p->log.start_offset;
 	}
 	mutex_unlock(&p->lock);
@@ -1048,6 +1163,13 @@ int krep_partition_follower_apply(struct krep_partition *p, u32 leader_id,
 		trace_krep_truncate(p, p->replicas[p->self], p->log.end_offset,
 				    res->log_start);
 		krep_log_reset(&p->log, res->log_start);
+		krep_epoch_truncate_end(&p->epochs, 0);
+		p->hw = min(p->hw, p->log.end_offset);
+		goto out;
+	}
+	if (!res->error && res->div_end != KREP_NO_DIVERGENCE) {
+		krep_partition_follower_diverged(p, res);
+		krep_partition_wake(p);
 		goto out;
 	}
 	if (res->error)
@@ -1066,6 +1188,10 @@ int krep_partition_follower_apply(struct krep_partition *p, u32 leader_id,
 				      b.leader_epoch);
 		if (err)
 			break;
+		if (b.leader_epoch >= 0 &&
+		    krep_epoch_latest(&p->epochs) < b.leader_epoch)
+			krep_epoch_assign(&p->epochs, b.leader_epoch,
+					  b.base_offset);
 		trace_krep_leo_update(p, p->replicas[p->self], b.base_offset,
 				      p->log.end_offset);
 		atomic64_add(b.len, &p->topic->kn->stats.follower_bytes);
@@ -1076,13 +1202,14 @@ int krep_partition_follower_apply(struct krep_partition *p, u32 leader_id,
 
 		krep_log_advance_start(&p->log, min(res->log_start,
 						    p->log.end_offset));
+		krep_epoch_truncate_start(&p->epochs, p->log.start_offset);
 		trace_krep_log_start_update(p, p->replicas[p->self], old,
 					    p->log.start_offset);
 	}
 	hw = min(p->log.end_offset, res->hw);
 	if (hw > p->hw)
-		set_hw(p, hw);
-	update_lso(p);
+		krep_partition_set_hw(p, hw);
+	krep_partition_update_lso(p);
 	if (p->log.start_offset > p->low_watermark)
 		p->low_watermark = p->log.start_offset;
 	krep_partition_wake(p);

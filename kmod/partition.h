@@ -14,6 +14,7 @@
 #include <linux/wait.h>
 #include <linux/krep.h>
 
+#include "epoch.h"
 #include "log.h"
 #include "topic.h"
 
@@ -64,7 +65,11 @@ struct krep_partition {
 	unsigned int nreplicas;
 	unsigned int self;		/* our index in replicas[] */
 	u32 replicas[KREP_RF_MAX];	/* AR, preferred leader first */
-	DECLARE_BITMAP(isr, KREP_RF_MAX);
+	DECLARE_BITMAP(isr, KREP_RF_MAX);	/* committed */
+	DECLARE_BITMAP(pending_isr, KREP_RF_MAX); /* asked of the controller */
+	bool isr_pending;		/* an ALTER_ISR is in flight */
+	u64 isr_sent_ms;		/* when it was last sent */
+	struct krep_epoch_cache epochs;
 	struct krep_remote remotes[KREP_RF_MAX];
 	struct krep_log log;
 	u64 hw;
@@ -83,6 +88,7 @@ struct krep_fetch_req {
 	u32 max_wait_ms;
 	u8 isolation;
 	bool follower_read;		/* a follower may serve it */
+	s64 leader_epoch;		/* the client's, or -1 */
 	/* allocate the reply with room for @payload bytes of attributes */
 	struct sk_buff *(*alloc_reply)(void *ctx, size_t payload);
 	void *ctx;
@@ -102,6 +108,20 @@ struct krep_fetch_result {
 	s16 error;
 	u64 hw;
 	u64 log_start;
+	s32 div_epoch;			/* diverging epoch, or -1 */
+	u64 div_end;			/* its end on the leader, or: */
+#define KREP_NO_DIVERGENCE	((u64)-1)
+};
+
+/* what LEADER_AND_ISR says of one partition */
+struct krep_lai {
+	s64 leader;			/* -1: none */
+	u32 leader_epoch;
+	u32 partition_epoch;
+	unsigned int nisr;
+	u32 isr[KREP_RF_MAX];
+	unsigned int nreplicas;		/* 0: AR not given */
+	u32 replicas[KREP_RF_MAX];
 };
 
 struct krep_partition *krep_partition_new(struct krep_topic *t, u32 index,
@@ -112,7 +132,7 @@ void krep_partition_kill(struct krep_partition *p);
 void krep_partition_wake(struct krep_partition *p);
 
 int krep_partition_produce(struct krep_partition *p, const u8 *batch, u32 len,
-			   s16 acks, u32 timeout_ms, u64 *base,
+			   s16 acks, u32 timeout_ms, s64 leader_epoch, u64 *base,
 			   struct krep_status *st);
 struct sk_buff *krep_partition_fetch(struct krep_partition *p,
 				     const struct krep_fetch_req *req,
@@ -140,7 +160,29 @@ int krep_partition_follower_apply(struct krep_partition *p, u32 leader_id,
 				  const u8 *records, u32 len);
 
 unsigned int krep_partition_isr_size(const struct krep_partition *p);
+void krep_partition_max_isr(const struct krep_partition *p,
+			    unsigned long *isr);
 void krep_partition_update_hw(struct krep_partition *p);
+int krep_partition_replica_index(const struct krep_partition *p, u32 id);
+
+/* role.c: what the controller says, and leader epochs */
+int krep_partition_leader_and_isr(struct krep_partition *p,
+				  const struct krep_lai *lai, s64 *follow,
+				  struct krep_status *st);
+int krep_partition_epoch_end(struct krep_partition *p, u32 epoch,
+			     bool follower_read, s64 *found, u64 *end,
+			     struct krep_status *st);
+bool krep_partition_diverges(const struct krep_partition *p,
+			     const struct krep_fetch_part *fp,
+			     struct krep_fetch_result *res);
+void krep_partition_truncate(struct krep_partition *p, u64 offset,
+			     const char *why);
+void krep_partition_follower_diverged(struct krep_partition *p,
+				      const struct krep_fetch_result *res);
+void krep_partition_reset_pending(struct krep_partition *p);
+void krep_partition_drop_txn_tail(struct krep_partition *p, u64 leo);
+void krep_partition_set_hw(struct krep_partition *p, u64 hw);
+void krep_partition_update_lso(struct krep_partition *p);
 u64 krep_now_ms(void);
 
 #endif /* _KREP_PARTITION_H */

@@ -151,8 +151,8 @@ static void put_resp_part(u8 *rp, u32 partition,
 	RP_PUT(be16, reserved, 0, rp);
 	RP_PUT(be64, high_watermark, res->hw, rp);
 	RP_PUT(be64, log_start_offset, res->log_start, rp);
-	RP_PUT(be64, diverging_end_offset, -1, rp);
-	RP_PUT(be32, diverging_epoch, -1, rp);
+	RP_PUT(be64, diverging_end_offset, res->div_end, rp);
+	RP_PUT(be32, diverging_epoch, res->div_epoch, rp);
 	RP_PUT(be32, records_len, len, rp);
 }
 
@@ -192,6 +192,8 @@ static int respond(struct krep_delayed_fetch *df, bool force, bool *sent)
 		struct fetch_entry *e = &df->entries[i];
 		struct krep_fetch_result res = {
 			.error = KREP_KERR_UNKNOWN_TOPIC_OR_PARTITION,
+			.div_epoch = -1,
+			.div_end = KREP_NO_DIVERGENCE,
 		};
 		u8 *start = wr.p, *rp;
 		long len = 0;
@@ -214,7 +216,8 @@ static int respond(struct krep_delayed_fetch *df, bool force, bool *sent)
 		}
 		total += len;
 		budget -= min_t(u32, budget, len);
-		anything |= len || res.error;
+		anything |= len || res.error ||
+			    res.div_end != KREP_NO_DIVERGENCE;
 		put_resp_part(rp, e->fp.partition, &res, len);
 	}
 	err = 0;

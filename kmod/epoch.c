@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krep: the leader epoch cache (see epoch.h), Kafka's
+ * LeaderEpochFileCache kept in memory.
+ */
+#include <linux/minmax.h>
+#include <linux/string.h>
+
+#include "epoch.h"
+
+static void drop_first(struct krep_epoch_cache *c, unsigned int k)
+{
+	k = min(k, c->n);
+	memmove(c->e, c->e + k, (c->n - k) * sizeof(c->e[0]));
+	c->n -= k;
+}
+
+/**
+ * krep_epoch_assign - record that @epoch starts at @start
+ * @c: the cache
+ * @epoch: a leader epoch
+ * @start: its first offset
+ *
+ * An epoch already recorded keeps its start. Entries for epochs at or
+ * above @epoch, or starting at or after @start, are dropped first: an
+ * epoch in which nothing was written leaves no entry behind.
+ */
+void krep_epoch_assign(struct krep_epoch_cache *c, u32 epoch, u64 start)
+{
+	if (c->n && c->e[c->n - 1].epoch == epoch &&
+	    c->e[c->n - 1].start <= start)
+		return;
+	while (c->n && (c->e[c->n - 1].epoch >= epoch ||
+			c->e[c->n - 1].start >= start))
+		c->n--;
+	if (c->n == KREP_EPOCH_CACHE_MAX)
+		drop_first(c, 1);
+	c->e[c->n].epoch = epoch;
+	c->e[c->n].start = start;
+	c->n++;
+}
+
+/* the latest epoch recorded, or -1 */
+s64 krep_epoch_latest(const struct krep_epoch_cache *c)
+{
+	return c->n ? (s64)c->e[c->n - 1].epoch : -1;
+}
+
+/**
+ * krep_epoch_end_offset - OffsetsForLeaderEpoch on this replica
+ * @c: the cache
+ * @epoch: the epoch asked
+ * @leo: the replica's log end offset
+ * @found: set to the largest recorded epoch <= @epoch
+ * @end: set to its end offset: the next epoch's start, or @leo
+ *
+ * Return: false when @epoch is older than every recorded epoch (Kafka's
+ * UNDEFINED_EPOCH and UNDEFINED_EPOCH_OFFSET).
+ */
+bool krep_epoch_end_offset(const struct krep_epoch_cache *c, u32 epoch,
+			   u64 leo, u32 *found, u64 *end)
+{
+	unsigned int i;
+
+	for (i = c->n; i > 0; i--) {
+		if (c->e[i - 1].epoch <= epoch)
+			break;
+	}
+	if (!i)
+		return false;
+	*found = c->e[i - 1].epoch;
+	*end = i < c->n ? c->e[i].start : leo;
+	return true;
+}
+
+/* the log was truncated to @end: forget epochs that start at or after it */
+void krep_epoch_truncate_end(struct krep_epoch_cache *c, u64 end)
+{
+	while (c->n && c->e[c->n - 1].start >= end)
+		c->n--;
+}
+
+/* the log now starts at @start: the epoch holding it starts there */
+void krep_epoch_truncate_start(struct krep_epoch_cache *c, u64 start)
+{
+	unsigned int k = 0;
+
+	while (k + 1 < c->n && c->e[k + 1].start <= start)
+		k++;
+	drop_first(c, k);
+	if (c->n && c->e[0].start < start)
+		c->e[0].start = start;
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * krep: a replica's leader epoch cache (DESIGN.md §2, Leader epochs).
+ *
+ * (epoch -> start offset) for every epoch whose leader wrote records,
+ * oldest first, at most KREP_EPOCH_CACHE_MAX entries (the oldest goes
+ * first). A leader adds (its epoch, its LEO) when it takes over; a
+ * follower adds an entry when it appends the first batch of a newer
+ * epoch. Entries follow the log: truncating the log truncates them.
+ * Callers hold the partition's lock.
+ */
+#ifndef _KREP_EPOCH_H
+#define _KREP_EPOCH_H
+
+#include <linux/types.h>
+#include <linux/krep.h>
+
+struct krep_epoch_entry {
+	u32 epoch;
+	u64 start;
+};
+
+struct krep_epoch_cache {
+	unsigned int n;
+	struct krep_epoch_entry e[KREP_EPOCH_CACHE_MAX];
+};
+
+void krep_epoch_assign(struct krep_epoch_cache *c, u32 epoch, u64 start);
+s64 krep_epoch_latest(const struct krep_epoch_cache *c);
+bool krep_epoch_end_offset(const struct krep_epoch_cache *c, u32 epoch,
+			   u64 leo, u32 *found, u64 *end);
+void krep_epoch_truncate_end(struct krep_epoch_cache *c, u64 end);
+void krep_epoch_truncate_start(struct krep_epoch_cache *c, u64 start);
+
+#endif /* _KREP_EPOCH_H */

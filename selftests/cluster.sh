@@ -1,0 +1,92 @@
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
+#
+# cluster.sh - three brokers in three network namespaces, for the suites
+# that need a cluster. Source it after lib.sh:
+#
+#   cluster_up CLUSTER       create namespaces B1 B2 B3 (their names in $B1
+#                            $B2 $B3) and BR (a bridge krbr), a veth kr0 in
+#                            each broker with $NET.N/24, and configure broker
+#                            N (id N, listen $NET.N:$PORT, the other two as
+#                            peers); the module must be loaded. False on
+#                            failure.
+#   cluster_topic ARGS...    krepctl topic create ARGS on every broker
+#   cluster_peers_up         true when every broker's peers are all up
+#   bns N                    the namespace name of broker N
+#   link_down N, link_up N   take broker N's kr0 down or up: its TCP
+#                            connections stall as on a cut cable
+#   kc NS ARGS...            krepctl --netns NS ARGS
+#   describe NS [TOPIC]      krepctl --json topic describe
+#   part NS TOPIC P          one partition of describe, compact JSON
+#
+# NET and PORT may be set before sourcing.
+
+: "${NET:=10.201.0}"
+: "${PORT:=9092}"
+
+kc() {
+	local ns=$1
+	shift
+	"$KREPCTL" --netns "$ns" "$@"
+}
+
+describe() {
+	"$KREPCTL" --netns "$1" --json topic describe ${2:+"$2"}
+}
+
+part() {
+	describe "$1" "$2" | jq -c --argjson p "$3" '.[] | select(.partition == $p)'
+}
+
+bns() {
+	local v=B$1
+	echo "${!v}"
+}
+
+link_down() { ip -n "$(bns "$1")" link set kr0 down; }
+link_up() { ip -n "$(bns "$1")" link set kr0 up; }
+
+cluster_up() {
+	local cluster=$1 i j n v peers ns
+
+	modprobe veth 2>/dev/null
+	modprobe bridge 2>/dev/null
+	for n in B1 B2 B3 BR; do
+		krep_netns_add "$n" "${n,,}" || return 1
+	done
+	for i in 1 2 3; do
+		v=B$i
+		echo "link add kr0 netns ${!v} type veth peer name p$i netns $BR"
+	done | ip -b - || return 1
+	printf '%s\n' "link add krbr type bridge" "link set krbr up" \
+		"link set p1 master krbr up" "link set p2 master krbr up" \
+		"link set p3 master krbr up" | ip -n "$BR" -b - || return 1
+	for i in 1 2 3; do
+		ns=$(bns "$i")
+		printf '%s\n' "link set lo up" "addr add $NET.$i/24 dev kr0" \
+			"link set kr0 up" | ip -n "$ns" -b - || return 1
+		peers=
+		for j in 1 2 3; do
+			[ "$j" = "$i" ] || peers+="${peers:+,}$j@$NET.$j:$PORT"
+		done
+		kc "$ns" broker set id "$i" cluster "$cluster" \
+			listen "$NET.$i:$PORT" peers "$peers" >/dev/null || return 1
+	done
+}
+
+cluster_topic() {
+	local i
+
+	for i in 1 2 3; do
+		kc "$(bns "$i")" topic create "$@" >/dev/null || return 1
+	done
+}
+
+cluster_peers_up() {
+	local i
+
+	for i in 1 2 3; do
+		kc "$(bns "$i")" --json broker show |
+			jq -e 'all(.peers[]; .state == "up")' >/dev/null || return 1
+	done
+}

@@ -1,0 +1,242 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""ctl_helper.py - a scripted controller for selftests/epochs.sh.
+
+Run it inside a broker's network namespace (ip netns exec NS ...). It
+speaks the controller's side of uapi/linux/krep.h directly, so a test can
+choose every leader, epoch and ISR itself:
+
+  claim EPOCH OWNER LEASE_MS
+      BROKER_SET KREP_A_CONTROLLER; prints "ok" or "error ERRNO MESSAGE"
+  lai CEPOCH TOPIC P LEADER LEPOCH PEPOCH ISR
+      LEADER_AND_ISR; LEADER "none" is KREP_NO_LEADER, ISR is a comma
+      list ("-" for empty); prints "ok" or "error ERRNO MESSAGE"
+  state TOPIC P
+      one line from PARTITION_GET: "role R leader L le E pe P isr I
+      leo X hw H epochs E:S,... pending I" (pending "-" when none)
+  epoch-end TOPIC P EPOCH [follower]
+      OFFSETS_FOR_LEADER_EPOCH: "epoch E end O", or "undefined"
+  broker
+      "incarnation N ctrl-epoch E owner O lease L"
+
+Exit status 0, 1 on an error (with a message on stderr), 2 on usage.
+"""
+
+import os
+import struct
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from repl_helper import Genl, nla, parse_attrs, uapi_enum  # noqa: E402
+
+A = uapi_enum("krep_attr")
+C = uapi_enum("krep_cmd")
+CTRL = uapi_enum("krep_ctrl_attr")
+EP = uapi_enum("krep_epoch_attr")
+ROLES = {0: "leader", 1: "follower", 2: "offline"}
+NO_LEADER = 0xFFFFFFFF
+NLM_F_REQUEST = 1
+NLM_F_ACK = 4
+NLM_F_DUMP = 0x300
+NLMSG_ERROR = 2
+NLMSGERR_ATTR_MSG = 1
+
+
+def u32(v):
+    return struct.pack("=I", v)
+
+
+def ids(nest):
+    return [struct.unpack("=I", x)[0]
+            for x in parse_attrs(nest).get(A["KREP_A_BROKER_ID"], [])]
+
+
+def idlist(s):
+    return [] if s == "-" else [int(x) for x in s.split(",")]
+
+
+NLA_F_NESTED = 0x8000
+
+
+def id_nest(atype, lst):
+    return nla(atype | NLA_F_NESTED,
+               b"".join(nla(A["KREP_A_BROKER_ID"], u32(i)) for i in lst))
+
+
+def part(topic, p):
+    return (nla(A["KREP_A_TOPIC"], topic.encode() + b"\0") +
+            nla(A["KREP_A_PARTITION"], u32(p)))
+
+
+def request(g, cmd, attrs):
+    """Send @cmd; its reply's attributes, {} for a bare ack."""
+    g.seq += 1
+    body = struct.pack("=BBH", C[cmd], 1, 0) + attrs
+    g.s.send(struct.pack("=IHHII", 16 + len(body), g.family,
+                         NLM_F_REQUEST | NLM_F_ACK, g.seq, 0) + body)
+    reply = None
+    while True:
+        data = g.s.recv(8 << 20)
+        off = 0
+        while off + 16 <= len(data):
+            mlen, mtype, _, seq, _ = struct.unpack_from("=IHHII", data, off)
+            payload = data[off + 16:off + mlen]
+            off += (mlen + 3) & ~3
+            if seq != g.seq:
+                continue
+            if mtype != NLMSG_ERROR:
+                reply = parse_attrs(payload[4:])
+                continue
+            err = struct.unpack_from("=i", payload)[0]
+            if err:
+                why = ""
+                olen = struct.unpack_from("=I", payload, 4)[0]
+                ext = parse_attrs(payload[4 + olen:])
+                why = ext.get(NLMSGERR_ATTR_MSG, [b""])[0].rstrip(
+                    b"\0").decode()
+                raise OSError(-err, "%s: %s" % (os.strerror(-err), why))
+            return reply if reply is not None else {}
+
+
+def do(g, cmd, attrs):
+    try:
+        return request(g, cmd, attrs)
+    except OSError as e:
+        print("error %s %s" % (e.errno, e.strerror))
+        return None
+
+
+def claim(g, epoch, owner, lease):
+    body = (nla(CTRL["KREP_A_CTRL_EPOCH"], u32(epoch)) +
+            nla(CTRL["KREP_A_CTRL_OWNER"], struct.pack("=Q", owner)) +
+            nla(CTRL["KREP_A_CTRL_LEASE_MS"], u32(lease)))
+    if do(g, "KREP_CMD_BROKER_SET",
+          nla(A["KREP_A_CONTROLLER"] | NLA_F_NESTED, body)) \
+            is not None:
+        print("ok")
+    return 0
+
+
+def lai(g, cepoch, topic, p, leader, lepoch, pepoch, isr):
+    attrs = (nla(A["KREP_A_CONTROLLER_EPOCH"], u32(cepoch)) + part(topic, p) +
+             nla(A["KREP_A_LEADER"],
+                 u32(NO_LEADER if leader == "none" else int(leader))) +
+             nla(A["KREP_A_LEADER_EPOCH"], u32(lepoch)) +
+             nla(A["KREP_A_PARTITION_EPOCH"], u32(pepoch)) +
+             id_nest(A["KREP_A_ISR"], idlist(isr)))
+    if do(g, "KREP_CMD_LEADER_AND_ISR", attrs) is not None:
+        print("ok")
+    return 0
+
+
+def dump_partitions(g, topic):
+    """Every PARTITION_GET message of @topic, as attribute dicts."""
+    g.seq += 1
+    body = struct.pack("=BBH", C["KREP_CMD_PARTITION_GET"], 1, 0) + \
+        nla(A["KREP_A_TOPIC"], topic.encode() + b"\0")
+    g.s.send(struct.pack("=IHHII", 16 + len(body), g.family,
+                         1 | NLM_F_DUMP, g.seq, 0) + body)
+    out = []
+    while True:
+        data = g.s.recv(8 << 20)
+        off = 0
+        while off + 16 <= len(data):
+            mlen, mtype, _, seq, _ = struct.unpack_from("=IHHII", data, off)
+            payload = data[off + 16:off + mlen]
+            off += (mlen + 3) & ~3
+            if seq != g.seq:
+                continue
+            if mtype == 3:          # NLMSG_DONE
+                return out
+            if mtype == 2:          # NLMSG_ERROR
+                err = struct.unpack_from("=i", payload)[0]
+                if err:
+                    raise OSError(-err, os.strerror(-err))
+                return out
+            out.append(parse_attrs(payload[4:]))
+
+
+def get(attrs, name, fmt="=I", dflt=None):
+    v = attrs.get(A[name])
+    return struct.unpack(fmt, v[0])[0] if v else dflt
+
+
+def state(g, topic, p):
+    for m in dump_partitions(g, topic):
+        if get(m, "KREP_A_PARTITION") != p:
+            continue
+        epochs = []
+        for e in parse_attrs(m[A["KREP_A_EPOCHS"]][0]).get(
+                A["KREP_A_EPOCH_ENTRY"], []):
+            ea = parse_attrs(e)
+            epochs.append("%d:%d" % (
+                struct.unpack("=I", ea[EP["KREP_A_EPOCH_EPOCH"]][0])[0],
+                struct.unpack("=Q", ea[EP["KREP_A_EPOCH_START"]][0])[0]))
+        pend = m.get(A["KREP_A_PENDING_ISR"])
+        leader = get(m, "KREP_A_LEADER")
+        print("role %s leader %s le %d pe %d isr %s leo %d hw %d epochs %s "
+              "pending %s" % (
+                  ROLES.get(get(m, "KREP_A_ROLE", "=B"), "?"),
+                  "none" if leader is None else leader,
+                  get(m, "KREP_A_LEADER_EPOCH"),
+                  get(m, "KREP_A_PARTITION_EPOCH"),
+                  ",".join(map(str, ids(m[A["KREP_A_ISR"]][0]))) or "-",
+                  get(m, "KREP_A_LEO", "=Q"), get(m, "KREP_A_HW", "=Q"),
+                  ",".join(epochs) or "-",
+                  ",".join(map(str, ids(pend[0]))) if pend else "-"))
+        return 0
+    print("no such partition", file=sys.stderr)
+    return 1
+
+
+def epoch_end(g, topic, p, epoch, follower):
+    attrs = part(topic, p) + nla(A["KREP_A_LEADER_EPOCH"], u32(epoch))
+    if follower:
+        attrs += nla(A["KREP_A_FOLLOWER_READ"], b"")
+    r = do(g, "KREP_CMD_OFFSETS_FOR_LEADER_EPOCH", attrs)
+    if r is None:
+        return 0
+    if A["KREP_A_LEADER_EPOCH"] not in r:
+        print("undefined")
+    else:
+        print("epoch %d end %d" % (get(r, "KREP_A_LEADER_EPOCH"),
+                                   get(r, "KREP_A_OFFSET", "=Q")))
+    return 0
+
+
+def broker(g):
+    r = do(g, "KREP_CMD_BROKER_GET", b"")
+    if r is None:
+        return 1
+    line = "incarnation %d" % get(r, "KREP_A_INCARNATION", "=Q")
+    if A["KREP_A_CONTROLLER"] in r:
+        c = parse_attrs(r[A["KREP_A_CONTROLLER"]][0])
+        line += " ctrl-epoch %d owner %d lease %d" % (
+            struct.unpack("=I", c[CTRL["KREP_A_CTRL_EPOCH"]][0])[0],
+            struct.unpack("=Q", c[CTRL["KREP_A_CTRL_OWNER"]][0])[0],
+            struct.unpack("=I", c[CTRL["KREP_A_CTRL_LEASE_MS"]][0])[0])
+    print(line)
+    return 0
+
+
+def main(argv):
+    g = Genl()
+    if len(argv) == 5 and argv[1] == "claim":
+        return claim(g, int(argv[2]), int(argv[3]), int(argv[4]))
+    if len(argv) == 9 and argv[1] == "lai":
+        return lai(g, int(argv[2]), argv[3], int(argv[4]), argv[5],
+                   int(argv[6]), int(argv[7]), argv[8])
+    if len(argv) == 4 and argv[1] == "state":
+        return state(g, argv[2], int(argv[3]))
+    if len(argv) in (5, 6) and argv[1] == "epoch-end":
+        return epoch_end(g, argv[2], int(argv[3]), int(argv[4]),
+                         len(argv) == 6)
+    if len(argv) == 2 and argv[1] == "broker":
+        return broker(g)
+    print(__doc__.split("\n\n", 1)[1].split("Exit status")[0],
+          file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

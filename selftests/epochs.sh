@@ -1,0 +1,368 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# epochs.sh - leader epochs, LEADER_AND_ISR and controller claims, with a
+# scripted controller (ctl_helper.py) choosing every leader, epoch and ISR.
+#
+# Three brokers in three namespaces (cluster.sh), topics with
+# replica_lag_time_max_ms=1000:
+#   t   1 partition, RF 3, replicas 1,2,3 (claims, pending ISR, stale leader)
+#   r   1 partition, RF 2, replicas 1,2   (tail above HW, then failover)
+#   d   1 partition, RF 3, replicas 1,2,3 (double leader change)
+#
+# 1. claims: a second owner is refused while the lease runs, a stale epoch
+#    after it; LEADER_AND_ISR only from the claim's epoch; bad requests.
+# 2. pending ISR: a cut follower's shrink waits for the controller (acks=all
+#    times out meanwhile), the commit applies it, a rejoin is asked for again.
+# 3. stale leader: cut off, it keeps refusing acks=all and HW stays; a new
+#    leader takes acks=all writes in epoch 1; back, the old leader truncates
+#    its uncommitted tail (to the new leader's end of epoch 0, not its HW),
+#    follows, and all three logs are identical.
+# 4. tail above HW then a leader change: nothing acknowledged is lost.
+# 5. fast double leader change: a replica that missed epochs 2 and 3 comes
+#    back with a divergent tail of epoch 1 and ends identical.
+# Prints KTAP; leaves the module unloaded and no namespace behind.
+
+# shellcheck disable=SC2317 # the conditions krep_wait_for polls
+set -u
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+# shellcheck source=selftests/lib.sh
+. "$here/lib.sh"
+# shellcheck source=selftests/cluster.sh
+. "$here/cluster.sh"
+
+krep_require_vm
+krep_require_cmd jq ip /usr/bin/python3
+
+LAG=1000
+CE=2			# the controller epoch the brokers end up claimed with
+tmp=$(mktemp -d)
+krep_cleanup_push rm -rf "$tmp"
+mark=epochs-$$
+
+ctl() { # N ARGS...: the scripted controller on broker N
+	local n=$1
+	shift
+	ip netns exec "$(bns "$n")" /usr/bin/python3 "$here/ctl_helper.py" "$@"
+}
+
+dump() { # N TOPIC: "records R ... sha256 H" of partition 0 up to HW;
+	# the values, one a line, in $tmp/dump.N.TOPIC.0
+	ip netns exec "$(bns "$1")" /usr/bin/python3 "$here/repl_helper.py" \
+		dump "$2" 0 "$tmp/dump.$1.$2" | sed 's/^partition 0 //'
+}
+
+st() { ctl "$1" state "$2" 0; }
+
+# field F of a state line
+sf() { # N TOPIC FIELD
+	st "$1" "$2" | awk -v f="$3" '{ for (i = 1; i < NF; i++) if ($i == f) print $(i + 1) }'
+}
+
+lai() { # CEPOCH TOPIC LEADER LEPOCH PEPOCH ISR BROKER...
+	local ce=$1 t=$2 l=$3 le=$4 pe=$5 isr=$6 n out rc=0
+	shift 6
+	for n in "$@"; do
+		out=$(ctl "$n" lai "$ce" "$t" 0 "$l" "$le" "$pe" "$isr")
+		[ "$out" = ok ] || { echo "broker $n: $out"; rc=1; }
+	done
+	return $rc
+}
+
+produce() { # N TOPIC ACKS PREFIX COUNT [TIMEOUT]: values PREFIX-0..
+	seq -f "$4-%g" 0 $(($5 - 1)) |
+		kc "$(bns "$1")" --json produce "$2" acks "$3" timeout "${6:-10000}"
+}
+
+expect() { # DESC WANT CMD...: ok when CMD prints WANT
+	local desc=$1 want=$2 got
+	shift 2
+	got=$("$@" 2>&1)
+	if [ "$got" = "$want" ]; then
+		ktap_ok "$desc"
+	else
+		ktap_diag "want: $want" "got:  $got"
+		ktap_fail "$desc"
+	fi
+}
+
+same_logs() { # TOPIC N...: identical dumps (records up to HW) on all
+	local t=$1 first= n d
+	shift
+	for n in "$@"; do
+		d=$(dump "$n" "$t") || return 1
+		echo "broker $n: $d"
+		[ -z "$first" ] && first=$d
+		[ "$d" = "$first" ] || return 1
+	done
+}
+
+ktap_plan 21
+
+# --- set-up ---------------------------------------------------------------
+
+krep_kmsg_mark "$mark"
+krep_mod_unload
+# shellcheck disable=SC2119 # no module parameters: one broker per netns
+krep_mod_load || ktap_bail "insmod krep.ko failed"
+cluster_up kreps || ktap_bail "cannot set up three brokers"
+cluster_topic t partitions 1 replication-factor 3 \
+	config replica_lag_time_max_ms=$LAG || ktap_bail "topic t"
+cluster_topic r partitions 1 replication-factor 2 \
+	config replica_lag_time_max_ms=$LAG || ktap_bail "topic r"
+cluster_topic d partitions 1 replication-factor 3 \
+	config replica_lag_time_max_ms=$LAG || ktap_bail "topic d"
+krep_wait_for 60 cluster_peers_up || ktap_bail "peers did not connect"
+full_isr() { [ "$(sf 1 t isr)" = 1,2,3 ] && [ "$(sf 1 d isr)" = 1,2,3 ] &&
+	     [ "$(sf 1 r isr)" = 1,2 ]; }
+krep_wait_for 60 full_isr || ktap_bail "ISRs did not fill"
+# the leader was its own ISR authority until now: its partition epoch
+PE=$(sf 1 t pe)
+
+# --- 1. claims --------------------------------------------------------------
+
+ktap_diag "1. controller claims (at ${SECONDS}s)"
+out=$(
+	ctl 1 claim 1 11 600000		# owner 11 takes broker 1
+	ctl 1 claim 2 22 600000		# owner 22: lease runs
+	ctl 1 claim 1 11 600000		# renewal
+	ctl 1 claim 1 11 0		# release
+	ctl 1 claim 1 22 600000		# new owner, same epoch
+	ctl 1 claim $CE 22 600000	# new owner, higher epoch
+	ctl 1 broker | sed 's/^incarnation [0-9]* //'
+)
+want="ok
+error 16 Device or resource busy: another controller's lease on this broker runs
+ok
+ok
+error 116 Stale file handle: a new controller needs a higher epoch
+ok
+ctrl-epoch $CE owner 22 lease 600000"
+expect "claims: EBUSY while another lease runs, ESTALE for an old epoch, release" \
+	"$want" echo "$out"
+for n in 2 3; do
+	ctl "$n" claim $CE 22 600000 >/dev/null
+done
+
+out=$(
+	ctl 1 lai 1 t 0 1 0 0 1,2,3		# older controller
+	ctl 1 lai 3 t 0 1 0 0 1,2,3		# no such claim
+	ctl 1 lai $CE t 0 7 1 1 1,7		# leader outside AR
+	ctl 1 lai $CE t 0 2 1 1 1,3		# leader outside ISR
+	ctl 1 lai $CE t 0 1 0 "$PE" 1,2,3	# the same again: re-states
+	ctl 1 lai $CE nosuch 0 1 0 0 1		# unknown topic
+)
+want="error 116 Stale file handle: controller epoch older than the broker's controller
+error 1 Operation not permitted: no controller claim with this epoch
+error 22 Invalid argument: ISR member outside the assigned replicas
+error 22 Invalid argument: leader outside the ISR
+ok
+error 2 No such file or directory: no such topic"
+expect "LEADER_AND_ISR: stale and unknown controllers, bad assignments refused" \
+	"$want" echo "$out"
+
+# --- 2. pending ISR ---------------------------------------------------------
+
+ktap_diag "2. pending ISR (at ${SECONDS}s)"
+produce 1 t all a 5 >/dev/null
+link_down 3
+# a follower at the leader's LEO stays in sync: the next append starts its lag
+out=$(produce 1 t all b 1 3000 2>&1) && rc=0 || rc=$?
+if [ "$rc" != 0 ] && grep -q REQUEST_TIMED_OUT <<<"$out"; then
+	ktap_ok "acks=all waits for the maximal ISR (times out) while the shrink is pending"
+else
+	ktap_diag "exit $rc: $out"
+	ktap_fail "acks=all waits for the maximal ISR (times out) while the shrink is pending"
+fi
+pending() { [ "$(sf 1 t pending)" = "$1" ]; }
+if krep_wait_for 15 pending 1,2 &&
+   [ "$(sf 1 t isr)" = 1,2,3 ] && [ "$(sf 1 t pe)" = "$PE" ]; then
+	ktap_ok "a cut follower's shrink is pending: ISR still 1,2,3 at partition epoch $PE"
+else
+	st 1 t | ktap_diag_stdin
+	ktap_fail "a cut follower's shrink is pending: ISR still 1,2,3 at partition epoch $PE"
+fi
+lai $CE t 1 0 $((PE + 1)) 1,2 1 2 3 >/dev/null
+out=$(produce 1 t all c 3 2>&1) && rc=0 || rc=$?
+if [ "$rc" = 0 ] && [ "$(sf 1 t isr)" = 1,2 ] &&
+   [ "$(sf 1 t pending)" = - ] && [ "$(sf 1 t pe)" = $((PE + 1)) ]; then
+	ktap_ok "the controller's commit applies the shrink: acks=all on {1,2}"
+else
+	ktap_diag "exit $rc: $out"
+	st 1 t | ktap_diag_stdin
+	ktap_fail "the controller's commit applies the shrink: acks=all on {1,2}"
+fi
+link_up 3
+if krep_wait_for 20 pending 1,2,3; then
+	ktap_ok "broker 3 back: its rejoin is asked of the controller"
+else
+	st 1 t | ktap_diag_stdin
+	ktap_fail "broker 3 back: its rejoin is asked of the controller"
+fi
+lai $CE t 1 0 $((PE + 2)) 1,2,3 1 2 3 >/dev/null
+out="$(sf 1 t isr) $(sf 1 t pe) $(sf 1 t pending)"
+expect "rejoin committed at partition epoch $((PE + 2))" "1,2,3 $((PE + 2)) -" \
+	echo "$out"
+
+# --- 3. a stale leader ------------------------------------------------------
+
+ktap_diag "3. stale leader (at ${SECONDS}s)"
+base=$(sf 1 t hw)
+link_down 1
+produce 1 t 1 stale 4 >/dev/null
+out=$(produce 1 t all stale-all 1 2000 2>&1) && rc=0 || rc=$?
+if [ "$rc" != 0 ] && grep -q REQUEST_TIMED_OUT <<<"$out" &&
+   [ "$(sf 1 t hw)" = "$base" ] && [ "$(sf 1 t leo)" = $((base + 5)) ]; then
+	ktap_ok "cut off, the old leader refuses acks=all (timeout) and HW stays at $base"
+else
+	ktap_diag "exit $rc: $out"
+	st 1 t | ktap_diag_stdin
+	ktap_fail "cut off, the old leader refuses acks=all (timeout) and HW stays at $base"
+fi
+lai $CE t 2 1 $((PE + 3)) 2,3 2 3 >/dev/null
+out=$(produce 2 t all new 6 2>&1) && rc=0 || rc=$?
+if [ "$rc" = 0 ] && [ "$(sf 2 t epochs)" = "0:0,1:$base" ] &&
+   [ "$(sf 2 t hw)" = $((base + 6)) ]; then
+	ktap_ok "broker 2 leads epoch 1 from offset $base: acks=all on {2,3}"
+else
+	ktap_diag "exit $rc: $out"
+	st 2 t | ktap_diag_stdin
+	ktap_fail "broker 2 leads epoch 1 from offset $base: acks=all on {2,3}"
+fi
+out=$(ctl 2 epoch-end t 0 0; ctl 2 epoch-end t 0 1; ctl 2 epoch-end t 0 5)
+expect "OffsetsForLeaderEpoch on the new leader" \
+	"epoch 0 end $base
+epoch 1 end $((base + 6))
+epoch 1 end $((base + 6))" echo "$out"
+link_up 1
+lai $CE t 2 1 $((PE + 3)) 2,3 1 >/dev/null
+caught_up() { # N TOPIC LEO
+	[ "$(sf "$1" "$2" leo)" = "$3" ] && [ "$(sf "$1" "$2" role)" = follower ]
+}
+if krep_wait_for 20 caught_up 1 t $((base + 6)) &&
+   [ "$(sf 1 t epochs)" = "0:0,1:$base" ] &&
+   krep_kmsg_since "$mark" | grep -q "t-0: truncated from $((base + 5)) to $base"; then
+	ktap_ok "the old leader truncates its 5 uncommitted records (to $base) and follows"
+else
+	st 1 t | ktap_diag_stdin
+	krep_kmsg_since "$mark" | grep 't-0' | tail -5 | ktap_diag_stdin
+	ktap_fail "the old leader truncates its 5 uncommitted records (to $base) and follows"
+fi
+out=$(produce 1 t 1 late 1 2>&1) && rc=0 || rc=$?
+if [ "$rc" != 0 ] && grep -q NOT_LEADER_OR_FOLLOWER <<<"$out"; then
+	ktap_ok "the deposed leader refuses produces"
+else
+	ktap_diag "exit $rc: $out"
+	ktap_fail "the deposed leader refuses produces"
+fi
+isr3() { [ "$(sf 2 t pending)" = 1,2,3 ]; }
+krep_wait_for 20 isr3 && lai $CE t 2 1 $((PE + 4)) 1,2,3 1 2 3 >/dev/null
+produce 2 t all more 2 >/dev/null
+full() { [ "$(sf 1 t hw)" = "$(sf 2 t hw)" ] && [ "$(sf 3 t hw)" = "$(sf 2 t hw)" ]; }
+krep_wait_for 10 full
+if same_logs t 1 2 3 >"$tmp/same" && ! grep -q stale "$tmp/dump.1.t.0" &&
+   grep -q new-5 "$tmp/dump.1.t.0"; then
+	ktap_ok "all three logs identical, without the stale records"
+else
+	ktap_diag_stdin <"$tmp/same"
+	ktap_fail "all three logs identical, without the stale records"
+fi
+
+# --- 4. a tail above HW, then a leader change -------------------------------
+
+ktap_diag "4. tail above HW, then failover (at ${SECONDS}s)"
+out=$(produce 1 r all acked 20) && rc=0 || rc=$?
+link_down 1
+ktap_diag "broker 2 after the acks: $(st 2 r)"
+# broker 2 is told to follow again (as after a restart), then leads
+lai $CE r 1 1 1 1,2 2 >/dev/null
+lai $CE r 2 2 2 2 2 >/dev/null
+if [ "$rc" = 0 ] && [ "$(sf 2 r leo)" = 20 ] && [ "$(sf 2 r hw)" = 20 ] &&
+   [ "$(sf 2 r role)" = leader ]; then
+	ktap_ok "broker 2 leads epoch 2 with all 20 acknowledged records (no truncation to its HW)"
+else
+	st 2 r | ktap_diag_stdin
+	ktap_fail "broker 2 leads epoch 2 with all 20 acknowledged records (no truncation to its HW)"
+fi
+d=$(dump 2 r)
+if grep -q "^records 20 " <<<"$d" && [ "$(sed -n 20p "$tmp/dump.2.r.0")" = acked-19 ]; then
+	ktap_ok "every acknowledged record is there, in order"
+else
+	ktap_diag "$d"
+	ktap_fail "every acknowledged record is there, in order"
+fi
+link_up 1
+lai $CE r 2 2 2 2 1 >/dev/null
+produce 2 r 1 after 3 >/dev/null
+hw_eq() { [ "$(sf 1 r hw)" = 23 ] && [ "$(sf 2 r hw)" = 23 ]; }
+if krep_wait_for 20 caught_up 1 r 23 && krep_wait_for 10 hw_eq &&
+   same_logs r 1 2 >"$tmp/same"; then
+	ktap_ok "broker 1 follows in epoch 2 without truncating: identical logs"
+else
+	ktap_diag_stdin <"$tmp/same"
+	st 1 r | ktap_diag_stdin
+	ktap_fail "broker 1 follows in epoch 2 without truncating: identical logs"
+fi
+
+# --- 5. fast double leader change --------------------------------------------
+
+ktap_diag "5. double leader change (at ${SECONDS}s)"
+# epoch 1: broker 3 leads, writes 10 committed records
+lai $CE d 3 1 1 1,2,3 1 2 3 >/dev/null
+produce 3 d all c1 10 >/dev/null
+link_down 3
+produce 3 d 1 lost 3 >/dev/null		# its uncommitted tail, epoch 1
+# epochs 2 and 3 go by without broker 3
+lai $CE d 1 2 2 1,2 1 2 >/dev/null
+produce 1 d all e2 4 >/dev/null
+lai $CE d 2 3 3 1,2 1 2 >/dev/null
+out=$(produce 2 d all e3 4 2>&1) && rc=0 || rc=$?
+if [ "$rc" = 0 ] && [ "$(sf 2 d epochs)" = "1:0,2:10,3:14" ] &&
+   [ "$(sf 3 d leo)" = 13 ] && [ "$(sf 3 d epochs)" = "1:0" ]; then
+	ktap_ok "epochs 2 and 3 pass broker 3 by (it holds 3 uncommitted records of epoch 1)"
+else
+	ktap_diag "exit $rc: $out"
+	st 2 d | ktap_diag_stdin
+	st 3 d | ktap_diag_stdin
+	ktap_fail "epochs 2 and 3 pass broker 3 by (it holds 3 uncommitted records of epoch 1)"
+fi
+link_up 3
+lai $CE d 2 3 3 1,2 3 >/dev/null
+if krep_wait_for 20 caught_up 3 d 18 && [ "$(sf 3 d epochs)" = "1:0,2:10,3:14" ] &&
+   krep_kmsg_since "$mark" | grep -q "d-0: truncated from 13 to 10"; then
+	ktap_ok "broker 3 truncates to epoch 1's end on the leader (10) and fetches epochs 2, 3"
+else
+	st 3 d | ktap_diag_stdin
+	krep_kmsg_since "$mark" | grep 'd-0' | tail -5 | ktap_diag_stdin
+	ktap_fail "broker 3 truncates to epoch 1's end on the leader (10) and fetches epochs 2, 3"
+fi
+isr123() { [ "$(sf 2 d pending)" = 1,2,3 ]; }
+krep_wait_for 20 isr123 && lai $CE d 2 3 4 1,2,3 1 2 3 >/dev/null
+produce 2 d all tail 2 >/dev/null
+full() { [ "$(sf 1 d hw)" = 20 ] && [ "$(sf 3 d hw)" = 20 ]; }
+krep_wait_for 10 full
+if same_logs d 1 2 3 >"$tmp/same" && ! grep -q lost "$tmp/dump.3.d.0"; then
+	ktap_ok "identical logs on all three, the lost tail gone"
+else
+	ktap_diag_stdin <"$tmp/same"
+	ktap_fail "identical logs on all three, the lost tail gone"
+fi
+
+# --- teardown ---------------------------------------------------------------
+
+ktap_diag "teardown (at ${SECONDS}s)"
+krep_cleanup_run
+if krep_mod_loaded; then
+	ktap_fail "rmmod after the scenarios"
+else
+	ktap_ok "rmmod after the scenarios"
+fi
+bad=$(krep_kmsg_since "$mark" | grep -E 'WARNING:|BUG:|Oops|krep: leak')
+if [ -n "$bad" ]; then
+	ktap_diag "$bad"
+	ktap_fail "no kernel warning, oops or leak"
+else
+	ktap_ok "no kernel warning, oops or leak"
+fi
+ktap_finish
