@@ -520,6 +520,11 @@ static int fetch_wait(struct krep_partition *p, const struct krep_fetch_req *req
 			err = check_leader(p, st);
 		if (!err)
 			err = check_epoch(p, req->leader_epoch, st);
+		/* a new leader's HW may trail its predecessor's: not yet */
+		if (!err && p->role == KREP_ROLE_LEADER &&
+		    p->hw < p->epoch_start_offset)
+			err = krep_fail(st, KREP_KERR_OFFSET_NOT_AVAILABLE, -EAGAIN,
+					"new leader's HW is below its epoch's start offset");
 		if (err)
 			return err;
 		if (krep_exiting())

@@ -247,7 +247,9 @@ bool krep_partition_diverges(const struct krep_partition *p,
  * @why: for the kernel log
  *
  * The epoch cache, HW, LSO, open transactions and the aborted index
- * follow the log.
+ * follow the log. Epochs starting at the new end go too, even when no
+ * batch does: a new leader's epoch in which it wrote nothing must not
+ * stay this replica's "last fetched epoch" (it would diverge forever).
  */
 void krep_partition_truncate(struct krep_partition *p, u64 offset,
 			     const char *why)
@@ -255,8 +257,11 @@ void krep_partition_truncate(struct krep_partition *p, u64 offset,
 	u64 old = p->log.end_offset, leo;
 
 	lockdep_assert_held(&p->lock);
-	if (offset >= old)
+	if (offset >= old) {
+		/* nothing to cut, but an epoch that wrote nothing goes */
+		krep_epoch_truncate_end(&p->epochs, old);
 		return;
+	}
 	leo = krep_log_truncate(&p->log, offset);
 	krep_epoch_truncate_end(&p->epochs, leo);
 	if (p->hw > leo)

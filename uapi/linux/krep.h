@@ -114,7 +114,10 @@
  *             is nothing to read; read_committed stops at LSO and leaves
  *             out batches of aborted transactions), KREP_A_HW, KREP_A_LSO,
  *             KREP_A_LOG_START
- *   errors:   OFFSET_OUT_OF_RANGE (ERANGE) below log start or above LEO
+ *   errors:   OFFSET_OUT_OF_RANGE (ERANGE) below log start or above LEO,
+ *             OFFSET_NOT_AVAILABLE (EAGAIN) while a new leader's HW is
+ *             below its epoch's start offset (so no consumer sees HW go
+ *             back across a leader change)
  * KREP_CMD_LIST_OFFSETS (do)         any user
  *   request:  KREP_A_TOPIC, KREP_A_PARTITION, KREP_A_TIMESTAMP
  *             (KREP_TS_EARLIEST, KREP_TS_LATEST = HW, or a time in ms)
