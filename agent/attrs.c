@@ -105,6 +105,44 @@ static const struct krep_attr_space remote_list_space = {
 	.attrs	= remote_list_attrs,
 };
 
+static const struct krep_attr_desc ctrl_attrs[KREP_A_CTRL_MAX + 1] = {
+	[KREP_A_CTRL_EPOCH]	= { "epoch", KREP_AT_U32 },
+	[KREP_A_CTRL_OWNER]	= { "owner", KREP_AT_U64 },
+	[KREP_A_CTRL_LEASE_MS]	= { "lease_ms", KREP_AT_U32 },
+	[KREP_A_CTRL_AGE_MS]	= { "age_ms", KREP_AT_U64 },
+	[KREP_A_CTRL_PAD]	= { "pad", KREP_AT_BINARY },
+};
+
+static const struct krep_attr_space ctrl_space = {
+	.name	= "controller",
+	.max	= KREP_A_CTRL_MAX,
+	.attrs	= ctrl_attrs,
+};
+
+static const struct krep_attr_desc epoch_attrs[KREP_A_EPOCH_MAX + 1] = {
+	[KREP_A_EPOCH_EPOCH]	= { "epoch", KREP_AT_U32 },
+	[KREP_A_EPOCH_START]	= { "start", KREP_AT_U64 },
+	[KREP_A_EPOCH_PAD]	= { "pad", KREP_AT_BINARY },
+};
+
+static const struct krep_attr_space epoch_space = {
+	.name	= "epoch",
+	.max	= KREP_A_EPOCH_MAX,
+	.attrs	= epoch_attrs,
+};
+
+/* KREP_A_EPOCHS: a list of KREP_A_EPOCH_ENTRY */
+static const struct krep_attr_desc epoch_list_attrs[KREP_A_EPOCH_ENTRY + 1] = {
+	[KREP_A_EPOCH_ENTRY]	= { "epoch_entry", KREP_AT_NEST, &epoch_space,
+				    .multi = 1 },
+};
+
+static const struct krep_attr_space epoch_list_space = {
+	.name	= "epochs",
+	.max	= KREP_A_EPOCH_ENTRY,
+	.attrs	= epoch_list_attrs,
+};
+
 static const char *role_name(long v)
 {
 	return v >= 0 ? krep_role_name(v) : NULL;
@@ -178,6 +216,13 @@ static const struct krep_attr_desc top_attrs[KREP_A_MAX + 1] = {
 	[KREP_A_REMOTES]	= { "remotes", KREP_AT_NEST, &remote_list_space },
 	[KREP_A_REMOTE]		= { "remote", KREP_AT_NEST, &remote_space,
 				    .multi = 1 },
+	[KREP_A_CONTROLLER]	= { "controller", KREP_AT_NEST, &ctrl_space },
+	[KREP_A_CONTROLLER_EPOCH] = { "controller_epoch", KREP_AT_U32 },
+	[KREP_A_PENDING_ISR]	= { "pending_isr", KREP_AT_NEST, &id_list_space },
+	[KREP_A_EPOCHS]		= { "epochs", KREP_AT_NEST, &epoch_list_space },
+	[KREP_A_EPOCH_ENTRY]	= { "epoch_entry", KREP_AT_NEST, &epoch_space,
+				    .multi = 1 },
+	[KREP_A_INCARNATION]	= { "incarnation", KREP_AT_U64 },
 };
 
 const struct krep_attr_space krep_attr_space = {
@@ -200,6 +245,9 @@ const char *krep_cmd_name(unsigned int cmd)
 		[KREP_CMD_LIST_OFFSETS]	= "list_offsets",
 		[KREP_CMD_DELETE_RECORDS] = "delete_records",
 		[KREP_CMD_TXN]		= "txn",
+		[KREP_CMD_ALTER_ISR]	= "alter_isr",
+		[KREP_CMD_LEADER_AND_ISR] = "leader_and_isr",
+		[KREP_CMD_OFFSETS_FOR_LEADER_EPOCH] = "offsets_for_leader_epoch",
 	};
 
 	if (cmd < ARRAY_SIZE(names))

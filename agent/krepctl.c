@@ -45,6 +45,8 @@ static const struct krepctl_cmd cmds[] = {
 	  "a live view of the partitions from the krep tracepoints (BPF)" },
 	{ "stats", krepctl_stats_run, krepctl_stats_usage,
 	  "under-replicated, offline partitions, lags and counters" },
+	{ "elect", krepctl_elect_run, krepctl_elect_usage,
+	  "ask krepd --controller: preferred leaders, its view" },
 	{ "help", help_run, help_usage, "show help for a command" },
 	{ NULL }
 };

@@ -119,6 +119,10 @@ struct nl_msg *krep_topic_create_msg(int family,
 /* Print a PARTITION_GET reply as "topic describe" does (for the tests). */
 int krep_partition_reply_print(struct nl_msg *reply, bool json, FILE *f);
 
+/* elect_cmd.c: krepd --controller's control socket */
+void krepctl_elect_usage(FILE *f);
+int krepctl_elect_run(struct krepctl *ctl, int argc, char **argv);
+
 /* produce.c */
 void krepctl_produce_usage(FILE *f);
 int krepctl_produce_run(struct krepctl *ctl, int argc, char **argv);

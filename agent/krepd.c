@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * krepd: the krep controller daemon.
+ * krepd: the krep daemon, in one of two modes.
  *
- * For now a skeleton: it joins the "events" multicast group of the krep
- * family in its network namespace and logs every event it receives, one
- * line each. The controller's duties (electing leaders from the ISR,
- * committing ALTER_ISR requests with LEADER_AND_ISR, bumping epochs) are
- * not implemented yet.
+ * krepd --controller (controller.h) is the cluster's controller: it
+ * claims every broker of its configuration (cluster.h), fences and
+ * unfences them, elects leaders, commits or turns down ISR changes, and
+ * answers krepctl elect on its control socket (ctlsock.h).
  *
- * Events are logged to stdout with --foreground (warnings and errors to
- * stderr), to syslog otherwise. SIGINT and SIGTERM stop it cleanly; they
- * are taken from a signalfd so the loop is a plain poll().
+ * Without --controller it is an observer of the broker of its network
+ * namespace: it joins the "events" multicast group of the krep family and
+ * logs every event it receives, one line each, and with --metrics serves
+ * Prometheus metrics (metrics.h).
+ *
+ * Logs go to stdout with --foreground (warnings and errors to stderr), to
+ * syslog otherwise (log.h). SIGINT and SIGTERM stop it cleanly; they are
+ * taken from a signalfd so the loop is a plain poll().
  */
 #include <errno.h>
 #include <getopt.h>
@@ -28,9 +32,13 @@
 #include <linux/krep.h>
 
 #include "attrs.h"
+#include "cluster.h"
+#include "controller.h"
 #include "ep.h"
 #include "genl.h"
+#include "log.h"
 #include "metrics.h"
+#include "relay.h"
 
 #define KREPD_VERSION	"0.1"
 
@@ -44,23 +52,53 @@ struct krepd {
 	int sfd;		/* signalfd for SIGINT, SIGTERM */
 	const char *metrics_addr;	/* --metrics ADDR:PORT */
 	struct krep_metrics *metrics;
+	bool controller;		/* --controller */
+	struct krep_cluster cluster;	/* its configuration */
+	const char *relay, *secret_file;	/* --relay, --secret-file */
 };
-
-static bool use_syslog;
 
 static void usage(FILE *f)
 {
-	fputs("Usage: krepd [--netns NAME] [--foreground] [--once]\n"
+	fputs("Usage: krepd --controller [--config FILE] [--broker ID@WHERE]...\n"
+	      "             [--session-timeout-ms N] [--poll-ms N] [--lease-ms N]\n"
+	      "             [--preferred-interval-ms N] [--state-file PATH]\n"
+	      "             [--socket PATH] [--netns NAME] [--foreground]\n"
+	      "       krepd [--netns NAME] [--foreground] [--once]\n"
 	      "             [--metrics ADDR:PORT]\n"
+	      "       krepd --relay ADDR:PORT --secret-file PATH [--netns NAME]\n"
 	      "\n"
-	      "The krep controller daemon. NOT IMPLEMENTED YET: leader election,\n"
-	      "committing ISR changes (ALTER_ISR -> LEADER_AND_ISR) and epoch\n"
-	      "bumps. This version only connects to the krep module, listens on\n"
-	      "its \"events\" multicast group and logs each event as one line.\n"
+	      "With --controller, krepd is the cluster's controller: it claims every\n"
+	      "broker it is given (one controller per cluster: a second one exits 1),\n"
+	      "reads them every poll, fences a broker out of touch for longer than the\n"
+	      "session timeout, elects leaders from the ISR (then the ELR, then, where\n"
+	      "a topic opts in, any live replica), commits or turns down the leaders'\n"
+	      "ISR changes, bumps epochs, writes every decision to its state file\n"
+	      "before sending it with LEADER_AND_ISR, and moves leadership back to the\n"
+	      "preferred replica periodically and when 'krepctl elect --preferred'\n"
+	      "asks. 'krepctl elect --status' prints its view; so does SIGUSR1, to\n"
+	      "the log.\n"
+	      "Without --controller, krepd logs every event of the krep module of its\n"
+	      "namespace, one line each, and can serve metrics.\n"
 	      "\n"
-	      "  -n, --netns NAME   run in network namespace NAME (/run/netns/NAME)\n"
-	      "  -f, --foreground   stay in the foreground and log to stdout/stderr\n"
-	      "                     (otherwise: become a daemon and log to syslog)\n"
+	      "Controller options:\n"
+	      "  -c, --controller   run as the cluster's controller\n"
+	      "  -C, --config FILE  brokers and settings, one per line ('#' comments):\n"
+	      "                       broker ID local\n"
+	      "                       broker ID netns NAME\n"
+	      "                       broker ID relay HOST:PORT secret-file PATH\n"
+	      "                       session-timeout-ms N      (6000)\n"
+	      "                       poll-ms N                 (250)\n"
+	      "                       lease-ms N                (the session timeout)\n"
+	      "                       preferred-election-interval-ms N (300000, 0: off)\n"
+	      "                       state-file PATH  (" KREP_DEFAULT_STATE_FILE ")\n"
+	      "                       socket PATH      (" KREP_DEFAULT_SOCKET ")\n"
+	      "  -b, --broker ID@local | ID@netns:NAME | ID@relay:HOST:PORT:SECRETFILE\n"
+	      "                     a broker (repeat it); added to --config's\n"
+	      "      --session-timeout-ms N, --poll-ms N, --lease-ms N,\n"
+	      "      --preferred-interval-ms N, --state-file PATH, --socket PATH\n"
+	      "                     override --config's settings\n"
+	      "\n"
+	      "Observer options:\n"
 	      "  -1, --once         exit after logging the first event; fails if the\n"
 	      "                     module has no \"events\" group\n"
 	      "  -m, --metrics ADDR:PORT  serve Prometheus metrics at\n"
@@ -69,33 +107,24 @@ static void usage(FILE *f)
 	      "                     expands counted from the ISRs it sees (once a\n"
 	      "                     second and after every ALTER_ISR event), and\n"
 	      "                     per-partition HW and LSO lags\n"
+	      "\n"
+	      "Relay options (the broker's end of a controller's relay session):\n"
+	      "      --relay ADDR:PORT  forward the krep family of krepd's namespace\n"
+	      "                     over TCP to controllers that prove they hold the\n"
+	      "                     secret; stays in the foreground\n"
+	      "      --secret-file PATH  the shared secret: 16 bytes or more, in a\n"
+	      "                     file only its owner may read\n"
+	      "\n"
+	      "Both:\n"
+	      "  -n, --netns NAME   run in network namespace NAME (/run/netns/NAME)\n"
+	      "  -f, --foreground   stay in the foreground and log to stdout/stderr\n"
+	      "                     (otherwise: become a daemon and log to syslog)\n"
 	      "  -h, --help         show this help\n"
 	      "  -V, --version      show the version\n"
 	      "\n"
-	      "Stops on SIGINT or SIGTERM. Exit status: 0 success, 1 error,\n"
-	      "2 usage error.\n", f);
-}
-
-static void logmsg(int prio, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void logmsg(int prio, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	if (use_syslog) {
-		vsyslog(prio, fmt, ap);
-	} else if (prio <= LOG_WARNING) {
-		fprintf(stderr, "%s: ", krep_prog);
-		vfprintf(stderr, fmt, ap);
-		fputc('\n', stderr);
-	} else {
-		vprintf(fmt, ap);
-		putchar('\n');
-		fflush(stdout);
-	}
-	va_end(ap);
+	      "Stops on SIGINT or SIGTERM (the controller releases its claims and\n"
+	      "writes its state). Exit status: 0 success, 1 error (another\n"
+	      "controller is active, ...), 2 usage or configuration error.\n", f);
 }
 
 /* Log one event: "event <cmd> <attr>=<value> ...". */
@@ -115,7 +144,7 @@ static int on_event(struct nl_msg *msg, void *arg)
 	gh = nlmsg_data(nlh);
 	f = open_memstream(&line, &size);
 	if (!f) {
-		logmsg(LOG_ERR, "cannot log event: %s", strerror(errno));
+		krep_log(LOG_ERR, "cannot log event: %s", strerror(errno));
 		return NL_SKIP;
 	}
 	cmd = krep_cmd_name(gh->cmd);
@@ -129,9 +158,9 @@ static int on_event(struct nl_msg *msg, void *arg)
 				 genlmsg_attrlen(gh, 0));
 	}
 	if (fclose(f)) {
-		logmsg(LOG_ERR, "cannot log event: %s", strerror(errno));
+		krep_log(LOG_ERR, "cannot log event: %s", strerror(errno));
 	} else {
-		logmsg(LOG_INFO, "%s", line);
+		krep_log(LOG_INFO, "%s", line);
 		d->nevents++;
 	}
 	free(line);
@@ -151,7 +180,7 @@ static int events_open(struct krepd *d)
 	sk = d->gl.sk;
 	err = krep_genl_subscribe(&d->gl, KREP_MCGRP_EVENTS);
 	if (err == -ENOENT) {
-		logmsg(LOG_WARNING,
+		krep_log(LOG_WARNING,
 		       "the krep module has no \"%s\" multicast group yet; %s",
 		       KREP_MCGRP_EVENTS,
 		       d->once ? "no event to wait for" :
@@ -183,12 +212,12 @@ static int signals_open(struct krepd *d)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	if (sigprocmask(SIG_BLOCK, &set, NULL)) {
-		logmsg(LOG_ERR, "sigprocmask: %s", strerror(errno));
+		krep_log(LOG_ERR, "sigprocmask: %s", strerror(errno));
 		return -1;
 	}
 	d->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (d->sfd < 0) {
-		logmsg(LOG_ERR, "signalfd: %s", strerror(errno));
+		krep_log(LOG_ERR, "signalfd: %s", strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -204,11 +233,11 @@ static int signal_read(struct krepd *d)
 	if (n < 0 && errno == EAGAIN)
 		return 0;
 	if (n != sizeof(si)) {
-		logmsg(LOG_ERR, "signalfd read: %s",
+		krep_log(LOG_ERR, "signalfd read: %s",
 		       n < 0 ? strerror(errno) : "short read");
 		return -1;
 	}
-	logmsg(LOG_NOTICE, "received SIG%s, exiting",
+	krep_log(LOG_NOTICE, "received SIG%s, exiting",
 	       sigabbrev_np(si.ssi_signo) ?: "?");
 	return 1;
 }
@@ -221,11 +250,11 @@ static int events_read(struct krepd *d)
 	err = nl_recvmsgs_default(d->gl.sk);
 	if (err == -NLE_NOMEM) {
 		/* ENOBUFS: the kernel dropped events for us. */
-		logmsg(LOG_WARNING, "event queue overrun: events were lost");
+		krep_log(LOG_WARNING, "event queue overrun: events were lost");
 		return 0;
 	}
 	if (err < 0 && err != -NLE_AGAIN) {
-		logmsg(LOG_ERR, "receiving events: %s", nl_geterror(err));
+		krep_log(LOG_ERR, "receiving events: %s", nl_geterror(err));
 		return -1;
 	}
 	return 0;
@@ -240,9 +269,9 @@ static int run(struct krepd *d)
 	nfds_t n = d->events ? 2 : 1, base = n;
 	int ret, timeout = -1;
 
-	logmsg(LOG_NOTICE, "krepd %s started%s%s (controller duties not implemented yet)",
+	krep_log(LOG_NOTICE, "krepd %s started%s%s (observer: logging events%s)",
 	       KREPD_VERSION, d->netns ? " in network namespace " : "",
-	       d->netns ? d->netns : "");
+	       d->netns ? d->netns : "", d->metrics ? ", serving metrics" : "");
 	for (;;) {
 		if (d->metrics) {
 			n = base + krep_metrics_pollfds(d->metrics, pfd + base);
@@ -251,7 +280,7 @@ static int run(struct krepd *d)
 		if (poll(pfd, n, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
-			logmsg(LOG_ERR, "poll: %s", strerror(errno));
+			krep_log(LOG_ERR, "poll: %s", strerror(errno));
 			return -1;
 		}
 		if (pfd[0].revents) {
@@ -270,6 +299,29 @@ static int run(struct krepd *d)
 	}
 }
 
+/* Long options without a short one. */
+enum {
+	OPT_SESSION_TIMEOUT = 256,
+	OPT_POLL,
+	OPT_LEASE,
+	OPT_PREFERRED,
+	OPT_STATE_FILE,
+	OPT_SOCKET,
+	OPT_RELAY,
+	OPT_SECRET_FILE,
+};
+
+#define FLAGS_MAX	(2 * KREP_CLUSTER_BROKERS_MAX + 16)
+
+/* "broker" for 'b': the long name of option @c, for messages. */
+static const char *flag_name(const struct option *opts, int c)
+{
+	for (; opts->name; opts++)
+		if (opts->val == c)
+			return opts->name;
+	return "?";
+}
+
 static int parse_args(struct krepd *d, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -277,16 +329,39 @@ static int parse_args(struct krepd *d, int argc, char **argv)
 		{ "foreground",	no_argument,		NULL, 'f' },
 		{ "once",	no_argument,		NULL, '1' },
 		{ "metrics",	required_argument,	NULL, 'm' },
+		{ "controller",	no_argument,		NULL, 'c' },
+		{ "config",	required_argument,	NULL, 'C' },
+		{ "broker",	required_argument,	NULL, 'b' },
+		{ "session-timeout-ms", required_argument, NULL, OPT_SESSION_TIMEOUT },
+		{ "poll-ms",	required_argument,	NULL, OPT_POLL },
+		{ "lease-ms",	required_argument,	NULL, OPT_LEASE },
+		{ "preferred-interval-ms", required_argument, NULL, OPT_PREFERRED },
+		{ "state-file",	required_argument,	NULL, OPT_STATE_FILE },
+		{ "socket",	required_argument,	NULL, OPT_SOCKET },
+		{ "relay",	required_argument,	NULL, OPT_RELAY },
+		{ "secret-file", required_argument,	NULL, OPT_SECRET_FILE },
 		{ "help",	no_argument,		NULL, 'h' },
 		{ "version",	no_argument,		NULL, 'V' },
 		{ NULL }
 	};
-	const char *why = NULL;
+	static const enum krep_cluster_setting setting_of[] = {
+		[OPT_SESSION_TIMEOUT - 256]	= KREP_CS_SESSION_TIMEOUT,
+		[OPT_POLL - 256]		= KREP_CS_POLL,
+		[OPT_LEASE - 256]		= KREP_CS_LEASE,
+		[OPT_PREFERRED - 256]		= KREP_CS_PREFERRED,
+		[OPT_STATE_FILE - 256]		= KREP_CS_STATE_FILE,
+		[OPT_SOCKET - 256]		= KREP_CS_SOCKET,
+	};
+	/* controller flags in order, applied after --config */
+	struct { int opt; const char *val; const char *name; } flags[FLAGS_MAX];
+	const char *why = NULL, *config = NULL;
+	struct krep_cluster *cl = &d->cluster;
+	char err[512];
 	struct krep_ep ep;
-	int c;
+	int c, nflags = 0, i;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":n:f1m:hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":n:f1m:cC:b:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			d->netns = optarg;
@@ -299,6 +374,33 @@ static int parse_args(struct krepd *d, int argc, char **argv)
 			break;
 		case 'm':
 			d->metrics_addr = optarg;
+			break;
+		case 'c':
+			d->controller = true;
+			break;
+		case 'C':
+			config = optarg;
+			break;
+		case 'b':
+		case OPT_SESSION_TIMEOUT:
+		case OPT_POLL:
+		case OPT_LEASE:
+		case OPT_PREFERRED:
+		case OPT_STATE_FILE:
+		case OPT_SOCKET:
+			if (nflags == FLAGS_MAX) {
+				fprintf(stderr, "krepd: too many options\n");
+				goto usage;
+			}
+			flags[nflags].opt = c;
+			flags[nflags].val = optarg;
+			flags[nflags++].name = flag_name(opts, c);
+			break;
+		case OPT_RELAY:
+			d->relay = optarg;
+			break;
+		case OPT_SECRET_FILE:
+			d->secret_file = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -326,13 +428,58 @@ static int parse_args(struct krepd *d, int argc, char **argv)
 			argv[optind]);
 		goto usage;
 	}
+	if (!d->relay != !d->secret_file) {
+		fprintf(stderr, "krepd: %s needs %s\n",
+			d->relay ? "--relay" : "--secret-file",
+			d->relay ? "--secret-file" : "--relay");
+		goto usage;
+	}
+	if (d->relay && (d->controller || d->once || d->metrics_addr)) {
+		fprintf(stderr, "krepd: --relay takes only --secret-file, --netns and --foreground\n");
+		goto usage;
+	}
+	if (!d->controller && (config || nflags)) {
+		fprintf(stderr, "krepd: --%s needs --controller\n",
+			config ? "config" : flags[0].name);
+		goto usage;
+	}
+	if (d->controller && (d->once || d->metrics_addr)) {
+		fprintf(stderr, "krepd: %s is not a controller option\n",
+			d->once ? "--once" : "--metrics");
+		goto usage;
+	}
 	if (d->metrics_addr &&
 	    (krep_ep_parse(d->metrics_addr, &ep, &why) || !ep.port)) {
 		fprintf(stderr, "krepd: --metrics '%s': %s (A.B.C.D:PORT or [IPV6]:PORT)\n",
 			d->metrics_addr, why ? why : "port 0");
 		goto usage;
 	}
+	if (!d->controller)
+		return 1;
+	krep_cluster_init(cl);
+	if (config && krep_cluster_load(cl, config))
+		return -1;	/* every bad line was printed */
+	for (i = 0; i < nflags; i++) {
+		if (flags[i].opt == 'b') {
+			if (krep_cluster_broker_flag(cl, flags[i].val, err,
+						     sizeof(err))) {
+				fprintf(stderr, "krepd: --broker '%s': %s\n",
+					flags[i].val, err);
+				goto usage;
+			}
+		} else if (krep_cluster_set(cl, setting_of[flags[i].opt - 256],
+					    flags[i].val, err, sizeof(err))) {
+			goto bad_flag;
+		}
+	}
+	if (krep_cluster_finish(cl, err, sizeof(err))) {
+		fprintf(stderr, "krepd: %s%s%s\n", config ? config : "",
+			config ? ": " : "", err);
+		return -1;
+	}
 	return 1;
+bad_flag:
+	fprintf(stderr, "krepd: %s\n", err);	/* it names the setting */
 usage:
 	fputc('\n', stderr);
 	usage(stderr);
@@ -348,9 +495,13 @@ int main(int argc, char **argv)
 	ret = parse_args(&d, argc, argv);
 	if (ret <= 0)
 		return ret ? 2 : 0;
+	if (d.relay)
+		return krep_relay_main(d.relay, d.secret_file, d.netns);
 
 	if (d.netns && krep_netns_enter(d.netns))
 		return 1;
+	if (d.controller)
+		return krep_controller_run(&d.cluster, d.foreground);
 	/* Block signals first so none is lost before the signalfd exists. */
 	if (signals_open(&d))
 		return 1;
@@ -359,7 +510,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (d.metrics_addr) {
-		d.metrics = krep_metrics_open(d.metrics_addr, logmsg);
+		d.metrics = krep_metrics_open(d.metrics_addr, krep_log);
 		if (!d.metrics) {
 			ret = 1;
 			goto out;
@@ -367,12 +518,11 @@ int main(int argc, char **argv)
 	}
 	if (!d.foreground) {
 		if (daemon(0, 0)) {
-			logmsg(LOG_ERR, "daemon: %s", strerror(errno));
+			krep_log(LOG_ERR, "daemon: %s", strerror(errno));
 			ret = 1;
 			goto out;
 		}
-		openlog("krepd", LOG_PID, LOG_DAEMON);
-		use_syslog = true;
+		krep_log_syslog("krepd");
 	}
 	ret = run(&d) ? 1 : 0;
 out:
@@ -380,7 +530,6 @@ out:
 	if (d.gl.sk)
 		krep_genl_close(&d.gl);
 	close(d.sfd);
-	if (use_syslog)
-		closelog();
+	krep_log_close();
 	return ret;
 }

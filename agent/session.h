@@ -12,7 +12,13 @@
  *
  * Every request has a deadline: a broker that does not answer in time is
  * a failed request (-ETIMEDOUT), never a hung controller. Replies are
- * handed to @fn as libnl messages whatever the transport.
+ * handed to @fn as libnl messages whatever the transport. A reply that
+ * comes after its deadline is dropped by its sequence number.
+ *
+ * session.c implements local and netns; transports plug in through
+ * session_impl.h. krep_session_relay_open() lives in session_relay.c,
+ * which is built only when it exists: without it a relay broker cannot
+ * be opened ("relay support not built").
  */
 #ifndef KREP_AGENT_SESSION_H
 #define KREP_AGENT_SESSION_H
@@ -48,6 +54,15 @@ struct krep_session *krep_session_open(const struct krep_session_addr *a,
 struct krep_session *krep_session_relay_open(const struct krep_session_addr *a,
 					     bool events, const char **why);
 void krep_session_close(struct krep_session *s);
+
+/*
+ * True when the broker behind @s is gone for good and the session should
+ * be closed (and opened again later): for a netns session, when
+ * /run/netns/NAME vanished or now names another namespace than the one
+ * the socket was opened in. An open netlink socket keeps its namespace
+ * alive, so a deleted namespace is destroyed only once it is closed.
+ */
+bool krep_session_stale(const struct krep_session *s);
 
 /* The family id to build requests with (krep_genl_msg_new()). */
 int krep_session_family(const struct krep_session *s);

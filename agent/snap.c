@@ -16,6 +16,8 @@ static struct nla_policy broker_policy[KREP_A_MAX + 1] = {
 	[KREP_A_CLUSTER_ID]	= { .type = NLA_STRING },
 	[KREP_A_PEERS]		= { .type = NLA_NESTED },
 	[KREP_A_STATS]		= { .type = NLA_NESTED },
+	[KREP_A_CONTROLLER]	= { .type = NLA_NESTED },
+	[KREP_A_INCARNATION]	= { .type = NLA_U64 },
 };
 
 static struct nla_policy peer_policy[KREP_A_PEER_MAX + 1] = {
@@ -45,6 +47,7 @@ static struct nla_policy part_policy[KREP_A_MAX + 1] = {
 	[KREP_A_LOG_START]	= { .type = NLA_U64 },
 	[KREP_A_LOW_WATERMARK]	= { .type = NLA_U64 },
 	[KREP_A_REMOTES]	= { .type = NLA_NESTED },
+	[KREP_A_PENDING_ISR]	= { .type = NLA_NESTED },
 };
 
 const char *krep_snap_stat_name(unsigned int attr)
@@ -84,6 +87,7 @@ static void part_free(struct krep_snap_part *p)
 	free(p->topic);
 	free(p->replicas);
 	free(p->isr);
+	free(p->pending_isr);
 	free(p->remotes);
 }
 
@@ -151,6 +155,41 @@ static int stats_get(struct nlattr *nest, struct krep_snap *s)
 	return 0;
 }
 
+/* KREP_A_CONTROLLER: the claim a controller holds on the broker */
+static int claim_get(struct nlattr *nest, struct krep_snap *s)
+{
+	struct nlattr *a;
+	int rem;
+
+	nla_for_each_nested(a, nest, rem) {
+		switch (nla_type(a)) {
+		case KREP_A_CTRL_EPOCH:
+			if (nla_len(a) != 4)
+				return -EPROTO;
+			s->claim_epoch = nla_get_u32(a);
+			break;
+		case KREP_A_CTRL_OWNER:
+			if (nla_len(a) != 8)
+				return -EPROTO;
+			s->claim_owner = nla_get_u64(a);
+			break;
+		case KREP_A_CTRL_LEASE_MS:
+			if (nla_len(a) != 4)
+				return -EPROTO;
+			s->claim_lease_ms = nla_get_u32(a);
+			break;
+		case KREP_A_CTRL_AGE_MS:
+			if (nla_len(a) != 8)
+				return -EPROTO;
+			s->has_claim_age = true;
+			s->claim_age_ms = nla_get_u64(a);
+			break;
+		}
+	}
+	s->has_claim = true;
+	return 0;
+}
+
 static int broker_get(struct nl_msg *msg, void *arg)
 {
 	struct nlattr *tb[KREP_A_MAX + 1];
@@ -174,6 +213,12 @@ static int broker_get(struct nl_msg *msg, void *arg)
 			return err == -ENOMEM ? err : -EPROTO;
 	}
 	if (tb[KREP_A_STATS] && stats_get(tb[KREP_A_STATS], s))
+		return -EPROTO;
+	if (tb[KREP_A_INCARNATION]) {
+		s->has_incarnation = true;
+		s->incarnation = nla_get_u64(tb[KREP_A_INCARNATION]);
+	}
+	if (tb[KREP_A_CONTROLLER] && claim_get(tb[KREP_A_CONTROLLER], s))
 		return -EPROTO;
 	return 0;
 }
@@ -207,12 +252,20 @@ static int topic_get(struct nl_msg *msg, void *arg)
 	if (!tb[KREP_A_TOPIC_CONFIG])
 		return 0;
 	nla_for_each_nested(a, tb[KREP_A_TOPIC_CONFIG], rem) {
-		if (nla_type(a) != KREP_A_TCFG_MIN_INSYNC_REPLICAS)
-			continue;
-		if (nla_len(a) != 4)
-			return -EPROTO;
-		t->has_min_isr = true;
-		t->min_isr = nla_get_u32(a);
+		switch (nla_type(a)) {
+		case KREP_A_TCFG_MIN_INSYNC_REPLICAS:
+			if (nla_len(a) != 4)
+				return -EPROTO;
+			t->has_min_isr = true;
+			t->min_isr = nla_get_u32(a);
+			break;
+		case KREP_A_TCFG_UNCLEAN_LEADER_ELECTION:
+			if (nla_len(a) != 1)
+				return -EPROTO;
+			t->has_unclean = true;
+			t->unclean = nla_get_u8(a);
+			break;
+		}
 	}
 	return 0;
 }
@@ -352,18 +405,23 @@ static int part_get(struct nl_msg *msg, void *arg)
 		p->has_isr = true;
 		err = ids_get(tb[KREP_A_ISR], &p->isr, &p->nisr);
 	}
+	if (!err && tb[KREP_A_PENDING_ISR]) {
+		p->has_pending_isr = true;
+		err = ids_get(tb[KREP_A_PENDING_ISR], &p->pending_isr,
+			      &p->npending_isr);
+	}
 	if (!err && tb[KREP_A_REMOTES])
 		err = remotes_get(tb[KREP_A_REMOTES], p);
 	return err;
 }
 
-static int dump(struct krep_genl *gl, uint8_t cmd, int flags,
-		const char *topic, krep_genl_reply_fn fn, void *arg)
+static int dump(krep_snap_request_fn rq, void *ctx, int family, uint8_t cmd,
+		int flags, const char *topic, krep_genl_reply_fn fn, void *arg)
 {
 	struct nl_msg *msg;
 	int err;
 
-	msg = krep_genl_msg_new(gl->family, cmd, flags,
+	msg = krep_genl_msg_new(family, cmd, flags,
 				topic ? nla_total_size(strlen(topic) + 1) : 0);
 	if (!msg)
 		return -ENOMEM;
@@ -371,9 +429,34 @@ static int dump(struct krep_genl *gl, uint8_t cmd, int flags,
 		nlmsg_free(msg);
 		return -ENOMEM;
 	}
-	err = krep_genl_request(gl, msg, fn, arg);
+	err = rq(ctx, msg, fn, arg);
 	nlmsg_free(msg);
 	return err;
+}
+
+int krep_snap_take_via(krep_snap_request_fn rq, void *ctx, int family,
+		       const char *topic, struct krep_snap *s)
+{
+	int err;
+
+	memset(s, 0, sizeof(*s));
+	err = dump(rq, ctx, family, KREP_CMD_BROKER_GET, 0, NULL, broker_get,
+		   s);
+	if (!err)
+		err = dump(rq, ctx, family, KREP_CMD_TOPIC_GET, NLM_F_DUMP,
+			   NULL, topic_get, s);
+	if (!err)
+		err = dump(rq, ctx, family, KREP_CMD_PARTITION_GET,
+			   NLM_F_DUMP, topic, part_get, s);
+	if (err)
+		krep_snap_free(s);
+	return err;
+}
+
+static int genl_rq(void *ctx, struct nl_msg *req, krep_genl_reply_fn fn,
+		   void *arg)
+{
+	return krep_genl_request(ctx, req, fn, arg);
 }
 
 int krep_snap_take(struct krep_genl *gl, const char *topic,
@@ -381,21 +464,12 @@ int krep_snap_take(struct krep_genl *gl, const char *topic,
 {
 	int err;
 
-	memset(s, 0, sizeof(*s));
-	err = dump(gl, KREP_CMD_BROKER_GET, 0, NULL, broker_get, s);
-	if (!err)
-		err = dump(gl, KREP_CMD_TOPIC_GET, NLM_F_DUMP, NULL, topic_get,
-			   s);
-	if (!err)
-		err = dump(gl, KREP_CMD_PARTITION_GET, NLM_F_DUMP, topic,
-			   part_get, s);
+	err = krep_snap_take_via(genl_rq, gl, gl->family, topic, s);
 	if (err == -EPROTO)
 		fprintf(stderr, "%s: malformed reply from the kernel\n",
 			krep_prog);
 	else if (err == -ENOMEM)
 		fprintf(stderr, "%s: %s\n", krep_prog, strerror(ENOMEM));
-	if (err)
-		krep_snap_free(s);
 	return err;
 }
 

@@ -45,6 +45,8 @@ struct krep_snap_topic {
 	uint32_t rf;
 	bool has_min_isr;
 	uint32_t min_isr;	/* min_insync_replicas as configured */
+	bool has_unclean;
+	bool unclean;		/* unclean_leader_election */
 };
 
 struct krep_snap_remote {
@@ -60,9 +62,9 @@ struct krep_snap_part {
 	int role;		/* enum krep_role, -1 if absent */
 	bool has_leader, has_leader_epoch, has_partition_epoch;
 	uint32_t leader, leader_epoch, partition_epoch;
-	bool has_replicas, has_isr;
-	size_t nreplicas, nisr;
-	uint32_t *replicas, *isr;
+	bool has_replicas, has_isr, has_pending_isr;
+	size_t nreplicas, nisr, npending_isr;
+	uint32_t *replicas, *isr, *pending_isr;
 	bool has_leo, has_hw, has_lso, has_log_start, has_lw;
 	uint64_t leo, hw, lso, log_start, lw;
 	bool has_remotes;
@@ -76,6 +78,12 @@ struct krep_snap {
 	char *cluster_id;
 	size_t npeers;
 	struct krep_snap_peer *peers;
+	bool has_incarnation;
+	uint64_t incarnation;
+	bool has_claim;		/* KREP_A_CONTROLLER */
+	bool has_claim_age;
+	uint32_t claim_epoch, claim_lease_ms;
+	uint64_t claim_owner, claim_age_ms;
 	bool has_stats;
 	bool has_stat[KREP_A_STAT_MAX + 1];
 	uint64_t stat[KREP_A_STAT_MAX + 1];
@@ -92,6 +100,15 @@ struct krep_snap {
  */
 int krep_snap_take(struct krep_genl *gl, const char *topic,
 		   struct krep_snap *s);
+/*
+ * The same over any channel (krepd's sessions): @rq sends each request
+ * and hands the replies to @fn; @family is the krep family id. Prints
+ * nothing; -EPROTO for a malformed reply.
+ */
+typedef int (*krep_snap_request_fn)(void *ctx, struct nl_msg *req,
+				    krep_genl_reply_fn fn, void *arg);
+int krep_snap_take_via(krep_snap_request_fn rq, void *ctx, int family,
+		       const char *topic, struct krep_snap *s);
 void krep_snap_free(struct krep_snap *s);
 
 /* The name of KREP_A_STAT_* @attr ("records", ...), NULL if unknown. */

@@ -15,6 +15,9 @@
 #   bns N                    the namespace name of broker N
 #   link_down N, link_up N   take broker N's kr0 down or up: its TCP
 #                            connections stall as on a cut cable
+#   cluster_topic_on N ARGS...  krepctl topic create ARGS on broker N
+#   cluster_broker_recreate N CLUSTER  broker N loses its namespace and
+#                            every log, and comes back empty
 #   kc NS ARGS...            krepctl --netns NS ARGS
 #   describe NS [TOPIC]      krepctl --json topic describe
 #   part NS TOPIC P          one partition of describe, compact JSON
@@ -89,4 +92,40 @@ cluster_peers_up() {
 		kc "$(bns "$i")" --json broker show |
 			jq -e 'all(.peers[]; .state == "up")' >/dev/null || return 1
 	done
+}
+
+# cluster_topic_on N ARGS...: krepctl topic create ARGS on broker N only
+cluster_topic_on() {
+	local n=$1
+	shift
+	kc "$(bns "$n")" topic create "$@" >/dev/null
+}
+
+# cluster_broker_recreate N CLUSTER: broker N loses its namespace (and every
+# log) and comes back as a new, empty broker with the same name, address
+# and configuration. Waits until the old namespace is really gone, which
+# needs every socket in it closed (krepd closes its session when the name
+# points elsewhere).
+cluster_broker_recreate() {
+	local n=$1 cluster=$2 ns j peers i
+
+	ns=$(bns "$n")
+	ip netns del "$ns" || return 1
+	for ((i = 0; i < 200; i++)); do
+		ip -n "$BR" link show "p$n" >/dev/null 2>&1 || break
+		sleep 0.1
+	done
+	ip -n "$BR" link show "p$n" >/dev/null 2>&1 && return 1
+	ip netns add "$ns" || return 1
+	ip link add kr0 netns "$ns" type veth peer name "p$n" netns "$BR" ||
+		return 1
+	ip -n "$BR" link set "p$n" master krbr up || return 1
+	printf '%s\n' "link set lo up" "addr add $NET.$n/24 dev kr0" \
+		"link set kr0 up" | ip -n "$ns" -b - || return 1
+	peers=
+	for j in 1 2 3; do
+		[ "$j" = "$n" ] || peers+="${peers:+,}$j@$NET.$j:$PORT"
+	done
+	kc "$ns" broker set id "$n" cluster "$cluster" \
+		listen "$NET.$n:$PORT" peers "$peers" >/dev/null
 }

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * krepd --controller's control socket: a unix stream socket (default
+ * /run/krep/krepd.sock, mode 0600) that krepctl elect talks to. One
+ * request per connection, as one line; the reply is zero or more lines,
+ * each one JSON object, then one final line:
+ *
+ *   request                          reply objects
+ *   status                           one per partition of the controller's
+ *                                    view: {"topic","partition","leader"
+ *                                    (null when offline),"leader_epoch",
+ *                                    "partition_epoch","replicas","isr",
+ *                                    "elr","offline"}
+ *   brokers                          one per broker: {"id","reachable",
+ *                                    "fenced","claimed","incarnation"
+ *                                    (hex string or null)} and the
+ *                                    controller's {"controller_epoch",
+ *                                    "owner"} first
+ *   elect-preferred [TOPIC [PART]]   one per partition asked: {"topic",
+ *                                    "partition","result":"elected"|
+ *                                    "ELECTION_NOT_NEEDED"|"not_eligible",
+ *                                    "leader","previous_leader",
+ *                                    "leader_epoch","reason"}
+ *
+ *   final line: "ok" (done, or nothing needed), "fail" (some partition
+ *   was not eligible), or "error MESSAGE" (bad request, unknown topic or
+ *   partition).
+ *
+ * Lines are at most KREP_CTLSOCK_LINE_MAX bytes; a client that sends no
+ * complete line within a second is dropped.
+ */
+#ifndef KREP_AGENT_CTLSOCK_H
+#define KREP_AGENT_CTLSOCK_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#define KREP_CTLSOCK_LINE_MAX	512
+#define KREP_CTLSOCK_TIMEOUT_MS	1000
+
+struct krep_ctlsock;
+
+/*
+ * Listen on @path (creating its directory if missing). A socket file left
+ * by a krepd that is gone is replaced; one that answers is not (-EADDRINUSE).
+ * Returns NULL with the reason in @err.
+ */
+struct krep_ctlsock *krep_ctlsock_open(const char *path, char *err,
+				       size_t errlen);
+/* Close and remove the socket file. */
+void krep_ctlsock_close(struct krep_ctlsock *cs);
+int krep_ctlsock_fd(const struct krep_ctlsock *cs);
+
+/*
+ * Accept one client, read its request line and answer what @handle writes
+ * to @out (objects and the final line). Never blocks for more than
+ * KREP_CTLSOCK_TIMEOUT_MS on a client.
+ */
+typedef void (*krep_ctlsock_handler)(const char *request, FILE *out,
+				     void *arg);
+void krep_ctlsock_serve(struct krep_ctlsock *cs, krep_ctlsock_handler handle,
+			void *arg);
+
+/*
+ * Client: send @request to the krepd at @path and read its whole reply
+ * into *@reply (malloc'd, NUL-terminated). Returns 0 or -errno (printed
+ * by the caller).
+ */
+int krep_ctlsock_call(const char *path, const char *request, int timeout_ms,
+		      char **reply);
+
+#endif

@@ -1,0 +1,191 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Host-only checks of krepd --controller and krepctl elect: command lines
+# (--help exits 0 with the usage on stdout; bad command lines and config
+# files exit 2 with the reason, file:line for config files), and the
+# control socket end to end against a controller whose only broker cannot
+# be reached (a network namespace that does not exist), so no module is
+# needed and no broker is touched: status, brokers, elect, the state file
+# lock, a second controller on the same socket, SIGUSR1, SIGTERM and the
+# controller epoch across restarts. The controller's work on real brokers
+# runs in the VM (selftests/controller_smoke.sh). TAP.
+#
+# Usage: agent/test_ctl.sh [KREPCTL [KREPD]]
+
+K=${1:-$(dirname "$0")/krepctl}
+D=${2:-$(dirname "$0")/krepd}
+n=0
+failed=0
+tmp=$(mktemp -d)
+pid=
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
+
+ok() {
+	n=$((n + 1))
+	if [ "$1" = 0 ]; then
+		echo "ok $n - $2"
+	else
+		failed=$((failed + 1))
+		echo "not ok $n - $2"
+	fi
+}
+
+help() { # PROG ARGS...: "PROG ARGS --help" exits 0 with its usage
+	local out rc
+
+	out=$("$@" --help 2>/dev/null)
+	rc=$?
+	[ $rc = 0 ] && [[ $out == Usage:* ]]
+	ok $? "${1##*/}${2:+ ${*:2}} --help exits 0 with its usage"
+}
+
+usage() { # MESSAGE PROG ARGS...: exits 2 with MESSAGE on stderr
+	local msg=$1 err rc
+
+	shift
+	err=$("$@" 2>&1 >/dev/null </dev/null)
+	rc=$?
+	[ $rc = 2 ] && [[ $err == *"$msg"* ]]
+	ok $? "${1##*/} ${*:2} exits 2: $msg"
+	[ $rc = 2 ] || echo "# exit $rc: $err"
+}
+
+NS=krep-test-ctl-none-$$
+B=(--broker "1@netns:$NS")
+S=(--state-file "$tmp/krepd.state" --socket "$tmp/krepd.sock")
+
+echo "TAP version 13"
+
+# --- command lines ---------------------------------------------------------
+
+help "$D"
+help "$K" elect
+out=$("$D" --help)
+[[ $out == *--controller* && $out == *"broker ID netns NAME"* ]]
+ok $? "krepd --help documents --controller and the config file"
+out=$("$K" help 2>/dev/null)
+[[ $out == *"  elect "* ]]
+ok $? "krepctl help lists elect"
+
+usage "--broker needs --controller" "$D" --broker 1@local
+usage "--config needs --controller" "$D" --config /nonexistent
+usage "--once is not a controller option" "$D" --controller --once "${B[@]}"
+usage "--metrics is not a controller option" "$D" --controller --metrics 127.0.0.1:9 "${B[@]}"
+usage "no brokers" "$D" --controller
+usage "'x' is not a broker id" "$D" --controller --broker x@local
+usage "expected ID@local, ID@netns:NAME" "$D" --controller --broker 1@bogus
+usage "broker 1 given twice" "$D" --controller "${B[@]}" --broker 1@local
+usage "poll-ms: 5 is not in 10..60000" "$D" --controller "${B[@]}" --poll-ms 5
+usage "at least 2 x poll-ms" "$D" --controller "${B[@]}" --poll-ms 1000 --session-timeout-ms 1500
+usage "needs a value" "$D" --controller --state-file
+usage "cannot open /nonexistent/krepd.conf" "$D" --controller --config /nonexistent/krepd.conf
+
+cat >"$tmp/bad.conf" <<EOF
+# a config with two bad lines
+broker 1 netns b1
+broker 2 carrier-pigeon
+poll-ms 100
+poll-ms often
+EOF
+err=$("$D" --controller --config "$tmp/bad.conf" 2>&1 >/dev/null)
+rc=$?
+[ $rc = 2 ] && [[ $err == *"bad.conf:3: broker 2: unknown kind 'carrier-pigeon'"* ]] &&
+	[[ $err == *"bad.conf:5: poll-ms given twice"* ]] && [[ $err != *Usage:* ]]
+ok $? "krepd --config: every bad line is reported as FILE:LINE: reason, exit 2"
+[ $rc = 2 ] || echo "# exit $rc: $err"
+
+usage "give --preferred, --status or --brokers" "$K" elect
+usage "give one of --preferred, --status and --brokers" "$K" elect --status --preferred
+usage "unexpected argument 'orders'" "$K" elect --status orders
+usage "partition 'x' is not a number" "$K" elect --preferred orders x
+usage "unexpected argument 'y'" "$K" elect --preferred orders 1 y
+usage "unknown option '--bogus'" "$K" elect --status --bogus
+usage "needs a value" "$K" elect --status --socket
+usage "drop --netns" "$K" --netns b1 elect --status
+
+# --- the control socket, with no broker to reach ----------------------------
+
+err=$("$K" elect --status --socket "$tmp/none.sock" 2>&1)
+rc=$?
+[ $rc = 1 ] && [[ $err == *"cannot ask krepd"*"is krepd --controller running?"* ]]
+ok $? "krepctl elect without a krepd: exit 1, says why"
+
+start() { # start krepd --controller in the background; waits for its socket
+	"$D" --controller --foreground "${B[@]}" "${S[@]}" --poll-ms 50 \
+		--session-timeout-ms 300 >>"$tmp/krepd.out" 2>&1 &
+	pid=$!
+	for _ in $(seq 100); do
+		[ -S "$tmp/krepd.sock" ] && return 0
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
+start
+ok $? "krepd --controller starts with an unreachable broker and listens"
+sleep 0.5
+out=$("$K" elect --brokers --socket "$tmp/krepd.sock")
+rc=$?
+[ $rc = 0 ] && [[ $(head -n 1 <<<"$out") == '{"controller_epoch":1,"owner":"'* ]] &&
+	[[ $out == *'{"id":1,"reachable":false,"fenced":true,"claimed":false,"incarnation":null}'* ]]
+ok $? "elect --brokers: epoch 1, broker 1 unreachable and fenced after the session timeout"
+[ $rc = 0 ] || echo "# exit $rc: $out"
+out=$("$K" elect --status --socket "$tmp/krepd.sock")
+rc=$?
+[ $rc = 0 ] && [ -z "$out" ]
+ok $? "elect --status: no partitions known, exit 0"
+out=$("$K" elect --preferred --socket "$tmp/krepd.sock")
+rc=$?
+[ $rc = 0 ] && [ -z "$out" ]
+ok $? "elect --preferred on no partitions: nothing to do, exit 0"
+err=$("$K" elect --preferred orders 0 --socket "$tmp/krepd.sock" 2>&1)
+rc=$?
+[ $rc = 1 ] && [[ $err == *"krepd: unknown topic or partition"* ]]
+ok $? "elect --preferred on an unknown topic: exit 1, krepd says why"
+kill -USR1 "$pid"
+sleep 0.2
+kill -0 "$pid" 2>/dev/null
+ok $? "SIGUSR1 logs the view and krepd goes on"
+
+err=$("$D" --controller --foreground "${B[@]}" "${S[@]}" 2>&1)
+rc=$?
+[ $rc = 1 ] && [[ $err == *"krepd.state.lock is locked: another krepd --controller"* ]]
+ok $? "a second controller on the same state file: exit 1"
+err=$("$D" --controller --foreground "${B[@]}" --state-file "$tmp/other.state" \
+	--socket "$tmp/krepd.sock" 2>&1)
+rc=$?
+[ $rc = 1 ] && [[ $err == *"another krepd --controller listens there"* ]]
+ok $? "a second controller on the same socket: exit 1"
+
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+pid=
+[ $rc = 0 ] && [ ! -e "$tmp/krepd.sock" ] &&
+	grep -qx "controller-epoch 1" "$tmp/krepd.state" &&
+	grep -qx "broker 1 incarnation - fenced 1" "$tmp/krepd.state"
+ok $? "SIGTERM: exit 0, socket removed, state written (epoch 1, broker 1 fenced)"
+[ $rc = 0 ] || sed 's/^/# /' "$tmp/krepd.out"
+
+start
+sleep 0.2
+out=$("$K" elect --brokers --socket "$tmp/krepd.sock")
+[[ $out == '{"controller_epoch":2,'* ]] &&
+	[[ $out == *'{"id":1,"reachable":false,"fenced":true,'* ]]
+ok $? "restarted: controller epoch 2 (the state file's + 1), broker 1 still fenced"
+kill -TERM "$pid"
+wait "$pid"
+pid=
+
+echo "broker 1 netns x" >"$tmp/corrupt.state"
+err=$("$D" --controller --foreground "${B[@]}" --state-file "$tmp/corrupt.state" \
+	--socket "$tmp/c.sock" 2>&1)
+rc=$?
+[ $rc = 1 ] && [[ $err == *"corrupt.state:1: the first statement must be 'version 1'"* ]]
+ok $? "a corrupt state file: krepd refuses to start (exit 1, file:line)"
+
+echo "1..$n"
+echo "# $((n - failed)) passed, $failed failed"
+[ "$failed" = 0 ]

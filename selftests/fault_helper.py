@@ -1,0 +1,265 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""fault_helper.py - clients that follow the leader, for selftests/failover.sh.
+
+Each opens one krep genl socket in every broker namespace (/run/netns/NAME)
+and talks to whichever broker leads, as a Kafka client follows metadata:
+
+  produce TOPIC NS,NS,... SECONDS LOG [PREFIX]
+      one record at a time, acks=all, timeout 3000 ms, values PREFIX-N
+      (default "v"); after each acknowledgement append "N OFFSET" to LOG
+      (flushed). A refusal (not leader, timeout, not enough replicas)
+      moves on to the broker that now leads. Prints "acked A failed F".
+  consume TOPIC NS,NS,... SECONDS LOG
+      FETCH (read_uncommitted) from the leader from offset 0 on; append
+      every value read to LOG, one a line. Prints "read R hw H backward B":
+      B counts replies whose HW was below one seen before (must be 0).
+  check TOPIC NS ACKLOG
+      read the replica in NS (follower read, up to its HW) and check that
+      every acknowledged value is there exactly once at the offset it was
+      acknowledged with. Prints "ok N" or the first problem.
+
+Exit status 0, 1 on an error, 2 on usage.
+"""
+
+import ctypes
+import os
+import struct
+import sys
+import time
+import zlib
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from repl_helper import Genl, batch_values, nla, uapi_enum  # noqa: E402
+from ctl_helper import NLMSGERR_ATTR_MSG, dump_partitions, get, ids  # noqa: E402,F401
+import ctl_helper  # noqa: E402
+
+A = uapi_enum("krep_attr")
+C = uapi_enum("krep_cmd")
+CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def setns(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if _libc.setns(fd, CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), "setns " + path)
+    finally:
+        os.close(fd)
+
+
+def sockets(names):
+    """A Genl per namespace, opened inside it."""
+    here = os.open("/proc/self/ns/net", os.O_RDONLY)
+    out = []
+    try:
+        for n in names:
+            setns("/run/netns/" + n)
+            out.append(Genl())
+    finally:
+        _libc.setns(here, CLONE_NEWNET)
+        os.close(here)
+    return out
+
+
+# --- RecordBatch v2 with one record ----------------------------------------
+
+def _crc32c_table():
+    t = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        t.append(c)
+    return t
+
+
+_T = _crc32c_table()
+
+
+def crc32c(data):
+    c = 0xFFFFFFFF
+    for b in data:
+        c = _T[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+def zz(v):
+    v = (v << 1) ^ (v >> 63)
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def batch(value):
+    ts = int(time.time() * 1000)
+    rec = b"\0" + zz(0) + zz(0) + zz(-1) + zz(len(value)) + value + zz(0)
+    rec = zz(len(rec)) + rec
+    after_crc = struct.pack(">hiqqqhii", 0, 0, ts, ts, -1, -1, -1, 1) + rec
+    crc = crc32c(after_crc)
+    head = struct.pack(">qiiBI", 0, 4 + 1 + 4 + len(after_crc), -1, 2, crc)
+    return head + after_crc
+
+
+# --- requests -----------------------------------------------------------------
+
+def part_attrs(topic, p=0):
+    return (nla(A["KREP_A_TOPIC"], topic.encode() + b"\0") +
+            nla(A["KREP_A_PARTITION"], struct.pack("=I", p)))
+
+
+def leader_of(socks, topic):
+    """Index of the broker that says it leads at the highest epoch."""
+    best, best_epoch = None, -1
+    for i, g in enumerate(socks):
+        try:
+            for m in dump_partitions(g, topic):
+                if get(m, "KREP_A_PARTITION") == 0 and \
+                        get(m, "KREP_A_ROLE", "=B") == 0 and \
+                        get(m, "KREP_A_LEADER_EPOCH") > best_epoch:
+                    best, best_epoch = i, get(m, "KREP_A_LEADER_EPOCH")
+        except OSError:
+            pass
+    return best
+
+
+def produce(topic, names, seconds, log, prefix="v"):
+    socks = sockets(names)
+    acked = failed = n = 0
+    cur = None
+    end = time.monotonic() + seconds
+    with open(log, "a") as f:
+        while time.monotonic() < end:
+            if cur is None:
+                cur = leader_of(socks, topic)
+                if cur is None:
+                    time.sleep(0.2)
+                    continue
+            value = ("%s-%d" % (prefix, n)).encode()
+            attrs = (part_attrs(topic) +
+                     nla(A["KREP_A_RECORDS"], batch(value)) +
+                     nla(A["KREP_A_ACKS"], struct.pack("=h", -1)) +
+                     nla(A["KREP_A_TIMEOUT_MS"], struct.pack("=I", 3000)))
+            try:
+                r = ctl_helper.request(socks[cur], "KREP_CMD_PRODUCE", attrs)
+            except OSError:
+                failed += 1
+                n += 1			# the value may be in a log, unacked
+                cur = None
+                time.sleep(0.1)
+                continue
+            off = struct.unpack("=Q", r[A["KREP_A_OFFSET"]][0])[0]
+            f.write("%d %d\n" % (n, off))
+            f.flush()
+            acked += 1
+            n += 1
+    print("acked %d failed %d" % (acked, failed))
+    return 0
+
+
+def fetch(g, topic, offset, follower=False):
+    attrs = (part_attrs(topic) +
+             nla(A["KREP_A_OFFSET"], struct.pack("=Q", offset)) +
+             nla(A["KREP_A_MAX_BYTES"], struct.pack("=I", 64 << 10)))
+    if follower:
+        attrs += nla(A["KREP_A_FOLLOWER_READ"], b"")
+    r = ctl_helper.request(g, "KREP_CMD_FETCH", attrs)
+    hw = struct.unpack("=Q", r[A["KREP_A_HW"]][0])[0]
+    recs = b"".join(r.get(A["KREP_A_RECORDS"], []))
+    out, pos = [], 0
+    while pos < len(recs):
+        base, blen = struct.unpack_from(">qi", recs, pos)
+        b = recs[pos:pos + 12 + blen]
+        vals = []
+        batch_values(b, vals)
+        for i, v in enumerate(vals):
+            out.append((base + i, v))
+        pos += len(b)
+    return hw, out
+
+
+def consume(topic, names, seconds, log):
+    socks = sockets(names)
+    offset = hw_max = backward = nread = 0
+    cur = None
+    end = time.monotonic() + seconds
+    with open(log, "w") as f:
+        while time.monotonic() < end:
+            if cur is None:
+                cur = leader_of(socks, topic)
+                if cur is None:
+                    time.sleep(0.2)
+                    continue
+            try:
+                hw, recs = fetch(socks[cur], topic, offset)
+            except OSError:
+                cur = None
+                time.sleep(0.1)
+                continue
+            if hw < hw_max:
+                backward += 1
+            hw_max = max(hw_max, hw)
+            for off, v in recs:
+                if off >= offset:
+                    f.write(v.decode() + "\n")
+                    nread += 1
+                    offset = off + 1
+            f.flush()
+            if not recs:
+                time.sleep(0.05)
+    print("read %d hw %d backward %d" % (nread, hw_max, backward))
+    return 0
+
+
+def check(topic, name, acklog):
+    g = sockets([name])[0]
+    got, offset = {}, 0
+    while True:
+        hw, recs = fetch(g, topic, offset, follower=True)
+        for off, v in recs:
+            got[off] = v.decode()
+            offset = off + 1
+        if not recs or offset >= hw:
+            break
+    seen = {}
+    for v in got.values():
+        seen[v] = seen.get(v, 0) + 1
+    n = 0
+    with open(acklog) as f:
+        for line in f:
+            num, off = (int(x) for x in line.split())
+            v = "v-%d" % num
+            if got.get(off) != v:
+                print("acknowledged %s at %d: the replica has %r there "
+                      "(HW %d)" % (v, off, got.get(off), hw))
+                return 1
+            if seen[v] != 1:
+                print("%s appears %d times" % (v, seen[v]))
+                return 1
+            n += 1
+    print("ok %d" % n)
+    return 0
+
+
+def main(argv):
+    if len(argv) in (6, 7) and argv[1] == "produce":
+        return produce(argv[2], argv[3].split(","), float(argv[4]), argv[5],
+                       *(argv[6:]))
+    if len(argv) == 6 and argv[1] == "consume":
+        return consume(argv[2], argv[3].split(","), float(argv[4]), argv[5])
+    if len(argv) == 5 and argv[1] == "check":
+        return check(argv[2], argv[3], argv[4])
+    print(__doc__.split("\n\n", 1)[1].split("Exit status")[0],
+          file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
