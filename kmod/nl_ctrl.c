@@ -117,7 +117,7 @@ int krep_nl_leader_and_isr(struct sk_buff *skb, struct genl_info *info)
 				    "leader is neither a broker id nor KREP_NO_LEADER");
 		return -ERANGE;
 	}
-	lai.leader = leader == KREP_NO_LEADER ? -1 : leader;
+	lai.leader = leader == KREP_NO_LEADER ? -1 : (s64)leader;
 	lai.leader_epoch = nla_get_u32(attrs[KREP_A_LEADER_EPOCH]);
 	lai.partition_epoch = nla_get_u32(attrs[KREP_A_PARTITION_EPOCH]);
 	err = parse_ids(info, attrs[KREP_A_ISR], lai.isr, &lai.nisr);

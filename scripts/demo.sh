@@ -19,6 +19,8 @@ set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 ROOT=$PWD
 KREPCTL=$ROOT/agent/krepctl
+KREPD=$ROOT/agent/krepd
+CTL_SOCK=/tmp/demo-krepd.sock
 BT=$ROOT/tools/bpftrace
 LAG_MS=2000
 STOP=99
@@ -37,7 +39,14 @@ step_no=0
 say() { [ "$QUIET" = 1 ] || printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 note() { [ "$QUIET" = 1 ] || printf '    %s\n' "$*"; }
 run() { [ "$QUIET" = 1 ] || printf '    $ %s\n' "$*" >&2; "$@"; }
-fail() { printf '\n*** demo step %d failed: %s\n' "$step_no" "$*" >&2; exit 1; }
+fail() {
+	printf '\n*** demo step %d failed: %s\n' "$step_no" "$*" >&2
+	if [ -s /tmp/demo-krepd.log ]; then
+		echo "*** the controller's last lines:" >&2
+		tail -n 20 /tmp/demo-krepd.log >&2
+	fi
+	exit 1
+}
 step() {
 	step_no=$1
 	shift
@@ -80,7 +89,7 @@ bt_stop() {	# bt_stop NAME: stop it and wait, so the module can unload
 }
 
 #------------------------------------------------------------------------
-step 1 "three brokers come up: broker 1 from insmod parameters in the VM's own namespace, brokers 2 and 3 in two network namespaces over netlink"
+step 1 "three brokers come up: broker 1 from insmod parameters in the VM's own namespace, brokers 2 and 3 in two network namespaces over netlink; krepd starts as controller"
 modprobe veth 2>/dev/null; modprobe bridge 2>/dev/null
 ip link add br0 type bridge && ip link set br0 up &&
 	ip addr add 10.99.0.1/24 dev br0 || fail "cannot make the bridge"
@@ -104,11 +113,35 @@ for n in 2 3; do
 		replication-factor 3 config replica_lag_time_max_ms=$LAG_MS ||
 		fail "topic create on broker $n"
 done
-note "no controller yet: each broker creates the same topic, and the same"
-note "round-robin assignment makes broker p+1 the leader of partition p."
+note "each broker creates the same topic, and the same round-robin"
+note "assignment makes broker p+1 the preferred leader of partition p."
 peers_up() { [ "$(k1 --json broker show | jq '[.peers[] | select(.state == "up")] | length')" = 2 ]; }
 wait_for 30 "broker 1 connects to both peers" peers_up
 run k1 broker show
+note "krepd, the controller: it claims the three brokers, elects leaders and"
+note "commits ISR changes. It reaches broker 1 in its own namespace, and"
+note "brokers 2 and 3 as it would reach other hosts: through 'krepd --relay'"
+note "running beside each, over TCP, both ends proving a shared secret."
+printf 'demo-secret-%s%s\n' "$RANDOM" "$RANDOM" >/tmp/demo-secret
+chmod 600 /tmp/demo-secret
+for n in 2 3; do
+	run "$KREPD" --relay 10.99.0.$n:9093 --secret-file /tmp/demo-secret \
+		--netns krep-demo-b$n >/tmp/demo-relay$n.log 2>&1 &
+	eval "RELAY$n=\$!"
+done
+rm -f /tmp/demo-krepd.state
+printf '    $ %s\n' "krepd --controller --broker 1@local --broker 2@relay:10.99.0.2:9093:/tmp/demo-secret --broker 3@relay:... &" >&2
+"$KREPD" --controller --foreground --broker 1@local \
+	--broker 2@relay:10.99.0.2:9093:/tmp/demo-secret \
+	--broker 3@relay:10.99.0.3:9093:/tmp/demo-secret \
+	--session-timeout-ms 2000 --poll-ms 200 \
+	--preferred-interval-ms 0 --state-file /tmp/demo-krepd.state \
+	--socket "$CTL_SOCK" >/tmp/demo-krepd.log 2>&1 &
+KREPD_PID=$!
+ctl_view() { "$KREPCTL" elect --status --socket "$CTL_SOCK" 2>/dev/null | grep -q orders; }
+wait_for 30 "krepd takes over as controller" ctl_view
+note "krepd's view (one line per partition):"
+"$KREPCTL" elect --status --socket "$CTL_SOCK" | sed 's/^/    | /'
 [ "$QUIET" = 1 ] && return 0 2>/dev/null
 
 #------------------------------------------------------------------------
@@ -156,9 +189,36 @@ grep -q shrink /tmp/demo-isr.out && grep -q expand /tmp/demo-isr.out ||
 	fail "isr-changes.bt did not show the shrink and the expand"
 
 #------------------------------------------------------------------------
-step 5 "the leader's broker is killed and krepd elects a new leader"
-note "not yet: krepd is not a controller yet (leader election, epochs and"
-note "truncation on failover are the controller issue). Skipped honestly."
+step 5 "broker 2, the leader of orders-1, is cut off: krepd elects a new leader, the epoch bumps, nothing acknowledged is lost; broker 2 returns, truncates its uncommitted tail and follows"
+seq 1 20 | sed 's/^/pay-/' >/tmp/demo-in1
+run k2 produce orders partition 1 acks all batch 5 </tmp/demo-in1 || fail "produce to orders-1"
+epoch=$(part k1 1 | jqr .leader_epoch)
+run ip link set v2 down
+note "broker 2 still believes it leads for a moment: an acks=1 record lands"
+note "on it alone, never to be committed (its ALTER_ISR cannot reach krepd)"
+k2 produce orders partition 1 acks 1 <<<"lost-on-2" >/dev/null 2>&1 || true
+moved() { l=$(part k1 1 | jqr .leader); [ "$l" != 2 ] && [ "$l" != null ] &&
+	  [ "$(part k1 1 | jqr .leader_epoch)" -gt "$epoch" ]; }
+wait_for 30 "krepd elects a new leader for orders-1" moved
+new=$(part k1 1 | jqr .leader)
+note "krepd's log:"
+grep -E 'fence|elect' /tmp/demo-krepd.log | tail -n 4 | sed 's/^/    | /'
+run k1 topic describe orders
+note "broker $new leads orders-1 at epoch $(part k1 1 | jqr .leader_epoch) (was $epoch)"
+kn() { if [ "$new" = 1 ]; then k1 "$@"; else k3 "$@"; fi; }
+wait_for 30 "the new leader's HW reaches its epoch start" \
+	eval '[ "$(kn --json topic describe orders | jq ".[] | select(.partition == 1) | .hw")" -ge 20 ]'
+run kn consume orders partition 1 -c 20 >/tmp/demo-out1 || fail "consume from broker $new"
+cmp -s /tmp/demo-in1 /tmp/demo-out1 || { diff /tmp/demo-in1 /tmp/demo-out1 | head; fail "records lost"; }
+note "the consumer reads all 20 acknowledged records from broker $new"
+run ip link set v2 up
+back() { [ "$(part k2 1 | jqr .role)" = follower ] &&
+	 [ "$(part k2 1 | jqr .leo)" = "$(part k1 1 | jqr .leo)" ] &&
+	 dmesg | grep -q 'orders-1: truncated'; }
+wait_for 60 "broker 2 truncates and follows" back
+note "the kernel log of broker 2's return:"
+dmesg | grep -E 'orders-1: (truncated|leader)' | tail -n 3 | sed 's/^/    | /'
+run k2 topic describe orders
 
 #------------------------------------------------------------------------
 step 6 "a transaction: read_committed stops at the LSO, read_uncommitted at the HW; commit closes the gap"
@@ -177,13 +237,16 @@ p=$(part k1 0)
 note "after commit: hw=$(jqr .hw <<<"$p") lso=$(jqr .lso <<<"$p")"
 
 #------------------------------------------------------------------------
-step 7 "the commit-latency histogram closes the tour (krepctl watch is not built yet)"
+step 7 "krepctl watch --once and the commit-latency histogram close the tour"
+run k1 watch --once || fail "krepctl watch --once"
 bt_stop lat
 bt_stop hw
 sed 's/^/    | /' /tmp/demo-lat.out
 grep -q '@commit_us\[orders' /tmp/demo-lat.out || fail "no commit latencies"
 
 say "tour done; cleaning up"
+kill "$KREPD_PID" "$RELAY2" "$RELAY3" 2>/dev/null
+wait "$KREPD_PID" "$RELAY2" "$RELAY3" 2>/dev/null
 for n in 2 3; do ip netns del krep-demo-b$n; done
 rmmod krep || fail "rmmod"
 ip link del br0

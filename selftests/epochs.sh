@@ -98,7 +98,7 @@ same_logs() { # TOPIC N...: identical dumps (records up to HW) on all
 	done
 }
 
-ktap_plan 21
+ktap_plan 22
 
 # --- set-up ---------------------------------------------------------------
 
@@ -348,6 +348,10 @@ else
 	ktap_diag_stdin <"$tmp/same"
 	ktap_fail "identical logs on all three, the lost tail gone"
 fi
+
+out=$(lai $CE d none 4 5 - 1 2 3 && echo "$(sf 1 d role) $(sf 2 d role) $(sf 2 d leader)")
+expect "no leader (KREP_NO_LEADER, empty ISR): every replica waits offline" \
+	"follower follower none" echo "$out"
 
 # --- teardown ---------------------------------------------------------------
 
