@@ -19,28 +19,8 @@
 #include "elect.h"
 #include "genl.h"
 #include "state.h"
+#include "tap.h"
 
-static int ntests, nfailed;
-
-static void check(bool ok, int line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void check(bool ok, int line, const char *fmt, ...)
-{
-	va_list ap;
-
-	ntests++;
-	nfailed += !ok;
-	printf("%s %d - ", ok ? "ok" : "not ok", ntests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	if (!ok)
-		printf(" # line %d", line);
-	putchar('\n');
-}
-
-#define CHECK(cond, ...)	check(!!(cond), __LINE__, __VA_ARGS__)
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -676,7 +656,7 @@ int main(void)
 	test_preferred();
 	test_config();
 	test_state();
-	printf("1..%d\n# %d passed, %d failed\n", ntests, ntests - nfailed,
-	       nfailed);
-	return nfailed ? 1 : 0;
+	printf("1..%d\n# %d passed, %d failed\n", tap_ntests, tap_ntests - tap_nfailed,
+	       tap_nfailed);
+	return tap_nfailed ? 1 : 0;
 }

@@ -26,37 +26,17 @@
 #include "genl.h"
 #include "json.h"
 #include "krepctl.h"
+#include "tap.h"
 
 #define FAMILY	0x1234
 
-static int ntests, nfailed;
-
-static void check(bool ok, int line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void check(bool ok, int line, const char *fmt, ...)
-{
-	va_list ap;
-
-	ntests++;
-	nfailed += !ok;
-	printf("%s %d - ", ok ? "ok" : "not ok", ntests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	if (!ok)
-		printf(" # line %d", line);
-	putchar('\n');
-}
-
-#define CHECK(cond, ...)	check(!!(cond), __LINE__, __VA_ARGS__)
 
 static void check_str(const char *got, const char *want, int line,
 		      const char *what)
 {
 	bool ok = got && !strcmp(got, want);
 
-	check(ok, line, "%s", what);
+	tap_check(ok, line, "%s", what);
 	if (!ok)
 		printf("#   got:  '%s'\n#   want: '%s'\n", got ? got : "(null)",
 		       want);
@@ -1509,7 +1489,7 @@ int main(void)
 	test_topic_create();
 	test_partition_reply();
 	test_transport();
-	printf("1..%d\n", ntests);
-	printf("# %d passed, %d failed\n", ntests - nfailed, nfailed);
-	return nfailed ? 1 : 0;
+	printf("1..%d\n", tap_ntests);
+	printf("# %d passed, %d failed\n", tap_ntests - tap_nfailed, tap_nfailed);
+	return tap_nfailed ? 1 : 0;
 }

@@ -15,28 +15,8 @@
 
 #include "json.h"
 #include "record.h"
+#include "tap.h"
 
-static int ntests, nfailed;
-
-static void check(bool ok, int line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void check(bool ok, int line, const char *fmt, ...)
-{
-	va_list ap;
-
-	ntests++;
-	nfailed += !ok;
-	printf("%s %d - ", ok ? "ok" : "not ok", ntests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	if (!ok)
-		printf(" # line %d", line);
-	putchar('\n');
-}
-
-#define CHECK(cond, ...)	check(!!(cond), __LINE__, __VA_ARGS__)
 
 static void hexdump(const char *what, const uint8_t *p, size_t n)
 {
@@ -54,7 +34,7 @@ static void check_bytes(const uint8_t *got, size_t got_len,
 {
 	bool ok = got && got_len == want_len && !memcmp(got, want, want_len);
 
-	check(ok, line, "%s", what);
+	tap_check(ok, line, "%s", what);
 	if (!ok) {
 		hexdump("got", got, got ? got_len : 0);
 		hexdump("want", want, want_len);
@@ -628,7 +608,7 @@ int main(void)
 	test_many();
 	test_checks();
 	test_json_bytes();
-	printf("1..%d\n", ntests);
-	printf("# %d passed, %d failed\n", ntests - nfailed, nfailed);
-	return nfailed ? 1 : 0;
+	printf("1..%d\n", tap_ntests);
+	printf("# %d passed, %d failed\n", tap_ntests - tap_nfailed, tap_nfailed);
+	return tap_nfailed ? 1 : 0;
 }

@@ -39,29 +39,8 @@
 #include "relay_proto.h"
 #include "session_relay.h"
 #include "sha256.h"
+#include "tap.h"
 
-static int ntests, nfailed;
-
-static void check(bool ok, int line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void check(bool ok, int line, const char *fmt, ...)
-{
-	va_list ap;
-
-	ntests++;
-	nfailed += !ok;
-	printf("%s %d - ", ok ? "ok" : "not ok", ntests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	if (!ok)
-		printf(" # line %d", line);
-	putchar('\n');
-	fflush(stdout);
-}
-
-#define CHECK(cond, ...)	check(!!(cond), __LINE__, __VA_ARGS__)
 
 static void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -1115,7 +1094,7 @@ static void test_sessions(void)
 	      "relay log: the silent session, with its request count");
 	CHECK(strstr(log, "disconnected after 0 requests: closed by the client\n"),
 	      "relay log: a client that closed");
-	if (nfailed)
+	if (tap_nfailed)
 		diag("relay log:\n%s", log);
 }
 
@@ -1312,8 +1291,8 @@ int main(int argc, char **argv)
 	test_secret();
 	test_sessions();
 	test_impostor();
-	printf("1..%d\n", ntests);
-	printf("# %d of %d failed\n", nfailed, ntests);
+	printf("1..%d\n", tap_ntests);
+	printf("# %d of %d failed\n", tap_nfailed, tap_ntests);
 
 	{
 		char cmd[300];
@@ -1323,5 +1302,5 @@ int main(int argc, char **argv)
 			/* a leftover directory in /tmp is no failure */
 		}
 	}
-	return nfailed ? 1 : 0;
+	return tap_nfailed ? 1 : 0;
 }

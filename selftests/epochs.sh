@@ -356,17 +356,5 @@ expect "no leader (KREP_NO_LEADER, empty ISR): every replica waits offline" \
 # --- teardown ---------------------------------------------------------------
 
 ktap_diag "teardown (at ${SECONDS}s)"
-krep_cleanup_run
-if krep_mod_loaded; then
-	ktap_fail "rmmod after the scenarios"
-else
-	ktap_ok "rmmod after the scenarios"
-fi
-bad=$(krep_kmsg_since "$mark" | grep -E 'WARNING:|BUG:|Oops|krep: leak')
-if [ -n "$bad" ]; then
-	ktap_diag "$bad"
-	ktap_fail "no kernel warning, oops or leak"
-else
-	ktap_ok "no kernel warning, oops or leak"
-fi
+krep_teardown_checks "$mark"
 ktap_finish

@@ -399,17 +399,5 @@ else
 	tail -20 "$tmp/krepd.log" | ktap_diag_stdin
 	ktap_fail "krepd logged its decisions"
 fi
-krep_cleanup_run
-if krep_mod_loaded; then
-	ktap_fail "rmmod after the scenarios"
-else
-	ktap_ok "rmmod after the scenarios"
-fi
-bad=$(krep_kmsg_since "$mark" | grep -E 'WARNING:|BUG:|Oops|krep: leak')
-if [ -n "$bad" ]; then
-	ktap_diag "$bad"
-	ktap_fail "no kernel warning, oops or leak"
-else
-	ktap_ok "no kernel warning, oops or leak"
-fi
+krep_teardown_checks "$mark"
 ktap_finish

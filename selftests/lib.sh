@@ -45,6 +45,9 @@
 #                            false on timeout
 #   krep_kmsg_mark NAME      write a marker line into the kernel log
 #   krep_kmsg_since NAME     the kernel log after that marker
+#   krep_teardown_checks MARK  run the clean-up now, then two checks: the
+#                            module is unloaded, and the kernel log since
+#                            MARK has no WARNING, BUG, oops or leak line
 #   krep_require_vm          skip the whole suite outside the test VM
 #   krep_require_cmd CMD...  skip the whole suite if a command is missing
 
@@ -256,4 +259,22 @@ krep_require_cmd() {
 	for c in "$@"; do
 		command -v "$c" >/dev/null 2>&1 || ktap_skip_all "$c not found"
 	done
+}
+
+krep_teardown_checks() {
+	local bad
+
+	krep_cleanup_run
+	if krep_mod_loaded; then
+		ktap_fail "rmmod after the scenarios"
+	else
+		ktap_ok "rmmod after the scenarios"
+	fi
+	bad=$(krep_kmsg_since "$1" | grep -E 'WARNING:|BUG:|Oops|krep: leak')
+	if [ -n "$bad" ]; then
+		ktap_diag "$bad"
+		ktap_fail "no kernel warning, oops or leak"
+	else
+		ktap_ok "no kernel warning, oops or leak"
+	fi
 }
