@@ -579,7 +579,12 @@ static void broker_cb(const struct nlmsghdr *nlh, void *arg)
 			}
 			break;
 		case KREP_A_STATS:	/* data-path counters: log tests */
+		case KREP_A_CONTROLLER:	/* the claim: epochs.sh */
 			if (!(nla->nla_type & NLA_F_NESTED))
+				b->bad++;
+			break;
+		case KREP_A_INCARNATION:
+			if (nla_plen(nla) != 8)
 				b->bad++;
 			break;
 		default:
