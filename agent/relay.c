@@ -219,8 +219,12 @@ static bool client_flush(struct relay *r, struct client *c)
 {
 	int err = krep_relay_buf_send(c->fd, &c->out);
 
-	if (err)
+	if (err && c->authed)
 		client_close(r, c, LOG_INFO, "send: %s", strerror(-err));
+	else if (err)
+		client_close(r, c, LOG_WARNING,
+			     "authentication failed: send before AUTH: %s",
+			     strerror(-err));
 	return !err;
 }
 
@@ -395,7 +399,12 @@ static void client_read(struct relay *r, struct client *c, uint64_t now)
 			return;
 		}
 		if (n < 0) {
-			client_close(r, c, LOG_WARNING, "%s", frame_error(n));
+			/* a reset before AUTH (a port probe that closed with
+			 * our challenge unread) is a failed authentication
+			 */
+			client_close(r, c, LOG_WARNING, "%s%s",
+				     c->authed ? "" : "authentication failed: ",
+				     frame_error(n));
 			return;
 		}
 		c->last_rx = now;
@@ -403,7 +412,9 @@ static void client_read(struct relay *r, struct client *c, uint64_t now)
 			if (!client_frame(r, c, &f, now))
 				return;
 		if (n < 0) {
-			client_close(r, c, LOG_WARNING, "%s", frame_error(n));
+			client_close(r, c, LOG_WARNING, "%s%s",
+				     c->authed ? "" : "authentication failed: ",
+				     frame_error(n));
 			return;
 		}
 	}

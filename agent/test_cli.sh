@@ -65,6 +65,20 @@ for c in broker topic produce consume offsets delete-records txn help; do
 	[[ $out == *"  $c "* ]]
 	ok $? "krepctl help lists $c"
 done
+
+# README.md's "krepctl command reference" has a synopsis line for every
+# command "krepctl help" lists ("    krepctl [OPTION]... COMMAND ..."),
+# so that the two cannot drift apart
+readme=$(dirname "$0")/../README.md
+ref=$(sed -n '/^## krepctl command reference$/,/^## /p' "$readme" 2>/dev/null)
+cmds=$("$K" help 2>/dev/null | sed -n '/^Commands:$/,/^$/s/^  \([a-z][a-z-]*\) .*/\1/p')
+[ -n "$ref" ] && [ "$(wc -w <<<"$cmds")" -ge 10 ]
+ok $? "README.md has a command reference and krepctl help lists commands"
+for c in $cmds; do
+	grep -Eq "^    krepctl( \[[^]]*\])* $c( |\$)" <<<"$ref"
+	ok $? "README.md's command reference has krepctl $c"
+done
+
 out=$("$K" help consume 2>/dev/null)
 [[ $out == "Usage: krepctl consume"* ]]
 ok $? "krepctl help consume shows consume's usage"
