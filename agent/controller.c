@@ -99,9 +99,8 @@ int krep_ctl_request(struct ctl *c, struct cbroker *b, struct nl_msg *req,
 	return err;
 }
 
-/* "strerror: extack message [KAFKA_ERROR]" of a failed request. */
-static const char *err_str(const struct cbroker *b, int err, char *buf,
-			   size_t size)
+const char *krep_ctl_err_str(const struct cbroker *b, int err, char *buf,
+			     size_t size)
 {
 	const struct krep_genl_status *st = b->s ? krep_session_status(b->s) :
 						   NULL;
@@ -234,8 +233,8 @@ static void poll_broker(struct ctl *c, struct cbroker *b, int64_t now)
 	err = krep_snap_take_via(snap_rq, &x, krep_session_family(b->s), NULL,
 				 &b->snap);
 	if (err) {
-		broker_fail(b, "poll failed: %s", err_str(b, err, buf,
-							   sizeof(buf)));
+		broker_fail(b, "poll failed: %s",
+			    krep_ctl_err_str(b, err, buf, sizeof(buf)));
 		return;
 	}
 	if (!b->snap.has_broker_id || b->snap.broker_id != b->id) {
@@ -360,7 +359,7 @@ static int claims(struct ctl *c, int64_t now)
 				again = true;
 				break;
 			}
-			claim_failed(b, err_str(b, err, buf, sizeof(buf)));
+			claim_failed(b, krep_ctl_err_str(b, err, buf, sizeof(buf)));
 		}
 		if (!again)
 			return 0;
@@ -596,6 +595,7 @@ static int decide(struct ctl *c)
 	krep_view_decide(c);
 	krep_view_pending(c);
 	krep_view_propagate(c);
+	krep_ctl_topics_reconcile(c);
 	krep_view_reconcile(c);
 	if (c->cfg->preferred_ms && now >= c->next_pref_ms) {
 		krep_view_preferred(c, NULL, -1, NULL);
@@ -649,16 +649,22 @@ static void brokers_status(struct ctl *c, FILE *out)
 
 static void serve(const char *request, FILE *out, void *arg)
 {
-	char buf[KREP_CTLSOCK_LINE_MAX + 1], *w[4], *p, *save = NULL;
+	char buf[KREP_CTLSOCK_LINE_MAX + 1], *w[6], *p, *save = NULL;
 	struct ctl *c = arg;
 	uint32_t part;
 	int n = 0;
 
 	snprintf(buf, sizeof(buf), "%s", request);
-	for (p = strtok_r(buf, " \t", &save); p && n < 4;
+	for (p = strtok_r(buf, " \t", &save); p && n < 6;
 	     p = strtok_r(NULL, " \t", &save))
 		w[n++] = p;
-	if (n == 1 && !strcmp(w[0], "status")) {
+	if (p) {
+		fputs("error too many words in the request\n", out);
+	} else if (n >= 1 && !strcmp(w[0], "topic-create")) {
+		krep_ctl_topic_create(c, w + 1, n - 1, out);
+	} else if (n == 2 && !strcmp(w[0], "topic-delete")) {
+		krep_ctl_topic_delete(c, w[1], out);
+	} else if (n == 1 && !strcmp(w[0], "status")) {
 		krep_view_status(c, out);
 		fputs("ok\n", out);
 	} else if (n == 1 && !strcmp(w[0], "brokers")) {
@@ -673,7 +679,7 @@ static void serve(const char *request, FILE *out, void *arg)
 		krep_view_preferred(c, n >= 2 ? w[1] : NULL,
 				    n == 3 ? (int64_t)part : -1, out);
 	} else {
-		fprintf(out, "error unknown request (status, brokers, elect-preferred [TOPIC [PARTITION]])\n");
+		fprintf(out, "error unknown request (status, brokers, elect-preferred [TOPIC [PARTITION]], topic-create NAME PARTITIONS RF [CONFIG], topic-delete NAME)\n");
 	}
 }
 

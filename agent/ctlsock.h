@@ -22,6 +22,16 @@
  *                                    "leader","previous_leader",
  *                                    "leader_epoch","reason"}
  *
+ *   topic-create NAME PARTITIONS RF [CONFIG]
+ *                                    the controller creates a topic (CONFIG:
+ *                                    KEY=VAL,... as krepctl topic create's):
+ *                                    one object per partition {"topic",
+ *                                    "partition","replicas"}, then one per
+ *                                    broker {"broker","done","error"}
+ *   topic-delete NAME                one object per broker {"broker","done",
+ *                                    "error"}; brokers not reached are
+ *                                    dealt with when they are
+ *
  *   final line: "ok" (done, or nothing needed), "fail" (some partition
  *   was not eligible), or "error MESSAGE" (bad request, unknown topic or
  *   partition).

@@ -18,6 +18,7 @@
 
 #include "ep.h"
 #include "genl.h"
+#include "tconfig.h"
 
 #define KREP_AGENT_VERSION	"0.1"
 
@@ -93,23 +94,13 @@ void krepctl_topic_usage(FILE *f);
 int krepctl_topic_run(struct krepctl *ctl, int argc, char **argv);
 
 /* "topic create" (topic.c; test_parse.c uses these). */
-enum krep_tcfg_key {
-	KREP_TCFG_MIN_INSYNC_REPLICAS,
-	KREP_TCFG_REPLICA_LAG_TIME_MAX_MS,
-	KREP_TCFG_SEGMENT_BYTES,
-	KREP_TCFG_RETENTION_BYTES,
-	KREP_TCFG_MAX_MESSAGE_BYTES,
-	KREP_TCFG_UNCLEAN_LEADER_ELECTION,
-	KREP_TCFG_NKEYS
-};
 
 struct krep_topic_create {
 	const char *name;
 	uint32_t partitions;
 	uint32_t replication_factor;
 	bool json;
-	bool has_cfg[KREP_TCFG_NKEYS];
-	int64_t cfg[KREP_TCFG_NKEYS];
+	struct krep_tconfig cfg;
 };
 
 int krep_topic_create_parse(int argc, char **argv,

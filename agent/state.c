@@ -99,8 +99,12 @@ static int topic_line(struct krep_state *st, char **w, int n, const char **why)
 {
 	struct krep_state_topic t = { 0 }, *v;
 
-	if (n != 6 || strcmp(w[2], "min-isr") || strcmp(w[4], "unclean")) {
-		*why = "expected 'topic NAME min-isr N unclean 0|1'";
+	char reason[256];
+	int i;
+
+	if (n < 6 || n % 2 || strcmp(w[2], "min-isr") ||
+	    strcmp(w[4], "unclean")) {
+		*why = "expected 'topic NAME min-isr N unclean 0|1 [KEY VALUE]...'";
 		return -EINVAL;
 	}
 	if (strlen(w[1]) > KREP_TOPIC_NAME_MAX) {
@@ -110,6 +114,34 @@ static int topic_line(struct krep_state *st, char **w, int n, const char **why)
 	strcpy(t.name, w[1]);
 	if (u32_of(w[3], &t.tc.min_isr) || flag_of(w[5], &t.tc.unclean)) {
 		*why = "bad min-isr or unclean";
+		return -EINVAL;
+	}
+	for (i = 6; i < n; i += 2) {
+		const char *k = w[i], *val = w[i + 1];
+		bool bad;
+
+		if (!strcmp(k, "partitions")) {
+			bad = u32_of(val, &t.partitions) || !t.partitions;
+		} else if (!strcmp(k, "rf")) {
+			bad = u32_of(val, &t.rf) || !t.rf;
+		} else if (!strcmp(k, "config")) {
+			bad = strcmp(val, "-") &&
+			      krep_tconfig_parse(val, &t.cfg, reason,
+						 sizeof(reason));
+		} else if (!strcmp(k, "deleting")) {
+			bad = flag_of(val, &t.deleting);
+		} else {
+			*why = "expected partitions N, rf N, config CFG or deleting 0|1 after unclean";
+			return -EINVAL;
+		}
+		if (bad) {
+			*why = "bad topic partitions, rf, config or deleting";
+			return -EINVAL;
+		}
+	}
+	t.managed = t.partitions;
+	if (t.managed != !!t.rf) {
+		*why = "topic partitions and rf go together";
 		return -EINVAL;
 	}
 	v = grow(st->topics, st->ntopics, sizeof(*v));
@@ -294,8 +326,18 @@ void krep_state_put_broker(FILE *f, const struct krep_state_broker *b)
 
 void krep_state_put_topic(FILE *f, const struct krep_state_topic *t)
 {
-	fprintf(f, "topic %s min-isr %u unclean %d\n", t->name, t->tc.min_isr,
+	char cfg[KREP_TCONFIG_STR_MAX];
+
+	fprintf(f, "topic %s min-isr %u unclean %d", t->name, t->tc.min_isr,
 		t->tc.unclean);
+	if (t->managed) {
+		krep_tconfig_format(&t->cfg, cfg, sizeof(cfg));
+		fprintf(f, " partitions %u rf %u config %s", t->partitions,
+			t->rf, cfg[0] ? cfg : "-");
+	}
+	if (t->deleting)
+		fputs(" deleting 1", f);
+	fputc('\n', f);
 }
 
 void krep_state_put_part(FILE *f, const struct krep_state_part *p)

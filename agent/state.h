@@ -7,7 +7,12 @@
  *   version 1
  *   controller-epoch N
  *   broker ID incarnation HEX|- fenced 0|1
- *   topic NAME min-isr N unclean 0|1
+ *   topic NAME min-isr N unclean 0|1 [partitions N rf N config CFG|-]
+ *             [deleting 1]
+ *             (partitions/rf/config: a topic the controller created, with
+ *             its configuration as krep_tconfig_format() writes it, that
+ *             it creates on every broker missing it; deleting: one it is
+ *             deleting from every broker that still has it)
  *   partition TOPIC P leader ID|none leader-epoch N partition-epoch N
  *             replicas IDS isr IDS elr IDS     (IDS: "1,2,3" or "-")
  *
@@ -25,6 +30,7 @@
 #include <stdio.h>
 
 #include "elect.h"
+#include "tconfig.h"
 
 #define KREP_TOPIC_NAME_MAX	249
 
@@ -38,6 +44,10 @@ struct krep_state_broker {
 struct krep_state_topic {
 	char name[KREP_TOPIC_NAME_MAX + 1];
 	struct krep_tconf tc;
+	bool managed;			/* created by the controller: */
+	uint32_t partitions, rf;	/* ... its size */
+	struct krep_tconfig cfg;	/* ... and configuration */
+	bool deleting;			/* being deleted by the controller */
 };
 
 struct krep_state_part {

@@ -6,8 +6,9 @@
  * commits and rejections, the ELR joining and clearing, brokers that
  * restarted with a new incarnation, preferred leaders), the configuration
  * (cluster.c: every kind of bad line and flag) and the state file
- * (state.c: round trip, bad lines). No kernel module is needed. Output is
- * TAP; the exit status is 1 if any check failed.
+ * (state.c: round trip, bad lines) and the replica assignment of new
+ * topics (assign.c: Kafka's example, spread). No kernel module is
+ * needed. Output is TAP; the exit status is 1 if any check failed.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "assign.h"
 #include "cluster.h"
 #include "elect.h"
 #include "genl.h"
@@ -532,7 +534,7 @@ static void test_config(void)
 
 struct emit_arg {
 	struct krep_state_broker b;
-	struct krep_state_topic t;
+	struct krep_state_topic t, t2, t3;
 	struct krep_state_part p[2];
 };
 
@@ -543,6 +545,8 @@ static void emit(FILE *f, void *arg)
 	krep_state_put_epoch(f, 42);
 	krep_state_put_broker(f, &a->b);
 	krep_state_put_topic(f, &a->t);
+	krep_state_put_topic(f, &a->t2);
+	krep_state_put_topic(f, &a->t3);
 	krep_state_put_part(f, &a->p[0]);
 	krep_state_put_part(f, &a->p[1]);
 }
@@ -576,6 +580,14 @@ static void test_state(void)
 		.b = { .id = 3, .has_incarnation = true,
 		       .incarnation = 0xfeedface01ULL, .fenced = true },
 		.t = { .name = "orders", .tc = { .min_isr = 2, .unclean = true } },
+		.t2 = { .name = "made", .tc = { .min_isr = 2 }, .managed = true,
+			.partitions = 6, .rf = 3,
+			.cfg = { .has = { [KREP_TCFG_MIN_INSYNC_REPLICAS] = true,
+					  [KREP_TCFG_RETENTION_BYTES] = true },
+				 .v = { [KREP_TCFG_MIN_INSYNC_REPLICAS] = 2,
+					[KREP_TCFG_RETENTION_BYTES] = -1 } } },
+		.t3 = { .name = "gone", .tc = { .min_isr = 1 }, .managed = true,
+			.partitions = 1, .rf = 1, .deleting = true },
 	};
 	struct krep_state st;
 	int ret, fd, fd2;
@@ -602,9 +614,16 @@ static void test_state(void)
 	CHECK(!ret && st.controller_epoch == 42 && st.nbrokers == 1 &&
 	      st.brokers[0].id == 3 && st.brokers[0].has_incarnation &&
 	      st.brokers[0].incarnation == 0xfeedface01ULL &&
-	      st.brokers[0].fenced && st.ntopics == 1 &&
-	      st.topics[0].tc.min_isr == 2 && st.topics[0].tc.unclean,
+	      st.brokers[0].fenced && st.ntopics == 3 &&
+	      st.topics[0].tc.min_isr == 2 && st.topics[0].tc.unclean &&
+	      !st.topics[0].managed && !st.topics[0].deleting,
 	      "state round trip: epoch, broker, topic %s", err);
+	CHECK(!ret && st.ntopics == 3 && st.topics[1].managed &&
+	      st.topics[1].partitions == 6 && st.topics[1].rf == 3 &&
+	      !memcmp(&st.topics[1].cfg, &a.t2.cfg, sizeof(a.t2.cfg)) &&
+	      !st.topics[1].deleting && st.topics[2].managed &&
+	      st.topics[2].deleting && !st.topics[2].cfg.has[0],
+	      "state round trip: the controller's topics, their config, deleting");
 	CHECK(!ret && st.nparts == 2 && st.parts[0].ps.leader == 2 &&
 	      st.parts[0].ps.leader_epoch == 4 &&
 	      st.parts[0].ps.partition_epoch == 9 &&
@@ -635,11 +654,81 @@ static void test_state(void)
 	bad_state(dir, "version 1\npartition t 0 leader 1 leader-epoch 1 replicas 1,2,3 isr 1,2 elr -\n",
 		  "expected 'partition TOPIC");
 	bad_state(dir, "version 1\nbogus\n", ":2: unknown statement");
+	bad_state(dir, "version 1\ntopic t min-isr 1 unclean 0 partitions\n",
+		  ":2: expected 'topic NAME min-isr N unclean 0|1 [KEY VALUE]...'");
+	bad_state(dir, "version 1\ntopic t min-isr 1 unclean 0 partitions 3 color red\n",
+		  ":2: expected partitions N, rf N, config CFG or deleting");
+	bad_state(dir, "version 1\ntopic t min-isr 1 unclean 0 partitions 3 config x=1\n",
+		  ":2: bad topic partitions, rf, config or deleting");
+	bad_state(dir, "version 1\ntopic t min-isr 1 unclean 0 partitions 0 rf 1\n",
+		  ":2: bad topic partitions");
+	bad_state(dir, "version 1\ntopic t min-isr 1 unclean 0 partitions 2 deleting 1\n",
+		  ":2: topic partitions and rf go together");
 	bad_state(dir, "", "empty state file");
 
 	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
 	if (system(path))
 		fprintf(stderr, "cannot remove %s\n", dir);
+}
+
+/* ---- replica assignment -------------------------------------------------- */
+
+/* Each of @n brokers is the first replica of partitions/n (+1) partitions. */
+static bool spread(const uint32_t *a, uint32_t np, uint32_t rf, size_t n,
+		   size_t at)
+{
+	unsigned int first[8] = { 0 }, any[8] = { 0 };
+	uint32_t p, j, k;
+	size_t i;
+
+	for (p = 0; p < np; p++) {
+		for (j = 0; j < rf; j++) {
+			for (k = 0; k < j; k++)
+				if (a[p * rf + j] == a[p * rf + k])
+					return false;	/* twice in one */
+			any[a[p * rf + j] - 1]++;
+		}
+		first[a[p * rf] - 1]++;
+	}
+	for (i = 0; i < n; i++)
+		if (first[i] < np / n || first[i] > (np + n - 1) / n ||
+		    any[i] < (size_t)np * rf / n ||
+		    any[i] > ((size_t)np * rf + n - 1) / n)
+			return false;
+	return at < n;
+}
+
+static void test_assign(void)
+{
+	static const uint32_t five[] = { 0, 1, 2, 3, 4 }, three[] = { 1, 2, 3 };
+	uint32_t a[64 * 3], s, start;
+	char buf[64];
+	bool ok = true;
+
+	/* Kafka's example (AdminUtils): 5 brokers, 10 partitions, RF 3 */
+	CHECK(!krep_assign(five, 5, 10, 3, 0, 0, a), "assign: 5 brokers");
+	CHECK(a[0] == 0 && a[1] == 1 && a[2] == 2 &&	/* p0 */
+	      a[12] == 4 && a[13] == 0 && a[14] == 1 &&	/* p4 */
+	      a[15] == 0 && a[16] == 2 && a[17] == 3 &&	/* p5 */
+	      a[27] == 4 && a[28] == 1 && a[29] == 2,	/* p9 */
+	      "assign: Kafka's 5-broker example (p0 0,1,2; p4 4,0,1; p5 0,2,3; p9 4,1,2)");
+	for (start = 0; start < 7 && ok; start++)
+		for (s = 0; s < 7 && ok; s++) {
+			ok = !krep_assign(three, 3, 6, 3, start, s, a) &&
+			     spread(a, 6, 3, 3, 0) &&
+			     !krep_assign(three, 3, 9, 2, start, s, a) &&
+			     spread(a, 9, 2, 3, 0);
+			if (!ok)
+				snprintf(buf, sizeof(buf), "start %u shift %u",
+					 start, s);
+		}
+	CHECK(ok, "assign: 3 brokers, 6x3 and 9x2, any start and shift: distinct replicas, leaders and replicas spread evenly%s%s",
+	      ok ? "" : ": ", ok ? "" : buf);
+	CHECK(!krep_assign(three, 3, 3, 1, 1, 0, a) && a[0] == 2 && a[1] == 3 &&
+	      a[2] == 1, "assign: RF 1 goes round from the start broker");
+	CHECK(krep_assign(three, 3, 1, 4, 0, 0, a) == -EINVAL &&
+	      krep_assign(three, 3, 1, 0, 0, 0, a) == -EINVAL,
+	      "assign: RF 0 or above the broker count is refused");
 }
 
 int main(void)
@@ -656,6 +745,7 @@ int main(void)
 	test_preferred();
 	test_config();
 	test_state();
+	test_assign();
 	printf("1..%d\n# %d passed, %d failed\n", tap_ntests, tap_ntests - tap_nfailed,
 	       tap_nfailed);
 	return tap_nfailed ? 1 : 0;

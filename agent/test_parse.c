@@ -1251,12 +1251,12 @@ static void test_topic_create(void)
 		       "min.insync.replicas=2,retention_bytes=-1",
 		       "config", "unclean_leader_election=true", NULL);
 	CHECK(!ret && tc.partitions == 6 && tc.replication_factor == 3 &&
-	      tc.has_cfg[KREP_TCFG_MIN_INSYNC_REPLICAS] &&
-	      tc.cfg[KREP_TCFG_MIN_INSYNC_REPLICAS] == 2 &&
-	      tc.has_cfg[KREP_TCFG_RETENTION_BYTES] &&
-	      tc.cfg[KREP_TCFG_RETENTION_BYTES] == -1 &&
-	      tc.cfg[KREP_TCFG_UNCLEAN_LEADER_ELECTION] == 1 &&
-	      !tc.has_cfg[KREP_TCFG_SEGMENT_BYTES],
+	      tc.cfg.has[KREP_TCFG_MIN_INSYNC_REPLICAS] &&
+	      tc.cfg.v[KREP_TCFG_MIN_INSYNC_REPLICAS] == 2 &&
+	      tc.cfg.has[KREP_TCFG_RETENTION_BYTES] &&
+	      tc.cfg.v[KREP_TCFG_RETENTION_BYTES] == -1 &&
+	      tc.cfg.v[KREP_TCFG_UNCLEAN_LEADER_ELECTION] == 1 &&
+	      !tc.cfg.has[KREP_TCFG_SEGMENT_BYTES],
 	      "topic create with config, Kafka's dotted names");
 	msg = krep_topic_create_msg(FAMILY, &tc);
 	gh = nlmsg_data(nlmsg_hdr(msg));

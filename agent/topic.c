@@ -109,95 +109,16 @@ void krepctl_topic_usage(FILE *f)
 	fputs("\nRun 'krepctl topic COMMAND --help' for details.\n", f);
 }
 
-/* ---- configuration keys ------------------------------------------------ */
-
-static const struct {
-	const char *name;
-	int attr;		/* KREP_A_TCFG_* */
-	int64_t min, max;	/* what the attribute's type can carry */
-} tcfg_keys[KREP_TCFG_NKEYS] = {
-	[KREP_TCFG_MIN_INSYNC_REPLICAS] = { "min_insync_replicas",
-		KREP_A_TCFG_MIN_INSYNC_REPLICAS, 0, UINT32_MAX },
-	[KREP_TCFG_REPLICA_LAG_TIME_MAX_MS] = { "replica_lag_time_max_ms",
-		KREP_A_TCFG_REPLICA_LAG_TIME_MAX_MS, 0, UINT32_MAX },
-	[KREP_TCFG_SEGMENT_BYTES] = { "segment_bytes",
-		KREP_A_TCFG_SEGMENT_BYTES, 0, UINT32_MAX },
-	[KREP_TCFG_RETENTION_BYTES] = { "retention_bytes",
-		KREP_A_TCFG_RETENTION_BYTES, INT64_MIN, INT64_MAX },
-	[KREP_TCFG_MAX_MESSAGE_BYTES] = { "max_message_bytes",
-		KREP_A_TCFG_MAX_MESSAGE_BYTES, 0, UINT32_MAX },
-	[KREP_TCFG_UNCLEAN_LEADER_ELECTION] = { "unclean_leader_election",
-		KREP_A_TCFG_UNCLEAN_LEADER_ELECTION, 0, UINT8_MAX },
-};
-
-/* The key named @name (n bytes), Kafka's dots and dashes as underscores. */
-static int tcfg_key(const char *name, size_t n)
-{
-	char buf[64];
-	size_t i;
-	int k;
-
-	if (n >= sizeof(buf))
-		return -1;
-	for (i = 0; i < n; i++)
-		buf[i] = name[i] == '.' || name[i] == '-' ? '_' : name[i];
-	buf[n] = '\0';
-	if (!strcmp(buf, "unclean_leader_election_enable"))
-		return KREP_TCFG_UNCLEAN_LEADER_ELECTION;
-	for (k = 0; k < KREP_TCFG_NKEYS; k++)
-		if (!strcmp(buf, tcfg_keys[k].name))
-			return k;
-	return -1;
-}
-
 /* "KEY=VAL[,KEY=VAL...]" into @tc; prints a usage error. */
 static int config_parse(const char *s, struct krep_topic_create *tc)
 {
-	char *list = strdup(s), *item, *save = NULL, *eq;
-	int64_t v;
-	int k, err = 0;
+	char why[256];
+	int err = krep_tconfig_parse(s, &tc->cfg, why, sizeof(why));
 
-	if (!list)
-		return -ENOMEM;
-	if (!*s) {
-		err = -EINVAL;
-		krepctl_usage_error(create_usage,
-				    "topic create: config needs KEY=VAL");
-		goto out;
-	}
-	for (item = strtok_r(list, ",", &save); item;
-	     item = strtok_r(NULL, ",", &save)) {
-		eq = strchr(item, '=');
-		k = eq ? tcfg_key(item, eq - item) : -1;
-		if (!eq || k < 0) {
-			err = -EINVAL;
-			if (!eq)
-				krepctl_usage_error(create_usage,
-						    "topic create: config '%s' is not KEY=VAL",
-						    item);
-			else
-				krepctl_usage_error(create_usage,
-						    "topic create: unknown config key '%.*s'",
-						    (int)(eq - item), item);
-			goto out;
-		}
-		if (k == KREP_TCFG_UNCLEAN_LEADER_ELECTION &&
-		    (!strcmp(eq + 1, "true") || !strcmp(eq + 1, "false"))) {
-			v = !strcmp(eq + 1, "true");
-		} else if (krep_s64_parse(eq + 1, &v) || v < tcfg_keys[k].min ||
-			   v > tcfg_keys[k].max) {
-			err = -EINVAL;
-			krepctl_usage_error(create_usage,
-					    "topic create: %s '%s' is not a number in %" PRId64 "..%" PRId64,
-					    tcfg_keys[k].name, eq + 1,
-					    tcfg_keys[k].min, tcfg_keys[k].max);
-			goto out;
-		}
-		tc->has_cfg[k] = true;
-		tc->cfg[k] = v;
-	}
-out:
-	free(list);
+	if (err == -EINVAL)
+		krepctl_usage_error(create_usage, "topic create: %s", why);
+	else if (err)
+		fprintf(stderr, "%s: %s\n", krep_prog, why);
 	return err;
 }
 
@@ -275,9 +196,6 @@ struct nl_msg *krep_topic_create_msg(int family,
 				     const struct krep_topic_create *tc)
 {
 	struct nl_msg *msg;
-	struct nlattr *nest;
-	bool any = false;
-	int k, ret = 0;
 
 	msg = krep_genl_msg_new(family, KREP_CMD_TOPIC_NEW, 0,
 				nla_total_size(strlen(tc->name) + 1) + 256);
@@ -285,38 +203,12 @@ struct nl_msg *krep_topic_create_msg(int family,
 		return NULL;
 	if (nla_put_string(msg, KREP_A_TOPIC, tc->name) ||
 	    nla_put_u32(msg, KREP_A_PARTITIONS, tc->partitions) ||
-	    nla_put_u32(msg, KREP_A_REPLICATION_FACTOR, tc->replication_factor))
-		goto fail;
-	for (k = 0; k < KREP_TCFG_NKEYS; k++)
-		any |= tc->has_cfg[k];
-	if (!any)
-		return msg;
-	nest = nla_nest_start(msg, KREP_A_TOPIC_CONFIG | NLA_F_NESTED);
-	if (!nest)
-		goto fail;
-	for (k = 0; k < KREP_TCFG_NKEYS && !ret; k++) {
-		if (!tc->has_cfg[k])
-			continue;
-		switch (k) {
-		case KREP_TCFG_RETENTION_BYTES:
-			ret = nla_put_u64(msg, tcfg_keys[k].attr,
-					  (uint64_t)tc->cfg[k]);
-			break;
-		case KREP_TCFG_UNCLEAN_LEADER_ELECTION:
-			ret = nla_put_u8(msg, tcfg_keys[k].attr, tc->cfg[k]);
-			break;
-		default:
-			ret = nla_put_u32(msg, tcfg_keys[k].attr, tc->cfg[k]);
-			break;
-		}
+	    nla_put_u32(msg, KREP_A_REPLICATION_FACTOR, tc->replication_factor) ||
+	    krep_tconfig_put(msg, &tc->cfg)) {
+		nlmsg_free(msg);
+		return NULL;
 	}
-	if (ret)
-		goto fail;
-	nla_nest_end(msg, nest);
 	return msg;
-fail:
-	nlmsg_free(msg);
-	return NULL;
 }
 
 static int create_run(struct krepctl *ctl, int argc, char **argv)
@@ -494,7 +386,7 @@ static int tcfg_get(struct nlattr *nest, struct topic_info *t)
 
 	nla_for_each_nested(a, nest, rem) {
 		for (k = 0; k < KREP_TCFG_NKEYS; k++)
-			if (tcfg_keys[k].attr == nla_type(a))
+			if (krep_tconfig_attr(k) == nla_type(a))
 				break;
 		if (k == KREP_TCFG_NKEYS)
 			continue;	/* from a newer kernel */
@@ -573,9 +465,9 @@ static void topic_print(FILE *f, const struct topic_info *t)
 	print_u(f, "replication_factor", t->has_rf, t->rf);
 	for (k = 0; k < KREP_TCFG_NKEYS; k++) {
 		if (t->has_cfg[k])
-			fprintf(f, " %s=%" PRId64, tcfg_keys[k].name, t->cfg[k]);
+			fprintf(f, " %s=%" PRId64, krep_tconfig_name(k), t->cfg[k]);
 		else
-			fprintf(f, " %s=-", tcfg_keys[k].name);
+			fprintf(f, " %s=-", krep_tconfig_name(k));
 	}
 	fputc('\n', f);
 }
@@ -601,7 +493,7 @@ static void topic_json(struct json *j, const struct topic_info *t)
 	json_key(j, "config");
 	json_obj_begin(j);
 	for (k = 0; k < KREP_TCFG_NKEYS; k++) {
-		json_key(j, tcfg_keys[k].name);
+		json_key(j, krep_tconfig_name(k));
 		if (t->has_cfg[k])
 			json_s64(j, t->cfg[k]);
 		else

@@ -119,6 +119,64 @@ static struct krep_state_topic *topic_find(struct ctl *c, const char *name)
 	return NULL;
 }
 
+/* A new, zeroed topic record; NULL when out of memory or too long. */
+static struct krep_state_topic *topic_add(struct ctl *c, const char *name)
+{
+	struct krep_state_topic *t;
+
+	if (strlen(name) > KREP_TOPIC_NAME_MAX)
+		return NULL;
+	if (c->nt == c->nt_cap) {
+		size_t cap = c->nt_cap ? c->nt_cap * 2 : 16;
+
+		t = realloc(c->topics, cap * sizeof(*t));
+		if (!t)
+			return NULL;
+		c->topics = t;
+		c->nt_cap = cap;
+	}
+	t = &c->topics[c->nt++];
+	memset(t, 0, sizeof(*t));
+	strcpy(t->name, name);
+	return t;
+}
+
+/* A topic the controller is deleting: what the brokers say of it is old. */
+static bool deleting(struct ctl *c, const char *name)
+{
+	const struct krep_state_topic *t = topic_find(c, name);
+
+	return t && t->deleting;
+}
+
+struct krep_state_topic *krep_view_topic(struct ctl *c, const char *name)
+{
+	return topic_find(c, name);
+}
+
+struct krep_state_topic *krep_view_topic_add(struct ctl *c, const char *name)
+{
+	return topic_add(c, name);
+}
+
+void krep_view_topic_drop(struct ctl *c, const char *name, bool parts_only)
+{
+	size_t i;
+
+	for (i = c->np; i-- > 0;)
+		if (!strcmp(c->parts[i].st.topic, name))
+			part_del(c, i);
+	for (i = 0; i < c->nt && !parts_only; i++) {
+		if (strcmp(c->topics[i].name, name))
+			continue;
+		memmove(&c->topics[i], &c->topics[i + 1],
+			(c->nt - i - 1) * sizeof(c->topics[0]));
+		c->nt--;
+		break;
+	}
+	c->dirty = true;
+}
+
 static const struct krep_tconf *tconf(struct ctl *c, const char *topic)
 {
 	const struct krep_state_topic *t = topic_find(c, topic);
@@ -187,6 +245,23 @@ static void part_changed(struct ctl *c, struct cpart *p)
 	c->dirty = true;
 }
 
+struct cpart *krep_view_part(struct ctl *c, const char *topic,
+			     uint32_t partition)
+{
+	return part_find(c, topic, partition);
+}
+
+struct cpart *krep_view_part_add(struct ctl *c, const char *topic,
+				 uint32_t partition)
+{
+	return part_add(c, topic, partition);
+}
+
+void krep_view_part_changed(struct ctl *c, struct cpart *p)
+{
+	part_changed(c, p);
+}
+
 void krep_view_forget_broker(struct ctl *c, size_t bi)
 {
 	size_t i;
@@ -215,16 +290,9 @@ void krep_view_load(struct ctl *c, const struct krep_state *st)
 	for (i = 0; i < st->ntopics; i++) {
 		if (topic_find(c, st->topics[i].name))
 			continue;
-		if (c->nt == c->nt_cap) {
-			size_t cap = c->nt_cap ? c->nt_cap * 2 : 16;
-
-			t = realloc(c->topics, cap * sizeof(*t));
-			if (!t)
-				continue;
-			c->topics = t;
-			c->nt_cap = cap;
-		}
-		c->topics[c->nt++] = st->topics[i];
+		t = topic_add(c, st->topics[i].name);
+		if (t)
+			*t = st->topics[i];
 	}
 	for (i = 0; i < st->nparts; i++) {
 		p = part_add(c, st->parts[i].topic, st->parts[i].partition);
@@ -281,7 +349,8 @@ static void merge_topics(struct ctl *c, size_t bi)
 
 	for (i = 0; i < b->snap.ntopics; i++) {
 		st = &b->snap.topics[i];
-		if (strlen(st->name) > KREP_TOPIC_NAME_MAX)
+		if (strlen(st->name) > KREP_TOPIC_NAME_MAX ||
+		    deleting(c, st->name))
 			continue;
 		for (j = 0; j < bi; j++)
 			if (c->b[j].has_snap &&
@@ -295,19 +364,10 @@ static void merge_topics(struct ctl *c, size_t bi)
 		if (t && t->tc.min_isr == tc.min_isr &&
 		    t->tc.unclean == tc.unclean)
 			continue;
-		if (!t) {
-			if (c->nt == c->nt_cap) {
-				size_t cap = c->nt_cap ? c->nt_cap * 2 : 16;
-
-				t = realloc(c->topics, cap * sizeof(*t));
-				if (!t)
-					continue;
-				c->topics = t;
-				c->nt_cap = cap;
-			}
-			t = &c->topics[c->nt++];
-			strcpy(t->name, st->name);
-		}
+		if (!t)
+			t = topic_add(c, st->name);
+		if (!t)
+			continue;
 		t->tc = tc;
 		c->dirty = true;
 		krep_log(LOG_INFO, "topic %s: min_insync_replicas %u, unclean_leader_election %s (from broker %u)",
@@ -382,7 +442,8 @@ void krep_view_merge(struct ctl *c)
 		for (i = 0; i < b->snap.nparts; i++) {
 			r = &b->snap.parts[i];
 			if (!r->has_leader_epoch || !r->has_partition_epoch ||
-			    !r->has_replicas || !r->nreplicas)
+			    !r->has_replicas || !r->nreplicas ||
+			    deleting(c, r->topic))
 				continue;
 			p = part_find(c, r->topic, r->partition);
 			if (!p) {
@@ -398,9 +459,15 @@ void krep_view_merge(struct ctl *c)
 	}
 	if (!all)
 		return;
-	/* every broker answered and none has it: the topic was deleted */
+	/*
+	 * every broker answered and none has it: the topic was deleted (but
+	 * the controller's own topics are created again where missing)
+	 */
 	for (i = c->np; i-- > 0;) {
-		if (c->parts[i].seen)
+		const struct krep_state_topic *t = topic_find(c,
+							      c->parts[i].st.topic);
+
+		if (c->parts[i].seen || (t && t->managed))
 			continue;
 		krep_log(LOG_INFO, "%s-%u: no broker has it any more: forgotten",
 			 c->parts[i].st.topic, c->parts[i].st.partition);
@@ -521,7 +588,7 @@ void krep_view_decide(struct ctl *c)
 
 /* ---- LEADER_AND_ISR ---------------------------------------------------- */
 
-static int put_ids(struct nl_msg *msg, int type, const struct krep_ids *ids)
+int krep_view_put_ids(struct nl_msg *msg, int type, const struct krep_ids *ids)
 {
 	struct nlattr *nest;
 	uint32_t i;
@@ -586,8 +653,8 @@ static int send_lai(struct ctl *c, struct cbroker *b, struct cpart *p)
 	    nla_put_u32(msg, KREP_A_LEADER, ps->leader) ||
 	    nla_put_u32(msg, KREP_A_LEADER_EPOCH, ps->leader_epoch) ||
 	    nla_put_u32(msg, KREP_A_PARTITION_EPOCH, ps->partition_epoch) ||
-	    put_ids(msg, KREP_A_ISR, &ps->isr) ||
-	    put_ids(msg, KREP_A_REPLICAS, &ps->ar)) {
+	    krep_view_put_ids(msg, KREP_A_ISR, &ps->isr) ||
+	    krep_view_put_ids(msg, KREP_A_REPLICAS, &ps->ar)) {
 		nlmsg_free(msg);
 		return -EMSGSIZE;
 	}
@@ -602,7 +669,7 @@ static int send_lai(struct ctl *c, struct cbroker *b, struct cpart *p)
 	return 0;
 }
 
-static bool can_send(const struct cbroker *b)
+bool krep_view_can_send(const struct cbroker *b)
 {
 	return b && b->s && b->reachable && b->claimed;
 }
@@ -630,7 +697,7 @@ void krep_view_propagate(struct ctl *c)
 		p->send = false;	/* laggards: krep_view_reconcile() */
 		for (k = 0; k < p->st.ps.ar.n; k++) {
 			b = krep_ctl_broker(c, p->st.ps.ar.id[k]);
-			if (can_send(b))
+			if (krep_view_can_send(b))
 				send_lai(c, b, p);
 		}
 	}
@@ -652,7 +719,7 @@ void krep_view_reconcile(struct ctl *c)
 		ps = &p->st.ps;
 		for (k = 0; k < ps->ar.n; k++) {
 			b = krep_ctl_broker(c, ps->ar.id[k]);
-			if (!can_send(b) || p->known[broker_index(c, b)])
+			if (!krep_view_can_send(b) || p->known[broker_index(c, b)])
 				continue;
 			r = report(b, p->st.topic, p->st.partition);
 			if (!r || !r->has_leader_epoch || !r->has_partition_epoch)
@@ -772,7 +839,7 @@ static void alter(struct ctl *c, struct cbroker *b, const char *topic,
 		krep_log(LOG_NOTICE, "%s-%u: %s", topic, partition, msg);
 	}
 	/* the same epochs again: the leader drops its pending change */
-	if (!c->dirty && can_send(b))
+	if (!c->dirty && krep_view_can_send(b))
 		send_lai(c, b, p);
 }
 

@@ -37,6 +37,7 @@ struct cbroker {
 	uint64_t incarnation;
 	bool claimed;			/* our claim holds on it */
 	char claim_err[256];		/* the claim failure logged last */
+	char topic_err[512];		/* the TOPIC_NEW/DEL failure logged last */
 	int64_t claim_ms;		/* when it was made or renewed */
 	bool has_snap;			/* snap is from the last poll */
 	struct krep_snap snap;
@@ -96,6 +97,9 @@ void krep_ctl_live(const struct ctl *c, struct krep_ids *live);
  */
 int krep_ctl_request(struct ctl *c, struct cbroker *b, struct nl_msg *req,
 		     krep_genl_reply_fn fn, void *arg);
+/* "strerror: extack message [KAFKA_ERROR]" of @b's failed request. */
+const char *krep_ctl_err_str(const struct cbroker *b, int err, char *buf,
+			     size_t size);
 
 /* view.c */
 void krep_view_load(struct ctl *c, const struct krep_state *st);
@@ -128,5 +132,35 @@ void krep_view_preferred(struct ctl *c, const char *topic, int64_t partition,
 void krep_view_status(struct ctl *c, FILE *out);
 /* Forget what was delivered to broker (index) @bi: it lost it. */
 void krep_view_forget_broker(struct ctl *c, size_t bi);
+
+/* For ctl_topic.c: the records of the view and changes to them. */
+struct krep_state_topic *krep_view_topic(struct ctl *c, const char *name);
+struct krep_state_topic *krep_view_topic_add(struct ctl *c, const char *name);
+/* Drop @name's partitions, and unless @parts_only its record. */
+void krep_view_topic_drop(struct ctl *c, const char *name, bool parts_only);
+struct cpart *krep_view_part(struct ctl *c, const char *topic,
+			     uint32_t partition);
+struct cpart *krep_view_part_add(struct ctl *c, const char *topic,
+				 uint32_t partition);
+/* @p changed: save it, then tell every replica. */
+void krep_view_part_changed(struct ctl *c, struct cpart *p);
+/* @b has a session, answered this poll and holds our claim. */
+bool krep_view_can_send(const struct cbroker *b);
+/* A KREP_A_BROKER_ID nest of @ids (empty ones too). */
+int krep_view_put_ids(struct nl_msg *msg, int type, const struct krep_ids *ids);
+
+/* ctl_topic.c: the topics the controller creates and deletes */
+/*
+ * The control socket's "topic-create NAME PARTITIONS RF [CONFIG]" (@w,
+ * @n words after the request's) and "topic-delete NAME".
+ */
+void krep_ctl_topic_create(struct ctl *c, char **w, int n, FILE *out);
+void krep_ctl_topic_delete(struct ctl *c, const char *name, FILE *out);
+/*
+ * Every poll: create the controller's topics on the brokers that miss
+ * them, delete the ones being deleted from the brokers that still have
+ * them, and forget a deleted one once no broker has it.
+ */
+void krep_ctl_topics_reconcile(struct ctl *c);
 
 #endif

@@ -468,6 +468,47 @@ int krep_nl_status(struct genl_info *info, int err,
 	return err;
 }
 
+/* the KREP_A_ISR and KREP_A_REPLICAS nests hold broker ids only */
+const struct nla_policy krep_id_list_policy[KREP_A_MAX + 1] = {
+	[KREP_A_BROKER_ID] = { .type = NLA_U32 },
+};
+
+/* a nest of KREP_A_BROKER_ID: at most KREP_RF_MAX distinct ids */
+int krep_nl_parse_ids(struct genl_info *info, struct nlattr *nest, u32 *ids,
+		      unsigned int *n)
+{
+	struct nlattr *pos;
+	unsigned int i;
+	int rem;
+
+	*n = 0;
+	nla_for_each_nested(pos, nest, rem) {
+		u32 id;
+
+		if (nla_type(pos) != KREP_A_BROKER_ID ||
+		    nla_len(pos) != sizeof(u32)) {
+			NL_SET_ERR_MSG_ATTR(info->extack, pos,
+					    "list holds only broker ids");
+			return -EINVAL;
+		}
+		if (*n == KREP_RF_MAX) {
+			NL_SET_ERR_MSG_ATTR(info->extack, pos,
+					    "more brokers than a partition has replicas");
+			return -E2BIG;
+		}
+		id = nla_get_u32(pos);
+		for (i = 0; i < *n; i++) {
+			if (ids[i] == id) {
+				NL_SET_ERR_MSG_ATTR(info->extack, pos,
+						    "broker listed twice");
+				return -EINVAL;
+			}
+		}
+		ids[(*n)++] = id;
+	}
+	return 0;
+}
+
 /* a required attribute; false with an extack message when missing */
 bool krep_nl_require(struct genl_info *info, int attr, const char *what)
 {

@@ -9,6 +9,7 @@
 #define _KREP_NETLINK_H
 
 #include <net/genetlink.h>
+#include <linux/krep.h>
 
 struct krep_status;
 struct krep_partition;
@@ -54,6 +55,9 @@ bool krep_nl_require_partition(struct genl_info *info);
 int krep_nl_status(struct genl_info *info, int err,
 		   const struct krep_status *st);
 bool krep_nl_require(struct genl_info *info, int attr, const char *what);
+extern const struct nla_policy krep_id_list_policy[KREP_A_MAX + 1];
+int krep_nl_parse_ids(struct genl_info *info, struct nlattr *nest, u32 *ids,
+		      unsigned int *n);
 
 void krep_nl_alter_isr(struct krep_partition *p, const unsigned long *isr);
 

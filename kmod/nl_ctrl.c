@@ -21,11 +21,6 @@
 			   .len = KREP_TOPIC_NAME_MAX },		\
 	[KREP_A_PARTITION] = NLA_POLICY_MAX(NLA_U32, KREP_PARTITIONS_MAX - 1)
 
-/* the KREP_A_ISR and KREP_A_REPLICAS nests hold broker ids only */
-static const struct nla_policy krep_id_list_policy[KREP_A_MAX + 1] = {
-	[KREP_A_BROKER_ID] = { .type = NLA_U32 },
-};
-
 const struct nla_policy krep_leader_and_isr_policy[KREP_A_MAX + 1] = {
 	PART_POLICY,
 	[KREP_A_CONTROLLER_EPOCH] = NLA_POLICY_MIN(NLA_U32, 1),
@@ -41,42 +36,6 @@ const struct nla_policy krep_epoch_end_policy[KREP_A_MAX + 1] = {
 	[KREP_A_LEADER_EPOCH] = { .type = NLA_U32 },
 	[KREP_A_FOLLOWER_READ] = { .type = NLA_FLAG },
 };
-
-/* a nest of KREP_A_BROKER_ID: at most KREP_RF_MAX distinct ids */
-static int parse_ids(struct genl_info *info, struct nlattr *nest, u32 *ids,
-		     unsigned int *n)
-{
-	struct nlattr *pos;
-	unsigned int i;
-	int rem;
-
-	*n = 0;
-	nla_for_each_nested(pos, nest, rem) {
-		u32 id;
-
-		if (nla_type(pos) != KREP_A_BROKER_ID ||
-		    nla_len(pos) != sizeof(u32)) {
-			NL_SET_ERR_MSG_ATTR(info->extack, pos,
-					    "list holds only broker ids");
-			return -EINVAL;
-		}
-		if (*n == KREP_RF_MAX) {
-			NL_SET_ERR_MSG_ATTR(info->extack, pos,
-					    "more brokers than a partition has replicas");
-			return -E2BIG;
-		}
-		id = nla_get_u32(pos);
-		for (i = 0; i < *n; i++) {
-			if (ids[i] == id) {
-				NL_SET_ERR_MSG_ATTR(info->extack, pos,
-						    "broker listed twice");
-				return -EINVAL;
-			}
-		}
-		ids[(*n)++] = id;
-	}
-	return 0;
-}
 
 static void kick_fetcher(struct krep_net *kn, u32 leader)
 {
@@ -120,10 +79,10 @@ int krep_nl_leader_and_isr(struct sk_buff *skb, struct genl_info *info)
 	lai.leader = leader == KREP_NO_LEADER ? -1 : (s64)leader;
 	lai.leader_epoch = nla_get_u32(attrs[KREP_A_LEADER_EPOCH]);
 	lai.partition_epoch = nla_get_u32(attrs[KREP_A_PARTITION_EPOCH]);
-	err = parse_ids(info, attrs[KREP_A_ISR], lai.isr, &lai.nisr);
+	err = krep_nl_parse_ids(info, attrs[KREP_A_ISR], lai.isr, &lai.nisr);
 	if (!err && attrs[KREP_A_REPLICAS])
-		err = parse_ids(info, attrs[KREP_A_REPLICAS], lai.replicas,
-				&lai.nreplicas);
+		err = krep_nl_parse_ids(info, attrs[KREP_A_REPLICAS],
+					lai.replicas, &lai.nreplicas);
 	if (err)
 		return err;
 	if (lai.leader >= 0 && !lai.nisr) {

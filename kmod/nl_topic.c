@@ -43,11 +43,18 @@ static const struct nla_policy tcfg_policy[KREP_A_TCFG_MAX + 1] = {
 
 #define TOPIC_NAME_POLICY { .type = NLA_NUL_STRING, .len = KREP_TOPIC_NAME_MAX }
 
+/* KREP_A_ASSIGNMENT: a KREP_A_REPLICAS nest per partition */
+static const struct nla_policy assign_policy[KREP_A_MAX + 1] = {
+	[KREP_A_REPLICAS] = NLA_POLICY_NESTED(krep_id_list_policy),
+};
+
 const struct nla_policy krep_topic_new_policy[KREP_A_MAX + 1] = {
 	[KREP_A_TOPIC] = TOPIC_NAME_POLICY,
 	[KREP_A_PARTITIONS] = NLA_POLICY_RANGE(NLA_U32, 1, KREP_PARTITIONS_MAX),
 	[KREP_A_REPLICATION_FACTOR] = NLA_POLICY_RANGE(NLA_U32, 1, KREP_RF_MAX),
 	[KREP_A_TOPIC_CONFIG] = NLA_POLICY_NESTED(tcfg_policy),
+	[KREP_A_ASSIGNMENT] = NLA_POLICY_NESTED(assign_policy),
+	[KREP_A_CONTROLLER_EPOCH] = NLA_POLICY_MIN(NLA_U32, 1),
 };
 
 const struct nla_policy krep_topic_del_policy[KREP_A_MAX + 1] = {
@@ -109,12 +116,59 @@ static const char *topic_name(struct genl_info *info)
 	return name;
 }
 
+/* an INVALID_REPLICA_ASSIGNMENT refusal pointing at @attr */
+static int bad_assignment(struct genl_info *info, const struct nlattr *attr,
+			  const char *why)
+{
+	struct krep_status st = {};
+
+	krep_fail(&st, KREP_KERR_INVALID_REPLICA_ASSIGNMENT, -EINVAL, why);
+	krep_nl_status(info, -EINVAL, &st);
+	NL_SET_BAD_ATTR(info->extack, attr);
+	return -EINVAL;
+}
+
+/*
+ * KREP_A_ASSIGNMENT into @replicas (@np x @rf ids): one KREP_A_REPLICAS
+ * per partition, each of @rf distinct ids (the policy checked the types)
+ */
+static int parse_assignment(struct genl_info *info, u32 np, u32 rf,
+			    u32 *replicas)
+{
+	struct nlattr *nest = info->attrs[KREP_A_ASSIGNMENT], *pos;
+	u32 ids[KREP_RF_MAX], i = 0;
+	unsigned int n;
+	int rem, err;
+
+	nla_for_each_nested(pos, nest, rem) {
+		if (i == np)
+			return bad_assignment(info, pos,
+					      "assignment has more partitions than the topic");
+		err = krep_nl_parse_ids(info, pos, ids, &n);
+		if (err)
+			return err;
+		if (n != rf)
+			return bad_assignment(info, pos,
+					      "a partition's replica count is not the replication factor");
+		memcpy(&replicas[i * rf], ids, rf * sizeof(*ids));
+		i++;
+	}
+	if (i != np)
+		return bad_assignment(info, nest,
+				      "assignment has fewer partitions than the topic");
+	return 0;
+}
+
 int krep_nl_topic_new(struct sk_buff *skb, struct genl_info *info)
 {
 	struct krep_net *kn = krep_net(genl_info_net(info));
+	struct nlattr **attrs = info->attrs;
+	struct krep_topic_assign assign = {};
 	struct krep_topic_config tc;
 	struct krep_status st = {};
+	u32 *replicas = NULL;
 	const char *name;
+	u32 np, rf;
 	int err;
 
 	name = topic_name(info);
@@ -124,14 +178,42 @@ int krep_nl_topic_new(struct sk_buff *skb, struct genl_info *info)
 	    !krep_nl_require(info, KREP_A_REPLICATION_FACTOR,
 			     "replication factor"))
 		return -EINVAL;
-	err = parse_tcfg(info->attrs[KREP_A_TOPIC_CONFIG], &tc, info->extack);
+	np = nla_get_u32(attrs[KREP_A_PARTITIONS]);
+	rf = nla_get_u32(attrs[KREP_A_REPLICATION_FACTOR]);
+	if (attrs[KREP_A_CONTROLLER_EPOCH] && !attrs[KREP_A_ASSIGNMENT]) {
+		NL_SET_ERR_MSG_ATTR(info->extack, attrs[KREP_A_CONTROLLER_EPOCH],
+				    "a controller epoch comes with an assignment");
+		return -EINVAL;
+	}
+	err = parse_tcfg(attrs[KREP_A_TOPIC_CONFIG], &tc, info->extack);
 	if (err)
 		return err;
-	err = krep_topic_create(kn, name,
-				nla_get_u32(info->attrs[KREP_A_PARTITIONS]),
-				nla_get_u32(info->attrs[KREP_A_REPLICATION_FACTOR]),
-				&tc, &st);
-	return krep_nl_status(info, err, &st);
+	if (attrs[KREP_A_ASSIGNMENT]) {
+		replicas = kvmalloc_array(np * rf, sizeof(*replicas),
+					  GFP_KERNEL);
+		if (!replicas)
+			return -ENOMEM;
+		err = parse_assignment(info, np, rf, replicas);
+		if (err)
+			goto out;
+		assign.replicas = replicas;
+	}
+	if (attrs[KREP_A_CONTROLLER_EPOCH]) {
+		err = krep_ctrl_check_epoch(kn,
+					    nla_get_u32(attrs[KREP_A_CONTROLLER_EPOCH]),
+					    &st);
+		if (err) {
+			err = krep_nl_status(info, err, &st);
+			goto out;
+		}
+		assign.leaderless = true;
+	}
+	err = krep_topic_create(kn, name, np, rf, &tc,
+				replicas ? &assign : NULL, &st);
+	err = krep_nl_status(info, err, &st);
+out:
+	kvfree(replicas);
+	return err;
 }
 
 int krep_nl_topic_del(struct sk_buff *skb, struct genl_info *info)

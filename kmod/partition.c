@@ -50,7 +50,8 @@ u64 krep_now_ms(void)
 
 struct krep_partition *krep_partition_new(struct krep_topic *t, u32 index,
 					  const u32 *replicas,
-					  unsigned int nreplicas, u32 self_id)
+					  unsigned int nreplicas, u32 self_id,
+					  bool leaderless)
 {
 	struct krep_partition *p;
 	u64 now = krep_now_ms();
@@ -76,11 +77,18 @@ struct krep_partition *krep_partition_new(struct krep_topic *t, u32 index,
 		p->remotes[i].last_fetch_ms = now;
 		__set_bit(i, p->isr);
 	}
-	/* no controller yet: the preferred replica leads at epoch 0 */
-	p->leader = replicas[0];
-	p->role = replicas[0] == self_id ? KREP_ROLE_LEADER : KREP_ROLE_FOLLOWER;
-	if (p->role == KREP_ROLE_LEADER)
-		krep_epoch_assign(&p->epochs, 0, 0);
+	if (leaderless) {
+		/* the controller's topic: its LEADER_AND_ISR names the leader */
+		p->leader = -1;
+		p->role = KREP_ROLE_FOLLOWER;
+	} else {
+		/* no controller: the preferred replica leads at epoch 0 */
+		p->leader = replicas[0];
+		p->role = replicas[0] == self_id ? KREP_ROLE_LEADER :
+						   KREP_ROLE_FOLLOWER;
+		if (p->role == KREP_ROLE_LEADER)
+			krep_epoch_assign(&p->epochs, 0, 0);
+	}
 	trace_krep_leader_change(p, -1);
 	krep_obj_get(KREP_OBJ_PARTITION);
 	return p;

@@ -126,7 +126,8 @@ struct krep_lai {
 
 struct krep_partition *krep_partition_new(struct krep_topic *t, u32 index,
 					  const u32 *replicas,
-					  unsigned int nreplicas, u32 self_id);
+					  unsigned int nreplicas, u32 self_id,
+					  bool leaderless);
 void krep_partition_free(struct krep_partition *p);
 void krep_partition_kill(struct krep_partition *p);
 void krep_partition_wake(struct krep_partition *p);

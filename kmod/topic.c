@@ -5,6 +5,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/bsearch.h>
 #include <linux/ctype.h>
 #include <linux/rculist.h>
 #include <linux/errno.h>
@@ -145,6 +146,13 @@ void krep_topic_spec_free_list(struct list_head *specs)
 }
 
 /* the sorted broker ids of the cluster: this broker and its peers */
+static int cmp_u32(const void *a, const void *b)
+{
+	u32 x = *(const u32 *)a, y = *(const u32 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 static unsigned int cluster_brokers(const struct krep_broker_cfg *cfg,
 				    u32 *ids)
 {
@@ -161,6 +169,23 @@ static unsigned int cluster_brokers(const struct krep_broker_cfg *cfg,
 		ids[j] = v;
 	}
 	return n;
+}
+
+/* every id of an assignment is a broker of @ids (sorted, @n of them) */
+static int assign_check(const u32 *replicas, u32 count, const u32 *ids,
+			unsigned int n, struct krep_status *st)
+{
+	u32 i;
+
+	for (i = 0; i < count; i++) {
+		u32 id = replicas[i];
+
+		if (!bsearch(&id, ids, n, sizeof(*ids), cmp_u32))
+			return krep_fail(st, KREP_KERR_INVALID_REPLICA_ASSIGNMENT,
+					 -EINVAL,
+					 "assignment names a broker that is neither this one nor a peer");
+	}
+	return 0;
 }
 
 static void topic_free(struct krep_topic *t)
@@ -234,19 +259,22 @@ struct krep_partition *krep_topic_partition(struct krep_topic *t, u32 index,
 }
 
 /**
- * krep_topic_create - create a topic with replicas assigned round-robin
+ * krep_topic_create - create a topic
  * @kn: the broker
  * @name: a valid topic name
  * @npartitions: 1..KREP_PARTITIONS_MAX
  * @rf: replication factor, 1..number of brokers
  * @cfg: the topic's configuration
+ * @assign: the controller's assignment, or NULL
  * @st: Kafka's error code and a reason on failure
  *
- * Partition p's replicas are brokers[(p + j) % n] for j < rf over the
- * sorted broker ids, so preferred leaders spread over the brokers.
+ * Without @assign, partition p's replicas are brokers[(p + j) % n] for
+ * j < rf over the sorted broker ids, so preferred leaders spread over the
+ * brokers. With it, every id it names must be a broker this one knows.
  */
 int krep_topic_create(struct krep_net *kn, const char *name, u32 npartitions,
 		      u32 rf, const struct krep_topic_config *cfg,
+		      const struct krep_topic_assign *assign,
 		      struct krep_status *st)
 {
 	u32 ids[KREP_RF_MAX], replicas[KREP_RF_MAX], self;
@@ -274,6 +302,12 @@ int krep_topic_create(struct krep_net *kn, const char *name, u32 npartitions,
 		return krep_fail(st, KREP_KERR_INVALID_REPLICATION_FACTOR,
 				 -EINVAL,
 				 "replication factor larger than the number of brokers");
+	if (assign) {
+		err = assign_check(assign->replicas, npartitions * rf, ids, n,
+				   st);
+		if (err)
+			return err;
+	}
 
 	t = kzalloc(struct_size(t, parts, npartitions), GFP_KERNEL);
 	if (!t)
@@ -290,12 +324,14 @@ int krep_topic_create(struct krep_net *kn, const char *name, u32 npartitions,
 		bool hosted = false;
 
 		for (j = 0; j < rf; j++) {
-			replicas[j] = ids[(i + j) % n];
+			replicas[j] = assign ? assign->replicas[i * rf + j] :
+					       ids[(i + j) % n];
 			hosted |= replicas[j] == self;
 		}
 		if (!hosted)
 			continue;
-		t->parts[i] = krep_partition_new(t, i, replicas, rf, self);
+		t->parts[i] = krep_partition_new(t, i, replicas, rf, self,
+						 assign && assign->leaderless);
 		if (!t->parts[i]) {
 			topic_free(t);
 			return krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR,
@@ -412,7 +448,7 @@ int krep_topic_create_specs(struct krep_net *kn)
 	list_for_each_entry(ts, &kn->topic_specs, node) {
 		err = krep_topic_create(kn, ts->name, ts->partitions,
 					ts->replication_factor, &ts->config,
-					&st);
+					NULL, &st);
 		if (err) {
 			pr_err("topic '%s': %s\n", ts->name, st.why);
 			return err;

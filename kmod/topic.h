@@ -55,8 +55,15 @@ struct krep_topic {
 	struct krep_partition *parts[];	/* NULL where not hosted here */
 };
 
+/* a controller's assignment for krep_topic_create() */
+struct krep_topic_assign {
+	const u32 *replicas;	/* npartitions x rf ids, partition by partition */
+	bool leaderless;	/* replicas wait for LEADER_AND_ISR */
+};
+
 int krep_topic_create(struct krep_net *kn, const char *name, u32 npartitions,
 		      u32 rf, const struct krep_topic_config *cfg,
+		      const struct krep_topic_assign *assign,
 		      struct krep_status *st);
 int krep_topic_delete(struct krep_net *kn, const char *name,
 		      struct krep_status *st);

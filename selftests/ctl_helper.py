@@ -11,6 +11,10 @@ choose every leader, epoch and ISR itself:
   lai CEPOCH TOPIC P LEADER LEPOCH PEPOCH ISR
       LEADER_AND_ISR; LEADER "none" is KREP_NO_LEADER, ISR is a comma
       list ("-" for empty); prints "ok" or "error ERRNO MESSAGE"
+  topic-new CEPOCH TOPIC PARTITIONS RF ASSIGNMENT
+      TOPIC_NEW with KREP_A_ASSIGNMENT: replica lists by partition,
+      "1,2,3/2,3,1" ("/" between partitions); CEPOCH "-" sends no
+      KREP_A_CONTROLLER_EPOCH; prints "ok" or "error ERRNO MESSAGE"
   state TOPIC P
       one line from PARTITION_GET: "role R leader L le E pe P isr I
       leo X hw H epochs E:S,... pending I" (pending "-" when none)
@@ -129,6 +133,20 @@ def lai(g, cepoch, topic, p, leader, lepoch, pepoch, isr):
     return 0
 
 
+def topic_new(g, cepoch, topic, np, rf, assignment):
+    attrs = (nla(A["KREP_A_TOPIC"], topic.encode() + b"\0") +
+             nla(A["KREP_A_PARTITIONS"], u32(np)) +
+             nla(A["KREP_A_REPLICATION_FACTOR"], u32(rf)) +
+             nla(A["KREP_A_ASSIGNMENT"] | NLA_F_NESTED,
+                 b"".join(id_nest(A["KREP_A_REPLICAS"], idlist(p))
+                          for p in assignment.split("/"))))
+    if cepoch != "-":
+        attrs += nla(A["KREP_A_CONTROLLER_EPOCH"], u32(int(cepoch)))
+    if do(g, "KREP_CMD_TOPIC_NEW", attrs) is not None:
+        print("ok")
+    return 0
+
+
 def dump_partitions(g, topic):
     """Every PARTITION_GET message of @topic, as attribute dicts."""
     g.seq += 1
@@ -226,6 +244,9 @@ def main(argv):
     if len(argv) == 9 and argv[1] == "lai":
         return lai(g, int(argv[2]), argv[3], int(argv[4]), argv[5],
                    int(argv[6]), int(argv[7]), argv[8])
+    if len(argv) == 7 and argv[1] == "topic-new":
+        return topic_new(g, argv[2], argv[3], int(argv[4]), int(argv[5]),
+                         argv[6])
     if len(argv) == 4 and argv[1] == "state":
         return state(g, argv[2], int(argv[3]))
     if len(argv) in (5, 6) and argv[1] == "epoch-end":

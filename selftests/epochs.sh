@@ -12,6 +12,8 @@
 #
 # 1. claims: a second owner is refused while the lease runs, a stale epoch
 #    after it; LEADER_AND_ISR only from the claim's epoch; bad requests.
+#    TOPIC_NEW with the controller's assignment: bad ones refused; with
+#    the controller's epoch every replica waits for its LEADER_AND_ISR.
 # 2. pending ISR: a cut follower's shrink waits for the controller (acks=all
 #    times out meanwhile), the commit applies it, a rejoin is asked for again.
 # 3. stale leader: cut off, it keeps refusing acks=all and HW stays; a new
@@ -98,7 +100,7 @@ same_logs() { # TOPIC N...: identical dumps (records up to HW) on all
 	done
 }
 
-ktap_plan 22
+ktap_plan 25
 
 # --- set-up ---------------------------------------------------------------
 
@@ -161,6 +163,68 @@ ok
 error 2 No such file or directory: no such topic"
 expect "LEADER_AND_ISR: stale and unknown controllers, bad assignments refused" \
 	"$want" echo "$out"
+
+out=$(
+	ctl 1 topic-new - a 2 2 "1,2/2,3/3,1"	# more partitions
+	ctl 1 topic-new - a 2 2 "1,2"		# fewer
+	ctl 1 topic-new - a 2 2 "1,2/3"		# a partition short
+	ctl 1 topic-new - a 2 2 "1,1/2,3"	# a broker twice
+	ctl 1 topic-new - a 2 2 "1,9/2,3"	# an unknown broker
+	ctl 1 topic-new 1 a 2 2 "1,2/2,3"	# an older controller
+	ctl 1 topic-new 3 a 2 2 "1,2/2,3"	# no such claim
+	ctl 1 topic-new - a 2 2 "2,1/2,3"	# broker 2 preferred for a-0
+)
+want="error 22 Invalid argument: assignment has more partitions than the topic
+error 22 Invalid argument: assignment has fewer partitions than the topic
+error 22 Invalid argument: a partition's replica count is not the replication factor
+error 22 Invalid argument: broker listed twice
+error 22 Invalid argument: assignment names a broker that is neither this one nor a peer
+error 116 Stale file handle: controller epoch older than the broker's controller
+error 1 Operation not permitted: no controller claim with this epoch
+ok"
+if [ "$out" = "$want" ] && [ "$(sf 1 a role)" = follower ] &&
+   [ "$(sf 1 a leader)" = 2 ] &&
+   [ "$(part "$(bns 1)" a 0 | jq -c .replicas)" = "[2,1]" ] &&
+   ! part "$(bns 1)" a 1 | grep -q .; then
+	ktap_ok "TOPIC_NEW with an assignment: bad ones refused; broker 1 hosts a-0 only, 2 preferred"
+else
+	ktap_diag "got: $out"
+	st 1 a | ktap_diag_stdin
+	ktap_fail "TOPIC_NEW with an assignment: bad ones refused; broker 1 hosts a-0 only, 2 preferred"
+fi
+kc "$(bns 1)" topic delete a
+
+# the controller's own topic: no leader until its LEADER_AND_ISR
+out=$(for n in 1 2 3; do ctl "$n" topic-new $CE ca 1 3 "2,3,1"; done)
+waiting() {
+	local n
+	for n in 1 2 3; do
+		[ "$(sf "$n" ca role)" = follower ] && [ "$(sf "$n" ca leader)" = none ] &&
+			[ "$(sf "$n" ca le)" = 0 ] && [ "$(sf "$n" ca isr)" = 2,3,1 ] ||
+			return 1
+	done
+}
+out2=$(produce 2 ca 1 w 1 2>&1)
+if [ "$out" = "ok
+ok
+ok" ] && waiting && grep -q NOT_LEADER_OR_FOLLOWER <<<"$out2"; then
+	ktap_ok "TOPIC_NEW from the controller: every replica waits with no leader, produce refused"
+else
+	ktap_diag "got: $out" "produce: $out2"
+	for n in 1 2 3; do st "$n" ca | ktap_diag_stdin; done
+	ktap_fail "TOPIC_NEW from the controller: every replica waits with no leader, produce refused"
+fi
+lai $CE ca 2 0 0 2,3,1 1 2 3 >/dev/null
+out=$(produce 2 ca all v 3 2>&1) && rc=0 || rc=$?
+hw3() { [ "$(sf 1 ca hw)" = 3 ] && [ "$(sf 3 ca hw)" = 3 ]; }
+if [ "$rc" = 0 ] && [ "$(sf 2 ca role)" = leader ] && krep_wait_for 10 hw3; then
+	ktap_ok "its LEADER_AND_ISR at epoch 0 makes broker 2 lead: acks=all on 3 replicas"
+else
+	ktap_diag "exit $rc: $out"
+	for n in 1 2 3; do st "$n" ca | ktap_diag_stdin; done
+	ktap_fail "its LEADER_AND_ISR at epoch 0 makes broker 2 lead: acks=all on 3 replicas"
+fi
+for n in 1 2 3; do kc "$(bns "$n")" topic delete ca; done
 
 # --- 2. pending ISR ---------------------------------------------------------
 

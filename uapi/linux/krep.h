@@ -64,8 +64,20 @@
  *             KREP_A_TCFG_*). Replicas are assigned round-robin over the
  *             sorted broker ids (own id and peers); the first is the
  *             preferred leader, which leads at epoch 0; ISR = AR.
+ *             KREP_A_ASSIGNMENT (optional): the controller's assignment
+ *             instead, one KREP_A_REPLICAS nest per partition in partition
+ *             order, each of exactly KREP_A_REPLICATION_FACTOR distinct
+ *             broker ids known to this broker (its own and its peers').
+ *             KREP_A_CONTROLLER_EPOCH (optional, with an assignment only):
+ *             the topic is the controller's (the claim must hold that
+ *             epoch): its replicas start with no leader, ISR = AR, leader
+ *             and partition epoch 0, and wait for the LEADER_AND_ISR that
+ *             names their leader. Without it the first replica leads.
  *   errors:   EEXIST (TOPIC_ALREADY_EXISTS), EINVAL (INVALID_TOPIC_EXCEPTION,
- *             INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG)
+ *             INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG,
+ *             INVALID_REPLICA_ASSIGNMENT: an assignment of the wrong size,
+ *             a broker twice in a partition or one this broker does not
+ *             know), ESTALE/EPERM as LEADER_AND_ISR for the controller epoch
  * KREP_CMD_TOPIC_DEL   (do)          CAP_NET_ADMIN
  *   request:  KREP_A_TOPIC; ENOENT (UNKNOWN_TOPIC_OR_PARTITION) if unknown.
  *             Waiting produces and fetches on it end with ENOENT.
@@ -287,6 +299,7 @@ enum krep_attr {
 	KREP_A_EPOCHS,		/* nest: KREP_A_EPOCH_ENTRY ... */
 	KREP_A_EPOCH_ENTRY,	/* nest: enum krep_epoch_attr */
 	KREP_A_INCARNATION,	/* u64 (BROKER_GET) */
+	KREP_A_ASSIGNMENT,	/* nest: KREP_A_REPLICAS ... (TOPIC_NEW) */
 
 	__KREP_A_MAX,
 	KREP_A_MAX = __KREP_A_MAX - 1
