@@ -10,7 +10,9 @@
  * assignment and the controller epoch -- its replicas wait, with no
  * leader, for the LEADER_AND_ISR that follows. A broker that could not be
  * reached gets the topic when it can (every poll, from the state file's
- * record), and so does one that came back empty (a new incarnation).
+ * record), and so does one that came back empty (a new incarnation) or
+ * lost the topic otherwise: first it leaves the topic's ISRs and ELRs (a
+ * new leader where it led), since it holds none of their records.
  *
  * "topic-delete NAME" marks the topic as being deleted in the state file,
  * drops its partitions from the view and sends TOPIC_DEL to every broker
@@ -397,6 +399,10 @@ static bool topic_reconcile(struct ctl *c, struct krep_state_topic *t)
 				topic_failed(b, "TOPIC_DEL", t->name, err);
 			continue;
 		}
+		/* whatever it held of the topic is gone: not in any ISR */
+		krep_view_replica_lost(c, t->name, b->id);
+		if (krep_view_save(c))
+			continue;	/* nothing goes out that is not written */
 		err = send_topic_new(c, b, t);
 		if (err) {
 			topic_failed(b, "TOPIC_NEW", t->name, err);

@@ -110,6 +110,17 @@ struct nl_msg *krep_topic_create_msg(int family,
 /* Print a PARTITION_GET reply as "topic describe" does (for the tests). */
 int krep_partition_reply_print(struct nl_msg *reply, bool json, FILE *f);
 
+/*
+ * topic_ctl.c: topic create/delete through krepd --controller. Takes
+ * --controller and --socket PATH out of @argv: 1 when they were given
+ * (@sock set), 0 when not, -EINVAL after a usage error.
+ */
+int krepctl_controller_opts(int *argc, char **argv, const char **sock,
+			    void (*usage_fn)(FILE *f), const char *cmd);
+/* Send @request to krepd at @sock and print its answer; an exit status. */
+int krepctl_topic_controller(struct krepctl *ctl, const char *sock,
+			     const char *request);
+
 /* elect_cmd.c: krepd --controller's control socket */
 void krepctl_elect_usage(FILE *f);
 int krepctl_elect_run(struct krepctl *ctl, int argc, char **argv);

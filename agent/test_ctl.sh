@@ -103,6 +103,9 @@ usage "unexpected argument 'y'" "$K" elect --preferred orders 1 y
 usage "unknown option '--bogus'" "$K" elect --status --bogus
 usage "needs a value" "$K" elect --status --socket
 usage "drop --netns" "$K" --netns b1 elect --status
+usage "option '--socket' needs a value" "$K" topic create t --socket
+usage "empty --socket" "$K" topic delete t --socket=
+usage "drop --netns" "$K" --netns b1 topic create t --controller
 
 # --- the control socket, with no broker to reach ----------------------------
 
@@ -144,6 +147,26 @@ err=$("$K" elect --preferred orders 0 --socket "$tmp/krepd.sock" 2>&1)
 rc=$?
 [ $rc = 1 ] && [[ $err == *"krepd: unknown topic or partition"* ]]
 ok $? "elect --preferred on an unknown topic: exit 1, krepd says why"
+err=$("$K" topic create orders partitions 3 rf 1 --socket "$tmp/krepd.sock" 2>&1)
+rc=$?
+[ $rc = 1 ] && [[ $err == *"krepd: INVALID_REPLICATION_FACTOR: replication factor larger than the number of live brokers"* ]]
+ok $? "topic create --controller with every broker fenced: exit 1, INVALID_REPLICATION_FACTOR"
+err=$("$K" topic create "bad/name" --socket "$tmp/krepd.sock" 2>&1)
+rc=$?
+[ $rc = 1 ] && [[ $err == *"krepd: INVALID_TOPIC_EXCEPTION: a topic name holds only [a-zA-Z0-9._-]"* ]]
+ok $? "topic create --controller with a bad name: exit 1, INVALID_TOPIC_EXCEPTION"
+err=$("$K" topic create t partitions 2000 --socket "$tmp/krepd.sock" 2>&1)
+rc=$?
+[ $rc = 1 ] && [[ $err == *"krepd: INVALID_PARTITIONS: partitions must be 1..1024"* ]]
+ok $? "topic create --controller with 2000 partitions: exit 1, INVALID_PARTITIONS"
+err=$("$K" topic delete nosuch --controller --socket "$tmp/krepd.sock" 2>&1)
+rc=$?
+[ $rc = 1 ] && [[ $err == *"krepd: UNKNOWN_TOPIC_OR_PARTITION: no such topic"* ]]
+ok $? "topic delete --controller of an unknown topic: exit 1, UNKNOWN_TOPIC_OR_PARTITION"
+err=$("$K" topic create t --socket "$tmp/nosuch.sock" 2>&1)
+rc=$?
+[ $rc = 1 ] && [[ $err == *"cannot ask krepd at $tmp/nosuch.sock"* ]]
+ok $? "topic create --controller without a krepd: exit 1, says why"
 kill -USR1 "$pid"
 sleep 0.2
 kill -0 "$pid" 2>/dev/null

@@ -12,6 +12,7 @@
 #include <linux/krep.h>
 
 #include "attrs.h"
+#include "ctlsock.h"
 #include "json.h"
 #include "krepctl.h"
 
@@ -19,10 +20,21 @@ static void create_usage(FILE *f)
 {
 	fputs("Usage: krepctl topic create NAME [partitions N] [replication-factor N]\n"
 	      "                              [config KEY=VAL[,KEY=VAL...]]\n"
+	      "                              [--controller] [--socket PATH]\n"
 	      "\n"
-	      "Create topic NAME (1..249 characters of [a-zA-Z0-9._-]). Replicas\n"
-	      "are assigned round-robin over this broker and its peers; the first\n"
-	      "is the preferred leader. Needs CAP_NET_ADMIN.\n"
+	      "Create topic NAME (1..249 characters of [a-zA-Z0-9._-]) on this\n"
+	      "broker. Replicas are assigned round-robin over this broker and its\n"
+	      "peers; the first is the preferred leader. Needs CAP_NET_ADMIN.\n"
+	      "\n"
+	      "With --controller (or --socket PATH, krepd's control socket,\n"
+	      "default /run/krep/krepd.sock), krepd --controller creates it on\n"
+	      "every broker instead: it assigns the replicas over the live brokers\n"
+	      "as Kafka does (preferred leaders and followers spread from a random\n"
+	      "start), records the topic in its state file, and creates it later\n"
+	      "on a broker it cannot reach now. Prints one line per partition,\n"
+	      "'TOPIC-P replicas=A,B,C', and on stderr each broker not reached;\n"
+	      "with --json krepd's objects {\"topic\",\"partition\",\"replicas\"}\n"
+	      "and {\"broker\",\"done\",\"error\"}.\n"
 	      "\n"
 	      "  partitions N          number of partitions (default 1)\n"
 	      "  replication-factor N  replicas per partition (default 1; also 'rf')\n"
@@ -41,11 +53,17 @@ static void create_usage(FILE *f)
 
 static void delete_usage(FILE *f)
 {
-	fputs("Usage: krepctl topic delete NAME\n"
+	fputs("Usage: krepctl topic delete NAME [--controller] [--socket PATH]\n"
 	      "\n"
-	      "Delete topic NAME and its logs. Waiting produces and fetches end\n"
-	      "with UNKNOWN_TOPIC_OR_PARTITION. Needs CAP_NET_ADMIN. Prints\n"
-	      "nothing; with --json {\"topic\":NAME,\"deleted\":true}.\n", f);
+	      "Delete topic NAME and its logs on this broker. Waiting produces and\n"
+	      "fetches end with UNKNOWN_TOPIC_OR_PARTITION. Needs CAP_NET_ADMIN.\n"
+	      "Prints nothing; with --json {\"topic\":NAME,\"deleted\":true}.\n"
+	      "\n"
+	      "With --controller (or --socket PATH), krepd --controller deletes it\n"
+	      "from every broker, now or once it can reach it, and forgets it when\n"
+	      "no broker has it; a topic krepd created must be deleted this way,\n"
+	      "or krepd creates it again. Brokers not reached go to stderr; with\n"
+	      "--json krepd's objects {\"broker\",\"done\",\"error\"}.\n", f);
 }
 
 static void list_usage(FILE *f)
@@ -99,8 +117,8 @@ static const struct krepctl_cmd topic_cmds[] = {
 void krepctl_topic_usage(FILE *f)
 {
 	fputs("Usage: krepctl topic create NAME [partitions N] [replication-factor N]\n"
-	      "                              [config KEY=VAL[,...]]\n"
-	      "       krepctl topic delete NAME\n"
+	      "                              [config KEY=VAL[,...]] [--controller]\n"
+	      "       krepctl topic delete NAME [--controller]\n"
 	      "       krepctl [--json] topic [list]\n"
 	      "       krepctl [--json] topic describe [NAME]\n"
 	      "\n"
@@ -213,11 +231,17 @@ struct nl_msg *krep_topic_create_msg(int family,
 
 static int create_run(struct krepctl *ctl, int argc, char **argv)
 {
+	char req[KREP_CTLSOCK_LINE_MAX], cfg[KREP_TCONFIG_STR_MAX];
 	struct krep_topic_create tc;
 	struct nl_msg *msg;
+	const char *sock;
+	int err, via;
 	struct json j;
-	int err;
 
+	via = krepctl_controller_opts(&argc, argv, &sock, create_usage,
+				      "topic create");
+	if (via < 0)
+		return KREP_EXIT_USAGE;
 	err = krep_topic_create_parse(argc, argv, &tc);
 	if (err > 0) {
 		create_usage(stdout);
@@ -226,6 +250,13 @@ static int create_run(struct krepctl *ctl, int argc, char **argv)
 	if (err)
 		return KREP_EXIT_USAGE;
 	ctl->json |= tc.json;
+	if (via) {
+		krep_tconfig_format(&tc.cfg, cfg, sizeof(cfg));
+		snprintf(req, sizeof(req), "topic-create %s %u %u%s%s", tc.name,
+			 tc.partitions, tc.replication_factor, cfg[0] ? " " : "",
+			 cfg);
+		return krepctl_topic_controller(ctl, sock, req);
+	}
 	if (krepctl_connect(ctl))
 		return KREP_EXIT_ERR;
 	msg = krep_topic_create_msg(ctl->gl.family, &tc);
@@ -300,11 +331,16 @@ static struct nl_msg *topic_msg(int family, uint8_t cmd, int flags,
 
 static int delete_run(struct krepctl *ctl, int argc, char **argv)
 {
+	char req[KREP_CTLSOCK_LINE_MAX];
+	const char *name, *sock;
 	struct nl_msg *msg;
-	const char *name;
 	struct json j;
-	int err;
+	int err, via;
 
+	via = krepctl_controller_opts(&argc, argv, &sock, delete_usage,
+				      "topic delete");
+	if (via < 0)
+		return KREP_EXIT_USAGE;
 	err = name_parse(argc, argv, "topic delete", true, delete_usage, &name,
 			 &ctl->json);
 	if (err > 0) {
@@ -313,6 +349,10 @@ static int delete_run(struct krepctl *ctl, int argc, char **argv)
 	}
 	if (err)
 		return KREP_EXIT_USAGE;
+	if (via) {
+		snprintf(req, sizeof(req), "topic-delete %s", name);
+		return krepctl_topic_controller(ctl, sock, req);
+	}
 	if (krepctl_connect(ctl))
 		return KREP_EXIT_ERR;
 	msg = topic_msg(ctl->gl.family, KREP_CMD_TOPIC_DEL, 0, name);

@@ -586,6 +586,34 @@ void krep_view_decide(struct ctl *c)
 	}
 }
 
+void krep_view_replica_lost(struct ctl *c, const char *topic, uint32_t id)
+{
+	struct krep_ids live, lost = { .n = 1, .id = { id } };
+	struct krep_elect_out out;
+	struct krep_pstate next;
+	struct cpart *p;
+	char why[64];
+	size_t i;
+
+	krep_ctl_live(c, &live);
+	snprintf(why, sizeof(why), "broker %u lost its replica", id);
+	for (i = 0; i < c->np; i++) {
+		p = &c->parts[i];
+		if (strcmp(p->st.topic, topic) || !krep_ids_has(&p->st.ps.ar, id))
+			continue;
+		krep_elect_step(&p->st.ps, tconf(c, topic), &live, &lost, &next,
+				&out);
+		if (!out.changed)
+			continue;
+		log_change(c, p, &p->st.ps, &next, krep_elect_how_name(out.how),
+			   why);
+		p->st.ps = next;
+		c->dirty = true;
+		if (out.bumped)
+			part_changed(c, p);
+	}
+}
+
 /* ---- LEADER_AND_ISR ---------------------------------------------------- */
 
 int krep_view_put_ids(struct nl_msg *msg, int type, const struct krep_ids *ids)

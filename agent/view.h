@@ -144,6 +144,12 @@ struct cpart *krep_view_part_add(struct ctl *c, const char *topic,
 				 uint32_t partition);
 /* @p changed: save it, then tell every replica. */
 void krep_view_part_changed(struct ctl *c, struct cpart *p);
+/*
+ * Broker @id has no replica of @topic any more (it is created again
+ * there): out of every ISR and ELR of the topic, a new leader where it
+ * led, as for a broker that restarted empty.
+ */
+void krep_view_replica_lost(struct ctl *c, const char *topic, uint32_t id);
 /* @b has a session, answered this poll and holds our claim. */
 bool krep_view_can_send(const struct cbroker *b);
 /* A KREP_A_BROKER_ID nest of @ids (empty ones too). */

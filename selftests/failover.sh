@@ -13,7 +13,10 @@
 #   l   RF 3, replicas 1,2,3, min ISR 2 last replica standing (ELR)
 #   o   RF 2, replicas 1,2             offline without an ISR member
 #
-# 1. krepd claims every broker; a second krepd refuses to act.
+# 1. krepd claims every broker; a second krepd refuses to act. It creates
+#    a topic on every broker with Kafka's assignment (krepctl topic create
+#    --controller), creates it again on a broker that lost it (out of its
+#    ISRs first), and deletes it from every broker.
 # 2. the leader's link goes: a new leader from the ISR within the session
 #    timeout, epoch bumped; every acks=all record is there; a consumer
 #    following the leader never sees HW go back; the old leader returns,
@@ -60,6 +63,11 @@ status() { # the controller's view of TOPIC-0, compact JSON
 		jq -c --arg t "$1" 'select(.topic == $t and .partition == 0)'
 }
 cv() { status "$1" | jq -r "$2"; }	# TOPIC FILTER
+cv_part() { # TOPIC P FILTER: of krepd's view of TOPIC-P
+	"$KREPCTL" elect --status --socket "$SOCK" 2>/dev/null |
+		jq -r --arg t "$1" --argjson p "$2" \
+			"select(.topic == \$t and .partition == \$p) | $3"
+}
 
 st() { describe "$(bns "$1")" "$2" | jq -c '.[] | select(.partition == 0)'; }
 sv() { st "$1" "$2" | jq -r "$3"; }	# N TOPIC FILTER
@@ -115,7 +123,7 @@ diag_state() { # TOPIC
 	tail -n 15 "$tmp/krepd.log" | ktap_diag_stdin
 }
 
-ktap_plan 19
+ktap_plan 23
 
 # --- set-up ---------------------------------------------------------------
 
@@ -166,6 +174,101 @@ if [ "$rc" = 1 ] && grep -q "another controller is active" <<<"$out"; then
 else
 	ktap_diag "exit $rc: $out"
 	ktap_fail "a second krepd refuses to act while the first lives"
+fi
+
+# --- 1b. topics krepd creates and deletes ---------------------------------------
+
+ktap_diag "1b. krepctl topic create/delete --controller (at ${SECONDS}s)"
+out=$("$KREPCTL" topic create c partitions 6 replication-factor 3 \
+	config replica_lag_time_max_ms=$LAG --socket "$SOCK" 2>&1) && rc=0 || rc=$?
+declare -A AR
+while read -r pr reps; do
+	AR[${pr#c-}]=${reps#replicas=}
+done < <(grep '^c-[0-5] replicas=' <<<"$out")
+firsts=$(for p in 0 1 2 3 4 5; do echo "${AR[$p]%%,*}"; done | sort | uniq -c |
+	awk '{ print $1 }' | sort -u | tr '\n' ' ')
+same_ar() {
+	local n p
+	for n in 1 2 3; do
+		for p in 0 1 2 3 4 5; do
+			[ "$(describe "$(bns "$n")" c | jq -r --argjson p "$p" \
+			     '.[] | select(.partition == $p) | .replicas | join(",")')" = "${AR[$p]}" ] ||
+				return 1
+		done
+	done
+}
+if [ "$rc" = 0 ] && [ "${#AR[@]}" = 6 ] && [ "$firsts" = "2 " ] &&
+   krep_wait_for 10 same_ar; then
+	ktap_ok "krepd creates c on every broker: the assignment it printed, each broker the preferred leader of 2 of 6"
+else
+	ktap_diag "exit $rc: $out" "first replicas per broker: $firsts"
+	describe "$B1" c | ktap_diag_stdin
+	ktap_fail "krepd creates c on every broker: the assignment it printed, each broker the preferred leader of 2 of 6"
+fi
+pleader() { echo "${AR[$1]%%,*}"; }	# P: its preferred leader
+led() { # every partition of c led by its preferred replica, ISR full
+	local p l
+	for p in 0 1 2 3 4 5; do
+		l=$(pleader "$p")
+		[ "$(describe "$(bns "$l")" c | jq -r --argjson p "$p" \
+		     '.[] | select(.partition == $p) | "\(.role) \(.leader_epoch) \(.isr | length)"')" = "leader 0 3" ] ||
+			return 1
+	done
+}
+rc=0
+if krep_wait_for 20 led; then
+	for p in 0 1 2 3 4 5; do
+		seq -f "c$p-%g" 1 5 | kc "$(bns "$(pleader "$p")")" produce c \
+			partition "$p" acks all timeout 10000 >/dev/null || rc=1
+	done
+fi
+if led && [ "$rc" = 0 ]; then
+	ktap_ok "each partition of c led by its preferred replica at epoch 0; acks=all on each"
+else
+	describe "$B1" c | ktap_diag_stdin
+	tail -n 15 "$tmp/krepd.log" | ktap_diag_stdin
+	ktap_fail "each partition of c led by its preferred replica at epoch 0; acks=all on each"
+fi
+kc "$B3" topic delete c
+back3() { # broker 3 has c again, caught up, in every ISR; none of it led by 3
+	local p l j
+	for p in 0 1 2 3 4 5; do
+		l=$(cv_part c "$p" .leader)
+		[ "$l" != 3 ] && [ "$l" != null ] || return 1
+		j=$(describe "$(bns "$l")" c | jq -r --argjson p "$p" \
+		    '.[] | select(.partition == $p) | "\(.leo) \(.isr | length)"')
+		[ "$j" = "5 3" ] || return 1
+		[ "$(describe "$B3" c | jq -r --argjson p "$p" \
+		     '.[] | select(.partition == $p) | "\(.role) \(.leo)"')" = "follower 5" ] ||
+			return 1
+	done
+}
+if krep_wait_for 60 back3 &&
+   grep -q 'topic c: created on broker 3 (it had missed it)' "$tmp/krepd.log" &&
+   grep -q 'broker 3 lost its replica' "$tmp/krepd.log"; then
+	ktap_ok "broker 3 lost c: krepd takes it out of the ISRs, creates c again there, it catches up and rejoins"
+else
+	describe "$B3" c | ktap_diag_stdin
+	"$KREPCTL" elect --status --socket "$SOCK" | grep '"c"' | ktap_diag_stdin
+	grep -E 'topic c|^c-' "$tmp/krepd.log" | tail -n 20 | ktap_diag_stdin
+	ktap_fail "broker 3 lost c: krepd takes it out of the ISRs, creates c again there, it catches up and rejoins"
+fi
+out=$("$KREPCTL" topic delete c --controller --socket "$SOCK" 2>&1) && rc=0 || rc=$?
+gone() {
+	local n
+	for n in 1 2 3; do
+		kc "$(bns "$n")" topic list | grep -q '^c ' && return 1
+	done
+	! "$KREPCTL" elect --status --socket "$SOCK" | grep -q '"topic":"c"' &&
+		! grep -q '^topic c ' "$STATE"
+}
+if [ "$rc" = 0 ] && krep_wait_for 20 gone &&
+   grep -q 'topic c: deleted from every broker' "$tmp/krepd.log"; then
+	ktap_ok "krepctl topic delete c --controller: gone from every broker, krepd's view and its state file"
+else
+	ktap_diag "exit $rc: $out"
+	grep '^topic' "$STATE" | ktap_diag_stdin
+	ktap_fail "krepctl topic delete c --controller: gone from every broker, krepd's view and its state file"
 fi
 
 # --- 2. the leader's link goes ------------------------------------------------
