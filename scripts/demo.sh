@@ -125,7 +125,9 @@ note "running beside each, over TCP, both ends proving a shared secret."
 printf 'demo-secret-%s%s\n' "$RANDOM" "$RANDOM" >/tmp/demo-secret
 chmod 600 /tmp/demo-secret
 for n in 2 3; do
-	run "$KREPD" --relay 10.99.0.$n:9093 --secret-file /tmp/demo-secret \
+	# not through run(): "run ... &" would leave $! a subshell's
+	[ "$QUIET" = 1 ] || printf '    $ %s\n' "krepd --relay 10.99.0.$n:9093 --secret-file /tmp/demo-secret --netns krep-demo-b$n &" >&2
+	"$KREPD" --relay 10.99.0.$n:9093 --secret-file /tmp/demo-secret \
 		--netns krep-demo-b$n >/tmp/demo-relay$n.log 2>&1 &
 	eval "RELAY$n=\$!"
 done
@@ -145,10 +147,32 @@ note "krepd's view (one line per partition):"
 [ "$QUIET" = 1 ] && return 0 2>/dev/null
 
 #------------------------------------------------------------------------
-step 2 "krepctl topic describe orders: leaders, epochs, AR, ISR, LEO, HW"
+step 2 "krepctl topic describe orders: leaders, epochs, AR, ISR, LEO, HW; then krepd creates a topic on all three brokers"
 run k1 topic describe orders
 [ "$(part k1 0 | jqr .role)" = leader ] || fail "broker 1 does not lead orders-0"
 [ "$(part k2 0 | jqr .role)" = follower ] || fail "broker 2 does not follow orders-0"
+note "a topic can also be created through the controller, on every broker"
+note "at once, with replicas krepd assigns (Kafka's rule: preferred leaders"
+note "spread over the brokers from a random start):"
+run "$KREPCTL" topic create payments partitions 3 replication-factor 3 \
+	config replica_lag_time_max_ms=$LAG_MS --socket "$CTL_SOCK" >/tmp/demo-pay ||
+	fail "krepd did not create payments"
+sed 's/^/    | /' /tmp/demo-pay
+kb() { case $1 in 1) k1 "${@:2}" ;; 2) k2 "${@:2}" ;; 3) k3 "${@:2}" ;; esac; }
+pay_led() {	# each partition led by its first replica, as krepd assigned
+	local pr reps l
+	while read -r pr reps; do
+		l=${reps#replicas=}
+		l=${l%%,*}
+		[ "$(kb "$l" --json topic describe payments |
+		     jq -r ".[] | select(.partition == ${pr#payments-}) | .role")" = leader ] ||
+			return 1
+	done </tmp/demo-pay
+}
+wait_for 20 "each payments partition led by its preferred replica" pay_led
+note "each replica waited for krepd's LEADER_AND_ISR; now each partition is led"
+note "by the first replica krepd chose (broker 2's view):"
+run k2 topic describe payments
 
 #------------------------------------------------------------------------
 step 3 "a producer writes 50 records with acks=all while hw-advance.bt prints HW advancing; a consumer reads them back"

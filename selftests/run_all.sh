@@ -183,7 +183,8 @@ for s in "${suites[@]}"; do
 	elapsed=$((SECONDS - start))
 	# Anything the suite left running in its group goes now.
 	if kill -0 -- "-$pid" 2>/dev/null; then
-		echo "# suite $name: killing processes it left behind"
+		echo "# suite $name: killing processes it left behind:" \
+			"$(ps -eo pgid=,pid=,args= | awk -v g="$pid" '$1 == g { $1 = ""; printf "%s;", $0 }' | cut -c 1-300)"
 		kill -TERM -- "-$pid" 2>/dev/null
 		sleep 1
 		kill -KILL -- "-$pid" 2>/dev/null

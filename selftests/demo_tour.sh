@@ -1,0 +1,60 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# demo_tour.sh - make demo's narrated tour (scripts/demo.sh) as a suite, so
+# that the front door is tested on every make check. The tour checks what
+# each of its steps claims and exits 1 at the first one that does not
+# behave as narrated; here every step is one result: ok once the next step
+# began (the last: once the tour ended "all steps behaved as narrated").
+# On a failure the tour's last lines are shown. Prints KTAP; leaves the
+# module unloaded and no namespace behind.
+set -u
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+# shellcheck source=selftests/lib.sh
+. "$here/lib.sh"
+
+krep_require_vm
+krep_require_cmd ip jq bpftrace
+
+STEPS=7
+tmp=$(mktemp -d)
+mark=demo-tour-$$
+krep_cleanup_push rm -rf "$tmp"
+# what a tour that stopped half-way leaves
+krep_cleanup_push "ip netns del krep-demo-b2; ip netns del krep-demo-b3; ip link del br0; rmmod krep"
+
+ktap_plan $((STEPS + 1))
+krep_kmsg_mark "$mark"
+krep_mod_unload
+
+"$KREP_ROOT/scripts/demo.sh" </dev/null 2>&1 |
+	sed 's/\x1b\[[0-9;]*m//g' >"$tmp/tour.out"
+rc=${PIPESTATUS[0]}
+
+title() { # N: the step's narration line
+	sed -n "s/^==> step $1: //p" "$tmp/tour.out" | head -n 1
+}
+for ((n = 1; n <= STEPS; n++)); do
+	t=$(title "$n")
+	if [ -n "$(title $((n + 1)))" ] ||
+	   { [ "$n" = "$STEPS" ] && [ "$rc" = 0 ]; }; then
+		ktap_ok "step $n: ${t:0:100}"
+	elif [ -n "$t" ]; then
+		ktap_diag "the tour's last lines (exit $rc):"
+		tail -n 25 "$tmp/tour.out" | ktap_diag_stdin
+		ktap_fail "step $n: ${t:0:100}"
+	else
+		ktap_fail "step $n: not reached"
+	fi
+done
+grep -q '^demo: all steps behaved as narrated$' "$tmp/tour.out" && ended=1 || ended=0
+krep_cleanup_run
+bad=$(krep_kmsg_since "$mark" | grep -E 'WARNING:|BUG:|Oops|krep: leak')
+if [ "$rc" = 0 ] && [ "$ended" = 1 ] && [ -z "$bad" ] && ! krep_mod_loaded; then
+	ktap_ok "the tour ends as narrated; no kernel warning; krep unloaded"
+else
+	ktap_diag "exit $rc" "$bad"
+	ktap_fail "the tour ends as narrated; no kernel warning; krep unloaded"
+fi
+ktap_finish
