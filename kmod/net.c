@@ -167,16 +167,15 @@ static void conn_release_work(struct work_struct *work)
  * krep_conn_close - close a connection, once; safe from any context that
  * may sleep, including the connection's own work
  * @c: the connection
- * @why: logged (rate-limited) when not NULL
+ * @why: logged (rate-limited per broker) when not NULL
  */
 void krep_conn_close(struct krep_conn *c, const char *why)
 {
 	if (test_and_set_bit(KREP_CONN_DEAD, &c->flags))
 		return;
-	if (why)
-		pr_info_ratelimited("connection %s broker %lld (%s) closed: %s\n",
-				    c->outbound ? "to" : "from", c->peer_id,
-				    c->addr, why);
+	if (why && __ratelimit(&c->kn->ns->close_rs))
+		pr_info("connection %s broker %lld (%s) closed: %s\n",
+			c->outbound ? "to" : "from", c->peer_id, c->addr, why);
 	conn_detach(c);
 	kref_get(&c->ref);
 	queue_work(krep_wq, &c->release_work);
@@ -792,6 +791,8 @@ int krep_net_state_alloc(struct krep_net *kn)
 	mutex_init(&ns->apply_lock);
 	INIT_LIST_HEAD(&ns->conns);
 	INIT_WORK(&ns->accept_work, accept_work);
+	/* 30 lines per 5 s and broker: a flood of bad peers stays bounded */
+	ratelimit_state_init(&ns->close_rs, 5 * HZ, 30);
 	ns->stopped = true;
 	kn->ns = ns;
 	return 0;

@@ -9,6 +9,7 @@
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
+#include <linux/ratelimit.h>
 #include <linux/types.h>
 #include <linux/workqueue.h>
 #include <linux/krep_wire.h>
@@ -87,6 +88,10 @@ struct krep_net_state {
 	struct krep_peer *peers;
 	bool stopped;
 	void (*saved_listen_data_ready)(struct sock *sk);
+	/* this broker's connection-close lines: one namespace's burst of
+	 * bad peers cannot silence another's
+	 */
+	struct ratelimit_state close_rs;
 };
 
 int krep_net_module_init(void);
