@@ -12,7 +12,9 @@
  * reached gets the topic when it can (every poll, from the state file's
  * record), and so does one that came back empty (a new incarnation) or
  * lost the topic otherwise: first it leaves the topic's ISRs and ELRs (a
- * new leader where it led), since it holds none of their records.
+ * new leader where it led), since it holds none of their records. Which
+ * brokers had the topic once is in the state file ("held"): one that
+ * never had it has nothing to lose and stays in the ISRs.
  *
  * "topic-delete NAME" marks the topic as being deleted in the state file,
  * drops its partitions from the view and sends TOPIC_DEL to every broker
@@ -60,9 +62,13 @@ static const char *name_check(const char *name)
 	return NULL;
 }
 
-/* TOPIC_NEW of @t with the view's assignment, to broker @b. */
+/*
+ * TOPIC_NEW of @t with the view's assignment, to broker @b. Returns 0 or
+ * -errno; *@why is set when the request did not go out (else the
+ * broker's answer is in its session status).
+ */
 static int send_topic_new(struct ctl *c, struct cbroker *b,
-			  const struct krep_state_topic *t)
+			  struct krep_state_topic *t, const char **why)
 {
 	struct nlattr *nest;
 	struct nl_msg *msg;
@@ -70,6 +76,7 @@ static int send_topic_new(struct ctl *c, struct cbroker *b,
 	uint32_t i;
 	int err;
 
+	*why = "out of memory";
 	msg = krep_genl_msg_new(krep_session_family(b->s), KREP_CMD_TOPIC_NEW,
 				0, 512 + t->partitions * (8 + t->rf * 8));
 	if (!msg)
@@ -84,21 +91,39 @@ static int send_topic_new(struct ctl *c, struct cbroker *b,
 	if (!nest)
 		goto full;
 	for (i = 0; i < t->partitions; i++) {
-		p = krep_view_part_add(c, t->name, i);
+		p = krep_view_part(c, t->name, i);
 		if (!p || p->st.ps.ar.n != t->rf) {
 			nlmsg_free(msg);
-			return -EINVAL;	/* the state file lost a partition */
+			*why = "a partition of the topic is missing from krepd's view or its state file";
+			return -EINVAL;
 		}
 		if (krep_view_put_ids(msg, KREP_A_REPLICAS, &p->st.ps.ar))
 			goto full;
 	}
 	nla_nest_end(msg, nest);
+	*why = NULL;
 	err = krep_ctl_request(c, b, msg, NULL, NULL);
 	nlmsg_free(msg);
+	if (!err && !krep_ids_has(&t->held, b->id)) {
+		krep_ids_add(&t->held, b->id);
+		c->dirty = true;
+	}
 	return err;
 full:
 	nlmsg_free(msg);
+	*why = "the topic does not fit in one netlink message";
 	return -EMSGSIZE;
+}
+
+/* Some broker's last poll reported topic @name. */
+static bool on_some_broker(const struct ctl *c, const char *name)
+{
+	size_t k;
+
+	for (k = 0; k < c->nb; k++)
+		if (c->b[k].has_snap && krep_snap_topic(&c->b[k].snap, name))
+			return true;
+	return false;
 }
 
 static int send_topic_del(struct ctl *c, struct cbroker *b, const char *name)
@@ -225,8 +250,9 @@ static int topic_build(struct ctl *c, const char *name, uint32_t np,
 void krep_ctl_topic_create(struct ctl *c, char **w, int n, FILE *out)
 {
 	char why_buf[256], ids_ok[256] = "", ids_later[256] = "";
+	char ids_failed[256] = "";
 	struct krep_tconfig cfg = { 0 };
-	const struct krep_state_topic *t;
+	struct krep_state_topic *t;
 	const char *name, *why = NULL;
 	uint32_t np, rf, i;
 	struct cbroker *b;
@@ -268,7 +294,8 @@ void krep_ctl_topic_create(struct ctl *c, char **w, int n, FILE *out)
 		      out);
 		return;
 	}
-	if (krep_view_part(c, name, 0) || (t && t->managed)) {
+	if (krep_view_part(c, name, 0) || (t && t->managed) ||
+	    on_some_broker(c, name)) {
 		fputs("error TOPIC_ALREADY_EXISTS: topic already exists\n", out);
 		return;
 	}
@@ -280,15 +307,15 @@ void krep_ctl_topic_create(struct ctl *c, char **w, int n, FILE *out)
 		return;
 	}
 	if (krep_view_save(c)) {
+		/* still dirty: what else was not written is written later */
 		krep_view_topic_drop(c, name, false);
-		c->dirty = false;	/* back to what the file holds */
 		fputs("error cannot write the state file: nothing was created\n",
 		      out);
 		return;
 	}
 	t = krep_view_topic(c, name);
 	for (i = 0; i < np; i++)
-		put_partition(out, krep_view_part_add(c, name, i));
+		put_partition(out, krep_view_part(c, name, i));
 	for (k = 0; k < c->nb; k++) {
 		b = &c->b[k];
 		if (!krep_view_can_send(b)) {
@@ -297,18 +324,22 @@ void krep_ctl_topic_create(struct ctl *c, char **w, int n, FILE *out)
 			id_append(ids_later, sizeof(ids_later), b->id);
 			continue;
 		}
-		err = send_topic_new(c, b, t);
-		put_broker_result(out, b->id, !err, err ?
-				  krep_ctl_err_str(b, err, why_buf,
-						   sizeof(why_buf)) : NULL);
+		err = send_topic_new(c, b, t, &why);
+		if (err && !why)
+			why = krep_ctl_err_str(b, err, why_buf, sizeof(why_buf));
+		put_broker_result(out, b->id, !err, why);
 		if (!err)
 			ok++;
-		id_append(err ? ids_later : ids_ok, sizeof(ids_ok), b->id);
+		/* EEXIST: it has a topic of that name already, not ours */
+		id_append(!err ? ids_ok : err == -EEXIST ? ids_failed :
+			  ids_later, sizeof(ids_ok), b->id);
 	}
-	krep_log(LOG_NOTICE, "topic %s created: %u partition%s, %u replica%s (on broker%s %s%s%s%s)",
+	krep_log(LOG_NOTICE, "topic %s created: %u partition%s, %u replica%s (on broker%s %s%s%s%s%s%s%s)",
 		 name, np, np == 1 ? "" : "s", rf, rf == 1 ? "" : "s",
 		 ok == 1 ? "" : "s", ids_ok[0] ? ids_ok : "none",
-		 ids_later[0] ? "; " : "", ids_later, ids_later[0] ? " later" : "");
+		 ids_later[0] ? "; " : "", ids_later, ids_later[0] ? " later" : "",
+		 ids_failed[0] ? "; refused by " : "", ids_failed,
+		 ids_failed[0] ? ", which has a topic of that name" : "");
 	krep_view_propagate(c);		/* LEADER_AND_ISR to every replica */
 	fputs("ok\n", out);
 }
@@ -326,7 +357,11 @@ void krep_ctl_topic_delete(struct ctl *c, const char *name, FILE *out)
 		fputs("error not the controller yet: no claims held\n", out);
 		return;
 	}
-	known = (t && !t->deleting) || krep_view_part(c, name, 0);
+	if (t && t->deleting) {
+		fputs("error the topic is already being deleted\n", out);
+		return;
+	}
+	known = t || krep_view_part(c, name, 0);
 	if (!known) {
 		fputs("error UNKNOWN_TOPIC_OR_PARTITION: no such topic\n", out);
 		return;
@@ -364,12 +399,13 @@ void krep_ctl_topic_delete(struct ctl *c, const char *name, FILE *out)
 
 /* Log a failure towards broker @b once per topic, broker and reason. */
 static void topic_failed(struct cbroker *b, const char *what,
-			 const char *name, int err)
+			 const char *name, int err, const char *local)
 {
 	char why[256], line[512];
 
 	snprintf(line, sizeof(line), "topic %s: %s to broker %u failed: %s",
-		 name, what, b->id, krep_ctl_err_str(b, err, why, sizeof(why)));
+		 name, what, b->id,
+		 local ? local : krep_ctl_err_str(b, err, why, sizeof(why)));
 	if (strcmp(line, b->topic_err)) {
 		snprintf(b->topic_err, sizeof(b->topic_err), "%s", line);
 		krep_log(LOG_WARNING, "%s", line);
@@ -380,6 +416,7 @@ static void topic_failed(struct cbroker *b, const char *what,
 static bool topic_reconcile(struct ctl *c, struct krep_state_topic *t)
 {
 	bool all = true, present = false;
+	const char *why;
 	struct cbroker *b;
 	size_t k;
 	int err;
@@ -391,21 +428,30 @@ static bool topic_reconcile(struct ctl *c, struct krep_state_topic *t)
 			continue;
 		}
 		present = krep_snap_topic(&b->snap, t->name);
+		if (present && !t->deleting && !krep_ids_has(&t->held, b->id)) {
+			krep_ids_add(&t->held, b->id);	/* one of 65 brokers */
+			c->dirty = true;
+		}
 		if (!krep_view_can_send(b) || present == !t->deleting)
 			continue;	/* nothing to do, or not now */
 		if (t->deleting) {
 			err = send_topic_del(c, b, t->name);
 			if (err && err != -ENOENT)
-				topic_failed(b, "TOPIC_DEL", t->name, err);
+				topic_failed(b, "TOPIC_DEL", t->name, err, NULL);
 			continue;
 		}
-		/* whatever it held of the topic is gone: not in any ISR */
-		krep_view_replica_lost(c, t->name, b->id);
+		/*
+		 * Whatever it had of the topic is gone: out of every ISR. A
+		 * broker that never had it stays: HW waits for its first
+		 * FETCH, or for the ISR shrink that the leader asks for.
+		 */
+		if (krep_ids_has(&t->held, b->id))
+			krep_view_replica_lost(c, t->name, b->id);
 		if (krep_view_save(c))
 			continue;	/* nothing goes out that is not written */
-		err = send_topic_new(c, b, t);
+		err = send_topic_new(c, b, t, &why);
 		if (err) {
-			topic_failed(b, "TOPIC_NEW", t->name, err);
+			topic_failed(b, "TOPIC_NEW", t->name, err, why);
 			continue;
 		}
 		b->topic_err[0] = '\0';

@@ -55,55 +55,23 @@ void krepctl_elect_usage(FILE *f)
 	      f);
 }
 
-/*
- * The value of "key" in one of krepd's compact JSON lines, as text (a
- * string without its quotes; topic names and reasons need no escapes).
- */
-static const char *field(const char *line, const char *key, char *buf,
-			 size_t size)
-{
-	char pat[64];
-	const char *p, *end;
-	size_t len;
-
-	snprintf(pat, sizeof(pat), "\"%s\":", key);
-	p = strstr(line, pat);
-	if (!p)
-		return NULL;
-	p += strlen(pat);
-	if (*p == '"') {
-		p++;
-		end = strchr(p, '"');
-	} else {
-		end = p + strcspn(p, ",}");
-	}
-	if (!end)
-		return NULL;
-	len = end - p;
-	if (len >= size)
-		len = size - 1;
-	memcpy(buf, p, len);
-	buf[len] = '\0';
-	return buf;
-}
-
 static void print_preferred(const char *line)
 {
 	char topic[256], part[16], res[32], leader[16], prev[16], epoch[16];
 	char reason[256];
 
-	if (!field(line, "topic", topic, sizeof(topic)) ||
-	    !field(line, "partition", part, sizeof(part)) ||
-	    !field(line, "result", res, sizeof(res))) {
+	if (!krepctl_krepd_field(line, "topic", topic, sizeof(topic)) ||
+	    !krepctl_krepd_field(line, "partition", part, sizeof(part)) ||
+	    !krepctl_krepd_field(line, "result", res, sizeof(res))) {
 		printf("%s\n", line);
 		return;
 	}
-	if (!field(line, "reason", reason, sizeof(reason)))
+	if (!krepctl_krepd_field(line, "reason", reason, sizeof(reason)))
 		reason[0] = '\0';
 	if (!strcmp(res, "elected")) {
-		field(line, "leader", leader, sizeof(leader));
-		field(line, "previous_leader", prev, sizeof(prev));
-		field(line, "leader_epoch", epoch, sizeof(epoch));
+		krepctl_krepd_field(line, "leader", leader, sizeof(leader));
+		krepctl_krepd_field(line, "previous_leader", prev, sizeof(prev));
+		krepctl_krepd_field(line, "leader_epoch", epoch, sizeof(epoch));
 		printf("%s-%s: elected broker %s (was %s; leader epoch %s)\n",
 		       topic, part, leader,
 		       strcmp(prev, "null") ? prev : "none", epoch);
@@ -112,6 +80,15 @@ static void print_preferred(const char *line)
 	} else {
 		printf("%s-%s: not eligible: %s\n", topic, part, reason);
 	}
+}
+
+/* krepd's objects as they come (*@raw), or as --preferred's lines */
+static void each_line(const char *line, void *raw)
+{
+	if (*(const bool *)raw)
+		printf("%s\n", line);
+	else
+		print_preferred(line);
 }
 
 /* The request an option asks for, or NULL. */
@@ -130,9 +107,10 @@ int krepctl_elect_run(struct krepctl *ctl, int argc, char **argv)
 {
 	const char *sock = KREP_DEFAULT_SOCKET, *topic = NULL, *part = NULL;
 	const char *mode = NULL;
-	char req[KREP_CTLSOCK_LINE_MAX], *reply, *line, *next, *final = NULL;
+	char req[KREP_CTLSOCK_LINE_MAX];
 	uint32_t p;
-	int i, err, ret = KREP_EXIT_OK;
+	bool raw;
+	int i;
 
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -200,37 +178,6 @@ int krepctl_elect_run(struct krepctl *ctl, int argc, char **argv)
 			 part ? " " : "", part ? part : "");
 	else
 		snprintf(req, sizeof(req), "%s", mode);
-	err = krep_ctlsock_call(sock, req, ELECT_TIMEOUT_MS, &reply);
-	if (err) {
-		fprintf(stderr, "%s: cannot ask krepd at %s: %s%s\n", krep_prog,
-			sock, strerror(-err),
-			err == -ENOENT || err == -ECONNREFUSED ?
-			" (is krepd --controller running?)" : "");
-		return KREP_EXIT_ERR;
-	}
-	/* every line but the last is an object; the last says how it went */
-	for (line = reply; line && *line; line = next) {
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		if (line[0] != '{') {
-			final = line;
-			break;
-		}
-		if (strcmp(mode, "preferred") || ctl->json)
-			printf("%s\n", line);
-		else
-			print_preferred(line);
-	}
-	if (!final) {
-		fprintf(stderr, "%s: incomplete reply from krepd\n", krep_prog);
-		ret = KREP_EXIT_ERR;
-	} else if (!strncmp(final, "error ", 6)) {
-		fprintf(stderr, "%s: krepd: %s\n", krep_prog, final + 6);
-		ret = KREP_EXIT_ERR;
-	} else if (strcmp(final, "ok")) {
-		ret = KREP_EXIT_ERR;
-	}
-	free(reply);
-	return ret;
+	raw = strcmp(mode, "preferred") || ctl->json;
+	return krepctl_krepd_call(sock, req, ELECT_TIMEOUT_MS, each_line, &raw);
 }

@@ -117,6 +117,19 @@ int krep_partition_reply_print(struct nl_msg *reply, bool json, FILE *f);
  */
 int krepctl_controller_opts(int *argc, char **argv, const char **sock,
 			    void (*usage_fn)(FILE *f), const char *cmd);
+/*
+ * Send @request to krepd at @sock, hand each object line of its reply to
+ * @each, print its error if it refused; an exit status (KREP_EXIT_*).
+ */
+int krepctl_krepd_call(const char *sock, const char *request, int timeout_ms,
+		       void (*each)(const char *line, void *arg), void *arg);
+/*
+ * The value of "key" in one of krepd's compact JSON lines, as text (a
+ * string without its quotes, an array without its brackets; krepd's own
+ * strings need no escapes). NULL when absent.
+ */
+const char *krepctl_krepd_field(const char *line, const char *key, char *buf,
+				size_t size);
 /* Send @request to krepd at @sock and print its answer; an exit status. */
 int krepctl_topic_controller(struct krepctl *ctl, const char *sock,
 			     const char *request);

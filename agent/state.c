@@ -128,14 +128,16 @@ static int topic_line(struct krep_state *st, char **w, int n, const char **why)
 			bad = strcmp(val, "-") &&
 			      krep_tconfig_parse(val, &t.cfg, reason,
 						 sizeof(reason));
+		} else if (!strcmp(k, "held")) {
+			bad = krep_ids_parse(val, &t.held);
 		} else if (!strcmp(k, "deleting")) {
 			bad = flag_of(val, &t.deleting);
 		} else {
-			*why = "expected partitions N, rf N, config CFG or deleting 0|1 after unclean";
+			*why = "expected partitions N, rf N, config CFG, held IDS or deleting 0|1 after unclean";
 			return -EINVAL;
 		}
 		if (bad) {
-			*why = "bad topic partitions, rf, config or deleting";
+			*why = "bad topic partitions, rf, config, held or deleting";
 			return -EINVAL;
 		}
 	}
@@ -326,14 +328,15 @@ void krep_state_put_broker(FILE *f, const struct krep_state_broker *b)
 
 void krep_state_put_topic(FILE *f, const struct krep_state_topic *t)
 {
-	char cfg[KREP_TCONFIG_STR_MAX];
+	char cfg[KREP_TCONFIG_STR_MAX], held[KREP_ELECT_MAX * 11];
 
 	fprintf(f, "topic %s min-isr %u unclean %d", t->name, t->tc.min_isr,
 		t->tc.unclean);
 	if (t->managed) {
 		krep_tconfig_format(&t->cfg, cfg, sizeof(cfg));
-		fprintf(f, " partitions %u rf %u config %s", t->partitions,
-			t->rf, cfg[0] ? cfg : "-");
+		fprintf(f, " partitions %u rf %u config %s held %s",
+			t->partitions, t->rf, cfg[0] ? cfg : "-",
+			krep_ids_format(&t->held, held, sizeof(held)));
 	}
 	if (t->deleting)
 		fputs(" deleting 1", f);

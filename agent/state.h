@@ -7,11 +7,13 @@
  *   version 1
  *   controller-epoch N
  *   broker ID incarnation HEX|- fenced 0|1
- *   topic NAME min-isr N unclean 0|1 [partitions N rf N config CFG|-]
- *             [deleting 1]
+ *   topic NAME min-isr N unclean 0|1 [partitions N rf N config CFG|-
+ *             held IDS] [deleting 1]
  *             (partitions/rf/config: a topic the controller created, with
  *             its configuration as krep_tconfig_format() writes it, that
- *             it creates on every broker missing it; deleting: one it is
+ *             it creates on every broker missing it, held: the brokers
+ *             known to have had it, who leave its ISRs when they miss it;
+ *             deleting: one it is
  *             deleting from every broker that still has it)
  *   partition TOPIC P leader ID|none leader-epoch N partition-epoch N
  *             replicas IDS isr IDS elr IDS     (IDS: "1,2,3" or "-")
@@ -47,6 +49,7 @@ struct krep_state_topic {
 	bool managed;			/* created by the controller: */
 	uint32_t partitions, rf;	/* ... its size */
 	struct krep_tconfig cfg;	/* ... and configuration */
+	struct krep_ids held;		/* ... brokers that have had it */
 	bool deleting;			/* being deleted by the controller */
 };
 

@@ -581,7 +581,7 @@ static void test_state(void)
 		       .incarnation = 0xfeedface01ULL, .fenced = true },
 		.t = { .name = "orders", .tc = { .min_isr = 2, .unclean = true } },
 		.t2 = { .name = "made", .tc = { .min_isr = 2 }, .managed = true,
-			.partitions = 6, .rf = 3,
+			.partitions = 6, .rf = 3, .held = { .n = 2, .id = { 3, 1 } },
 			.cfg = { .has = { [KREP_TCFG_MIN_INSYNC_REPLICAS] = true,
 					  [KREP_TCFG_RETENTION_BYTES] = true },
 				 .v = { [KREP_TCFG_MIN_INSYNC_REPLICAS] = 2,
@@ -621,6 +621,7 @@ static void test_state(void)
 	CHECK(!ret && st.ntopics == 3 && st.topics[1].managed &&
 	      st.topics[1].partitions == 6 && st.topics[1].rf == 3 &&
 	      !memcmp(&st.topics[1].cfg, &a.t2.cfg, sizeof(a.t2.cfg)) &&
+	      ids_are(&st.topics[1].held, "3,1") && !st.topics[2].held.n &&
 	      !st.topics[1].deleting && st.topics[2].managed &&
 	      st.topics[2].deleting && !st.topics[2].cfg.has[0],
 	      "state round trip: the controller's topics, their config, deleting");
@@ -657,9 +658,11 @@ static void test_state(void)
 	bad_state(dir, "version 1\ntopic t min-isr 1 unclean 0 partitions\n",
 		  ":2: expected 'topic NAME min-isr N unclean 0|1 [KEY VALUE]...'");
 	bad_state(dir, "version 1\ntopic t min-isr 1 unclean 0 partitions 3 color red\n",
-		  ":2: expected partitions N, rf N, config CFG or deleting");
+		  ":2: expected partitions N, rf N, config CFG, held IDS or deleting");
 	bad_state(dir, "version 1\ntopic t min-isr 1 unclean 0 partitions 3 config x=1\n",
-		  ":2: bad topic partitions, rf, config or deleting");
+		  ":2: bad topic partitions, rf, config, held or deleting");
+	bad_state(dir, "version 1\ntopic t min-isr 1 unclean 0 partitions 2 rf 1 held 1,1\n",
+		  ":2: bad topic partitions, rf, config, held or deleting");
 	bad_state(dir, "version 1\ntopic t min-isr 1 unclean 0 partitions 0 rf 1\n",
 		  ":2: bad topic partitions");
 	bad_state(dir, "version 1\ntopic t min-isr 1 unclean 0 partitions 2 deleting 1\n",

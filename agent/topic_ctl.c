@@ -54,62 +54,41 @@ int krepctl_controller_opts(int *argc, char **argv, const char **sock,
 	return asked;
 }
 
-/* "value" of "key" in one of krepd's compact JSON lines, unescaped enough
- * for its own strings (no quotes inside); NULL when absent
- */
-static char *field(const char *line, const char *key, char *buf, size_t size)
+const char *krepctl_krepd_field(const char *line, const char *key, char *buf,
+				size_t size)
 {
 	char pat[64];
 	const char *p, *end;
+	size_t len;
 
 	snprintf(pat, sizeof(pat), "\"%s\":", key);
 	p = strstr(line, pat);
 	if (!p)
 		return NULL;
 	p += strlen(pat);
-	if (*p == '"') {
+	if (*p == '"')
 		end = strchr(++p, '"');
-	} else if (*p == '[') {
+	else if (*p == '[')
 		end = strchr(++p, ']');
-	} else {
+	else
 		end = p + strcspn(p, ",}");
-	}
-	if (!end || (size_t)(end - p) >= size)
+	if (!end)
 		return NULL;
-	memcpy(buf, p, end - p);
-	buf[end - p] = '\0';
+	len = end - p;
+	if (len >= size)
+		len = size - 1;
+	memcpy(buf, p, len);
+	buf[len] = '\0';
 	return buf;
 }
 
-static void print_object(const char *line)
-{
-	char topic[256], part[16], replicas[1024], broker[16], done[8];
-	char err[512];
-
-	if (field(line, "replicas", replicas, sizeof(replicas)) &&
-	    field(line, "topic", topic, sizeof(topic)) &&
-	    field(line, "partition", part, sizeof(part))) {
-		printf("%s-%s replicas=%s\n", topic, part, replicas);
-	} else if (field(line, "broker", broker, sizeof(broker)) &&
-		   field(line, "done", done, sizeof(done)) &&
-		   strcmp(done, "true")) {
-		fprintf(stderr, "%s: broker %s: %s\n", krep_prog, broker,
-			field(line, "error", err, sizeof(err)) ? err : "?");
-	}
-}
-
-int krepctl_topic_controller(struct krepctl *ctl, const char *sock,
-			     const char *request)
+int krepctl_krepd_call(const char *sock, const char *request, int timeout_ms,
+		       void (*each)(const char *line, void *arg), void *arg)
 {
 	char *reply = NULL, *line, *next, *final = NULL;
 	int err, ret = KREP_EXIT_OK;
 
-	if (ctl->netns) {
-		fprintf(stderr, "%s: --controller talks to krepd's control socket, not to a broker: drop --netns\n",
-			krep_prog);
-		return KREP_EXIT_USAGE;
-	}
-	err = krep_ctlsock_call(sock, request, TOPIC_CTL_TIMEOUT_MS, &reply);
+	err = krep_ctlsock_call(sock, request, timeout_ms, &reply);
 	if (err) {
 		fprintf(stderr, "%s: cannot ask krepd at %s: %s%s\n", krep_prog,
 			sock, strerror(-err),
@@ -126,10 +105,7 @@ int krepctl_topic_controller(struct krepctl *ctl, const char *sock,
 			final = line;
 			break;
 		}
-		if (ctl->json)
-			printf("%s\n", line);
-		else
-			print_object(line);
+		each(line, arg);
 	}
 	if (!final) {
 		fprintf(stderr, "%s: incomplete reply from krepd\n", krep_prog);
@@ -142,4 +118,43 @@ int krepctl_topic_controller(struct krepctl *ctl, const char *sock,
 	}
 	free(reply);
 	return ret;
+}
+
+static void print_object(const char *line)
+{
+	char topic[256], part[16], replicas[1024], broker[16], done[8];
+	char err[512];
+
+	if (krepctl_krepd_field(line, "replicas", replicas, sizeof(replicas)) &&
+	    krepctl_krepd_field(line, "topic", topic, sizeof(topic)) &&
+	    krepctl_krepd_field(line, "partition", part, sizeof(part))) {
+		printf("%s-%s replicas=%s\n", topic, part, replicas);
+	} else if (krepctl_krepd_field(line, "broker", broker, sizeof(broker)) &&
+		   krepctl_krepd_field(line, "done", done, sizeof(done)) &&
+		   strcmp(done, "true")) {
+		fprintf(stderr, "%s: broker %s: %s\n", krep_prog, broker,
+			krepctl_krepd_field(line, "error", err, sizeof(err)) ? err : "?");
+	}
+}
+
+static void each_object(const char *line, void *arg)
+{
+	const struct krepctl *ctl = arg;
+
+	if (ctl->json)
+		printf("%s\n", line);
+	else
+		print_object(line);
+}
+
+int krepctl_topic_controller(struct krepctl *ctl, const char *sock,
+			     const char *request)
+{
+	if (ctl->netns) {
+		fprintf(stderr, "%s: --controller talks to krepd's control socket, not to a broker: drop --netns\n",
+			krep_prog);
+		return KREP_EXIT_USAGE;
+	}
+	return krepctl_krepd_call(sock, request, TOPIC_CTL_TIMEOUT_MS,
+				  each_object, ctl);
 }

@@ -145,8 +145,14 @@ static int parse_assignment(struct genl_info *info, u32 np, u32 rf,
 			return bad_assignment(info, pos,
 					      "assignment has more partitions than the topic");
 		err = krep_nl_parse_ids(info, pos, ids, &n);
-		if (err)
-			return err;
+		if (err) {
+			/* its extack message stays; the Kafka code goes with it */
+			struct krep_status st = {
+				.kerr = KREP_KERR_INVALID_REPLICA_ASSIGNMENT,
+			};
+
+			return krep_nl_status(info, err, &st);
+		}
 		if (n != rf)
 			return bad_assignment(info, pos,
 					      "a partition's replica count is not the replication factor");

@@ -145,7 +145,6 @@ void krep_topic_spec_free_list(struct list_head *specs)
 	}
 }
 
-/* the sorted broker ids of the cluster: this broker and its peers */
 static int cmp_u32(const void *a, const void *b)
 {
 	u32 x = *(const u32 *)a, y = *(const u32 *)b;
@@ -153,6 +152,7 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* the sorted broker ids of the cluster: this broker and its peers */
 static unsigned int cluster_brokers(const struct krep_broker_cfg *cfg,
 				    u32 *ids)
 {
