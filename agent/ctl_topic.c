@@ -397,7 +397,10 @@ void krep_ctl_topic_delete(struct ctl *c, const char *name, FILE *out)
 	fputs("ok\n", out);
 }
 
-/* Log a failure towards broker @b once per topic, broker and reason. */
+/*
+ * Log a failure towards broker @b once while it stays the same (one line
+ * is kept per broker: two topics failing there both log every poll).
+ */
 static void topic_failed(struct cbroker *b, const char *what,
 			 const char *name, int err, const char *local)
 {

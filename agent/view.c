@@ -71,6 +71,25 @@ static struct cpart *part_find(struct ctl *c, const char *topic,
 	return found ? &c->parts[i] : NULL;
 }
 
+/*
+ * Room for one more of @n @size-byte elements in *@v (capacity *@cap,
+ * doubled from @first); false when out of memory (*@v unchanged).
+ */
+static bool room(void **v, size_t n, size_t *cap, size_t first, size_t size)
+{
+	size_t c = *cap ? *cap * 2 : first;
+	void *nv;
+
+	if (n < *cap)
+		return true;
+	nv = realloc(*v, c * size);
+	if (!nv)
+		return false;
+	*v = nv;
+	*cap = c;
+	return true;
+}
+
 static struct cpart *part_add(struct ctl *c, const char *topic,
 			      uint32_t partition)
 {
@@ -83,15 +102,8 @@ static struct cpart *part_add(struct ctl *c, const char *topic,
 	i = part_pos(c, topic, partition, &found);
 	if (found)
 		return &c->parts[i];
-	if (c->np == c->np_cap) {
-		size_t cap = c->np_cap ? c->np_cap * 2 : 64;
-
-		v = realloc(c->parts, cap * sizeof(*v));
-		if (!v)
-			return NULL;
-		c->parts = v;
-		c->np_cap = cap;
-	}
+	if (!room((void **)&c->parts, c->np, &c->np_cap, 64, sizeof(*v)))
+		return NULL;
 	memmove(&c->parts[i + 1], &c->parts[i], (c->np - i) * sizeof(*v));
 	c->np++;
 	v = &c->parts[i];
@@ -126,15 +138,8 @@ static struct krep_state_topic *topic_add(struct ctl *c, const char *name)
 
 	if (strlen(name) > KREP_TOPIC_NAME_MAX)
 		return NULL;
-	if (c->nt == c->nt_cap) {
-		size_t cap = c->nt_cap ? c->nt_cap * 2 : 16;
-
-		t = realloc(c->topics, cap * sizeof(*t));
-		if (!t)
-			return NULL;
-		c->topics = t;
-		c->nt_cap = cap;
-	}
+	if (!room((void **)&c->topics, c->nt, &c->nt_cap, 16, sizeof(*t)))
+		return NULL;
 	t = &c->topics[c->nt++];
 	memset(t, 0, sizeof(*t));
 	strcpy(t->name, name);
