@@ -14,11 +14,14 @@
  * connection (the peer shows DOWN, and reconnecting starts), so a cut
  * link is noticed in seconds, not after TCP's retransmission timeout.
  *
- * Work in this file: krep_peer.fetch_work (delayed), armed by
- * krep_fetcher_kick() when the connection comes up, when a response has
- * been applied, when a topic is created or a role changes; while a FETCH
- * is out it is armed for that FETCH's deadline. krep_net_stop() cancels
- * it; the gate is the net state's "stopped".
+ * The next FETCH goes out from the receive work that applied a response
+ * (no other work is woken on the replication path). Besides that,
+ * krep_peer.fetch_work (delayed) sends it: armed by krep_fetcher_kick()
+ * when the connection comes up, when a topic is created or a role
+ * changes, and after a back-off; while a FETCH is out it is armed for
+ * that FETCH's deadline. peer->fetch_inflight, claimed under the net
+ * state's lock, keeps one FETCH out. krep_net_stop() cancels the work;
+ * the gate is the net state's "stopped".
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -111,37 +114,40 @@ static u8 *build_fetch(struct krep_net *kn, u32 self, u32 leader, u32 *lenp)
 	return buf;
 }
 
-void krep_fetcher_work(struct work_struct *work)
+/*
+ * Send the next FETCH on @c unless one is out; with one out, close a
+ * connection whose answer is overdue or wait for the deadline.
+ */
+static void fetcher_send(struct krep_peer *peer, struct krep_conn *c)
 {
-	struct krep_peer *peer = container_of(to_delayed_work(work),
-					      struct krep_peer, fetch_work);
 	struct krep_net *kn = peer->kn;
 	struct krep_net_state *ns = kn->ns;
 	struct krep_broker_cfg *cfg;
-	struct krep_conn *c;
-	u32 self, len;
+	unsigned long deadline;
+	u32 self, len, corr;
 	u8 *buf;
 
 	mutex_lock(&ns->lock);
-	c = peer->conn;
-	if (ns->stopped || !c || !test_bit(KREP_CONN_HELLO, &c->flags)) {
+	if (ns->stopped || peer->conn != c) {
 		mutex_unlock(&ns->lock);
 		return;
 	}
-	kref_get(&c->ref);
 	if (peer->fetch_inflight) {
-		unsigned long deadline = peer->fetch_sent +
-			msecs_to_jiffies(KREP_REPLICA_FETCH_WAIT_MS +
-					 KREP_FETCH_RESP_TIMEOUT_MS);
-
+		deadline = peer->fetch_sent +
+			   msecs_to_jiffies(KREP_REPLICA_FETCH_WAIT_MS +
+					    KREP_FETCH_RESP_TIMEOUT_MS);
 		mutex_unlock(&ns->lock);
 		if (time_after_eq(jiffies, deadline))
 			krep_conn_close(c, "no FETCH response in time");
 		else
 			mod_delayed_work(krep_wq, &peer->fetch_work,
 					 deadline - jiffies);
-		goto out;
+		return;
 	}
+	/* claimed: the fetch work and the receive path never both send */
+	peer->fetch_inflight = true;
+	peer->fetch_sent = jiffies;
+	corr = ++peer->correlation;
 	mutex_unlock(&ns->lock);
 
 	rcu_read_lock();
@@ -152,21 +158,33 @@ void krep_fetcher_work(struct work_struct *work)
 	buf = build_fetch(kn, self, peer->id, &len);
 	if (!buf) {
 		krep_conn_close(c, "out of memory for a FETCH");
-		goto out;
+		return;
 	}
-	mutex_lock(&ns->lock);
-	peer->fetch_inflight = true;
-	peer->fetch_sent = jiffies;
-	peer->correlation++;
-	mutex_unlock(&ns->lock);
-	if (krep_conn_send(c, KREP_WIRE_FETCH, peer->correlation, buf, len))
+	if (krep_conn_send(c, KREP_WIRE_FETCH, corr, buf, len))
 		krep_conn_close(c, "cannot send FETCH");
 	else if (!READ_ONCE(ns->stopped))
 		mod_delayed_work(krep_wq, &peer->fetch_work,
 				 msecs_to_jiffies(KREP_REPLICA_FETCH_WAIT_MS +
 						  KREP_FETCH_RESP_TIMEOUT_MS));
 	kvfree(buf);
-out:
+}
+
+void krep_fetcher_work(struct work_struct *work)
+{
+	struct krep_peer *peer = container_of(to_delayed_work(work),
+					      struct krep_peer, fetch_work);
+	struct krep_net_state *ns = peer->kn->ns;
+	struct krep_conn *c;
+
+	mutex_lock(&ns->lock);
+	c = peer->conn;
+	if (ns->stopped || !c || !test_bit(KREP_CONN_HELLO, &c->flags)) {
+		mutex_unlock(&ns->lock);
+		return;
+	}
+	kref_get(&c->ref);
+	mutex_unlock(&ns->lock);
+	fetcher_send(peer, c);
 	krep_conn_put(c);
 }
 
@@ -247,6 +265,6 @@ int krep_fetcher_response(struct krep_conn *c, u32 corr, const u8 *payload,
 		mod_delayed_work(krep_wq, &peer->fetch_work,
 				 msecs_to_jiffies(KREP_FETCH_BACKOFF_MS));
 	else
-		krep_fetcher_kick(peer);
+		fetcher_send(peer, c);	/* from here: no work to wake */
 	return 0;
 }

@@ -65,13 +65,52 @@ void krep_conn_put(struct krep_conn *c)
 	kref_put(&c->ref, conn_release);
 }
 
+/*
+ * The CPU a connection's receive work runs on (nvme-tcp's io_cpu): the
+ * ids of its two ends spread a broker's connections over the online
+ * CPUs, so a leader's followers, and the followers' fetchers, are served
+ * in parallel rather than one after the other on the CPU that took the
+ * packet.
+ */
+static int conn_cpu(u32 self, u32 peer)
+{
+	unsigned int k = (self + peer) % num_online_cpus();
+	int cpu;
+
+	for_each_online_cpu(cpu) {
+		if (!k--)
+			return cpu;
+	}
+	return -1;
+}
+
+static void conn_set_cpu(struct krep_conn *c)
+{
+	struct krep_broker_cfg *cfg;
+	u32 self;
+
+	rcu_read_lock();
+	cfg = rcu_dereference(c->kn->cfg);
+	self = cfg->broker_id;
+	rcu_read_unlock();
+	WRITE_ONCE(c->io_cpu, conn_cpu(self, c->peer_id));
+}
+
+/* the CPU for @c's work, or WORK_CPU_UNBOUND (the local one) */
+int krep_conn_cpu(const struct krep_conn *c)
+{
+	int cpu = READ_ONCE(c->io_cpu);
+
+	return cpu < 0 || !cpu_online(cpu) ? WORK_CPU_UNBOUND : cpu;
+}
+
 /* queue @work of a live connection, holding a reference for it */
 void krep_conn_queue(struct krep_conn *c, struct work_struct *work)
 {
 	if (test_bit(KREP_CONN_DEAD, &c->flags))
 		return;
 	kref_get(&c->ref);
-	if (!queue_work(krep_wq, work))
+	if (!queue_work_on(krep_conn_cpu(c), krep_wq, work))
 		krep_conn_put(c);
 }
 
@@ -195,6 +234,9 @@ static struct krep_conn *conn_new(struct krep_net *kn, struct socket *sock,
 	c->peer = peer;
 	c->outbound = !!peer;
 	c->peer_id = peer ? peer->id : -1;
+	c->io_cpu = -1;
+	if (peer)
+		conn_set_cpu(c);
 	mutex_init(&c->tx_lock);
 	INIT_WORK(&c->rx_work, krep_conn_rx_work);
 	INIT_WORK(&c->release_work, conn_release_work);
@@ -408,6 +450,8 @@ static int handle_hello(struct krep_conn *c, const u8 *buf, u32 len,
 		return -EPROTO;
 	}
 	c->peer_id = id;
+	if (!c->outbound)
+		conn_set_cpu(c);
 	set_bit(KREP_CONN_HELLO, &c->flags);
 	if (c->outbound) {
 		WRITE_ONCE(c->peer->state, KREP_PEER_UP);
@@ -809,7 +853,8 @@ void krep_net_state_free(struct krep_net *kn)
 
 int krep_net_module_init(void)
 {
-	krep_wq = alloc_workqueue("krep", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	/* per-CPU, not unbound: connections pick their CPU (conn_cpu()) */
+	krep_wq = alloc_workqueue("krep", WQ_MEM_RECLAIM, 0);
 	return krep_wq ? 0 : -ENOMEM;
 }
 

@@ -40,6 +40,7 @@ struct krep_conn {
 	s64 peer_id;			/* -1 until HELLO */
 	char addr[64];			/* the peer's address, for messages */
 	unsigned long flags;
+	int io_cpu;			/* the CPU of rx_work; -1: any */
 	struct work_struct rx_work;
 	struct work_struct release_work;
 	struct mutex tx_lock;		/* one frame at a time */
@@ -128,6 +129,7 @@ int krep_conn_send(struct krep_conn *c, u8 type, u32 correlation,
 		   const void *payload, u32 len);
 void krep_conn_close(struct krep_conn *c, const char *why);
 void krep_conn_put(struct krep_conn *c);
+int krep_conn_cpu(const struct krep_conn *c);
 void krep_conn_queue(struct krep_conn *c, struct work_struct *work);
 void krep_conn_rx_work(struct work_struct *work);
 

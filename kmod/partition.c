@@ -6,8 +6,12 @@
  * waits of acks=all produces and of consumers parked at the end.
  *
  * Locking: p->lock (a mutex: appends allocate pages) guards the whole
- * partition. Waiters sleep on p->waitq without it and recheck under it;
- * every change a waiter may be waiting for ends in krep_partition_wake().
+ * partition. Waiters sleep without it and recheck under it: fetches
+ * (consumers, and the followers' parked FETCHes) on p->waitq, acks=all
+ * produces on p->commit_wq. Every change a waiter may be waiting for ends
+ * in krep_partition_wake(), which wakes both; a leader's append that
+ * leaves HW where it was wakes the fetches only, so producers waiting
+ * for HW do not wake for each other's appends.
  * Waiters hold a reference on the topic, which owns the partition.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -24,6 +28,7 @@
 #include "isr.h"
 #include "partition.h"
 #include "record.h"
+#include "replica.h"
 #include "topic.h"
 #include "trace.h"
 
@@ -64,6 +69,7 @@ struct krep_partition *krep_partition_new(struct krep_topic *t, u32 index,
 	p->index = index;
 	mutex_init(&p->lock);
 	init_waitqueue_head(&p->waitq);
+	init_waitqueue_head(&p->commit_wq);
 	INIT_LIST_HEAD(&p->txns);
 	INIT_LIST_HEAD(&p->aborted);
 	krep_log_init(&p->log, &t->kn->mem, t->config.segment_bytes);
@@ -113,6 +119,35 @@ void krep_partition_free(struct krep_partition *p)
 void krep_partition_wake(struct krep_partition *p)
 {
 	wake_up_all(&p->waitq);
+	wake_up_all(&p->commit_wq);
+}
+
+/* an acks=all producer waiting for HW to pass @last */
+struct commit_waiter {
+	struct wait_queue_entry wq;
+	u64 last;
+};
+
+/* woken for a HW move (@key: the new HW) only once HW passes its record */
+static int commit_wake(struct wait_queue_entry *wq, unsigned int mode,
+		       int flags, void *key)
+{
+	struct commit_waiter *w = container_of(wq, struct commit_waiter, wq);
+	const u64 *hw = key;
+
+	if (hw && *hw <= w->last)
+		return 0;
+	return autoremove_wake_function(wq, mode, flags, key);
+}
+
+/* HW moved: wake the fetches, and the producers it has committed */
+static void wake_hw(struct krep_partition *p)
+{
+	u64 hw = p->hw;
+
+	lockdep_assert_held(&p->lock);
+	wake_up_all(&p->waitq);
+	__wake_up(&p->commit_wq, TASK_NORMAL, 0, &hw);
 }
 
 /* the partition goes away (topic deleted, broker shutting down) */
@@ -186,7 +221,7 @@ void krep_partition_reset_pending(struct krep_partition *p)
 void krep_partition_set_hw(struct krep_partition *p, u64 hw)
 {
 	trace_krep_hw_advance(p, p->hw, hw, pending_pop(p, hw));
-	p->hw = hw;
+	WRITE_ONCE(p->hw, hw);	/* read locklessly by waiting producers */
 }
 
 /*
@@ -353,39 +388,84 @@ static bool commit_done(const struct krep_partition *p, u64 last)
 	       krep_exiting() || krep_partition_isr_size(p) < min_isr(p);
 }
 
+/*
+ * Sleep until commit_done() or @left jiffies pass: the remaining time,
+ * or -ERESTARTSYS for a signal. Unlike wait_event(), a HW move that
+ * leaves @last uncommitted does not wake this producer.
+ */
+static long sleep_commit(struct krep_partition *p, u64 last, long left)
+{
+	struct commit_waiter w = { .last = last };
+
+	init_wait_entry(&w.wq, 0);
+	w.wq.func = commit_wake;
+	for (;;) {
+		long intr = prepare_to_wait_event(&p->commit_wq, &w.wq,
+						  TASK_INTERRUPTIBLE);
+
+		if (commit_done(p, last))
+			break;
+		if (intr) {
+			left = intr;
+			break;
+		}
+		left = schedule_timeout(left);
+		if (!left)
+			break;
+	}
+	finish_wait(&p->commit_wq, &w.wq);
+	return left;
+}
+
 /* acks=all: wait until HW passes @last, the ISR is too small, or time out */
+static int commit_state(struct krep_partition *p, u64 last,
+			struct krep_status *st)
+{
+	if (p->dead || krep_exiting())
+		return krep_fail(st, KREP_KERR_UNKNOWN_TOPIC_OR_PARTITION,
+				 -ENOENT, "topic was deleted");
+	if (p->hw > last)
+		return 0;
+	if (p->role != KREP_ROLE_LEADER)
+		return krep_fail(st, KREP_KERR_NOT_LEADER_OR_FOLLOWER,
+				 -EREMOTE, "leadership moved while waiting");
+	if (krep_partition_isr_size(p) < min_isr(p))
+		return krep_fail(st, KREP_KERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+				 -EAGAIN, "ISR shrank below min_insync_replicas");
+	return -EINPROGRESS;
+}
+
+/*
+ * Called without p->lock: producers that one HW move commits together
+ * return without queueing on the lock, which they would take only to
+ * see what the lockless look at HW already told them.
+ */
 static int wait_commit(struct krep_partition *p, u64 last, u32 timeout_ms,
 		       struct krep_status *st)
 {
 	long left = msecs_to_jiffies(timeout_ms);
-	int err = 0;
+	bool intr = false;
+	int err;
 
 	for (;;) {
-		if (p->dead || krep_exiting())
-			return krep_fail(st, KREP_KERR_UNKNOWN_TOPIC_OR_PARTITION,
-					 -ENOENT, "topic was deleted");
-		if (p->hw > last)
+		if (READ_ONCE(p->hw) > last && !READ_ONCE(p->dead) &&
+		    !krep_exiting())
 			return 0;
-		if (p->role != KREP_ROLE_LEADER)
-			return krep_fail(st, KREP_KERR_NOT_LEADER_OR_FOLLOWER,
-					 -EREMOTE, "leadership moved while waiting");
-		if (krep_partition_isr_size(p) < min_isr(p))
-			return krep_fail(st,
-					 KREP_KERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-					 -EAGAIN, "ISR shrank below min_insync_replicas");
-		if (!left || err)
-			break;
-		mutex_unlock(&p->lock);
-		left = wait_event_interruptible_timeout(p->waitq,
-							commit_done(p, last), left);
 		mutex_lock(&p->lock);
+		err = commit_state(p, last, st);
+		mutex_unlock(&p->lock);
+		if (err != -EINPROGRESS)
+			return err;
+		if (!left)
+			break;
+		left = sleep_commit(p, last, left);
 		if (left < 0) {
-			err = -EINTR;
+			intr = true;	/* one more look, then answer */
 			left = 0;
 		}
 	}
 	/* a signal ends the wait like the timeout: netlink acks no -EINTR */
-	if (err)
+	if (intr)
 		return krep_fail(st, KREP_KERR_REQUEST_TIMED_OUT, -ETIMEDOUT,
 				 "interrupted while waiting for the ISR");
 	return krep_fail(st, KREP_KERR_REQUEST_TIMED_OUT, -ETIMEDOUT,
@@ -410,10 +490,11 @@ int krep_partition_produce(struct krep_partition *p, const u8 *batch, u32 len,
 			   struct krep_status *st)
 {
 	const struct krep_topic_config *cfg = &p->topic->config;
+	struct krep_wake_serve ws = {};
 	struct krep_txn *txn = NULL;
 	struct krep_batch b;
 	const char *why;
-	u64 last;
+	u64 last, old_hw;
 	int err;
 
 	if (len > cfg->max_message_bytes)
@@ -449,16 +530,27 @@ int krep_partition_produce(struct krep_partition *p, const u8 *batch, u32 len,
 		txn->first_offset = p->log.end_offset;
 	else
 		txn = NULL;
+	old_hw = p->hw;
 	err = leader_append(p, batch, len, base, st);
 	if (err) {
 		if (txn)
 			txn->first_offset = -1;
 		goto out;
 	}
-	krep_partition_wake(p);
+	if (p->hw != old_hw)
+		wake_hw(p);
+	if (acks != -1) {
+		wake_up_all(&p->waitq);
+		goto out;
+	}
+	/* the parked FETCHes this wakes are answered here, unlocked */
+	__wake_up(&p->waitq, TASK_NORMAL, 0, &ws);
+	mutex_unlock(&p->lock);
+	krep_replica_serve_woken(&ws);
 	last = *base + b.last_delta;
-	if (acks == -1)
-		err = wait_commit(p, last, timeout_ms, st);
+	err = wait_commit(p, last, timeout_ms, st);
+	trace_krep_produce(p, *base, b.count, len, acks, err ? st->kerr : 0);
+	return err;
 out:
 	trace_krep_produce(p, err && !*base ? 0 : *base, b.count, len, acks,
 			   err ? st->kerr : 0);
@@ -1060,7 +1152,7 @@ int krep_partition_follower_update(struct krep_partition *p, u32 replica_id,
 	krep_partition_update_hw(p);
 	update_low_watermark(p);
 	if (p->hw != old_hw)
-		krep_partition_wake(p);
+		wake_hw(p);
 out:
 	mutex_unlock(&p->lock);
 	return kerr;

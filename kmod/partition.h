@@ -77,7 +77,8 @@ struct krep_partition {
 	u64 low_watermark;
 	struct list_head txns;		/* open transactions */
 	struct list_head aborted;	/* aborted transaction index */
-	wait_queue_head_t waitq;	/* produces and fetches waiting */
+	wait_queue_head_t waitq;	/* fetches waiting for records or HW */
+	wait_queue_head_t commit_wq;	/* acks=all produces waiting for HW */
 	unsigned int pend_head, pend_tail;
 	struct krep_pending pending[KREP_PENDING_RING];
 };

@@ -10,6 +10,9 @@
  * in flight): a wait entry on every partition's wait queue re-runs it on
  * the next append or HW move, and the connection's fetch_work times it
  * out after max wait. So a produce reaches the followers without polling.
+ * An acks=all producer, which waits for the followers anyway, answers the
+ * FETCHes its append woke itself (krep_replica_serve_woken()): the records
+ * leave without a work item being scheduled first.
  *
  * Work in this file: krep_conn.fetch_work (delayed), armed when a FETCH
  * is parked and by the wait entries; cancelled, after the entries are
@@ -236,10 +239,18 @@ static int fetch_wake(wait_queue_entry_t *wq, unsigned int mode, int flags,
 {
 	struct fetch_waiter *w = container_of(wq, struct fetch_waiter, wq);
 	struct krep_conn *c = w->df->c;
+	struct krep_wake_serve *ws = key;
 
-	/* fetch_work re-arms for the deadline unless it sees this bit */
+	/* serve_parked() re-arms for the deadline unless it sees this bit */
 	set_bit(KREP_CONN_WOKEN, &c->flags);
-	mod_delayed_work(krep_wq, &c->fetch_work, 0);
+	if (ws && ws->n < KREP_WAKE_SERVE_MAX) {
+		/* the parked fetch holds @c: it is alive here */
+		kref_get(&c->ref);
+		ws->conns[ws->n++] = c;
+	} else {
+		mod_delayed_work_on(krep_conn_cpu(c), krep_wq, &c->fetch_work,
+				    0);
+	}
 	return 0;
 }
 
@@ -262,19 +273,13 @@ static void delayed_free(struct krep_delayed_fetch *df)
 }
 
 /* retry a parked FETCH: woken by an append, or its max wait is over */
-static void fetch_work(struct work_struct *work)
+/* retry @c's parked FETCH: woken by an append, or its max wait is over */
+static void serve_parked(struct krep_conn *c)
 {
-	struct krep_conn *c = container_of(to_delayed_work(work),
-					   struct krep_conn, fetch_work);
 	struct krep_delayed_fetch *df;
 	bool sent = false;
 	int err;
 
-	/* before HELLO this work is the HELLO deadline of an accepted peer */
-	if (!test_bit(KREP_CONN_HELLO, &c->flags)) {
-		krep_conn_close(c, "no HELLO in time");
-		return;
-	}
 	mutex_lock(&c->delayed_lock);
 	df = c->delayed;
 	if (!df)
@@ -297,14 +302,69 @@ out:
 	mutex_unlock(&c->delayed_lock);
 }
 
-static int park(struct krep_conn *c, struct krep_delayed_fetch *df)
+static void fetch_work(struct work_struct *work)
 {
+	struct krep_conn *c = container_of(to_delayed_work(work),
+					   struct krep_conn, fetch_work);
+
+	/* before HELLO this work is the HELLO deadline of an accepted peer */
+	if (!test_bit(KREP_CONN_HELLO, &c->flags)) {
+		krep_conn_close(c, "no HELLO in time");
+		return;
+	}
+	serve_parked(c);
+}
+
+/**
+ * krep_replica_serve_woken - answer the parked FETCHes an append woke
+ * @ws: filled by the wake-up; its references are dropped
+ *
+ * From the appending producer, without the partition's lock. The
+ * followers are answered in parallel: each connection's fetch work runs
+ * on that connection's CPU, except one, which the producer answers
+ * itself (the one whose CPU it is on, if any).
+ */
+void krep_replica_serve_woken(struct krep_wake_serve *ws)
+{
+	int cpu = raw_smp_processor_id();	/* a hint: may move */
+	unsigned int i, here = 0;
+
+	for (i = 0; i < ws->n; i++) {
+		if (READ_ONCE(ws->conns[i]->io_cpu) == cpu)
+			here = i;
+	}
+	for (i = 0; i < ws->n; i++) {
+		struct krep_conn *c = ws->conns[i];
+
+		if (i != here)
+			mod_delayed_work_on(krep_conn_cpu(c), krep_wq,
+					    &c->fetch_work, 0);
+	}
+	if (ws->n)
+		serve_parked(ws->conns[here]);
+	for (i = 0; i < ws->n; i++)
+		krep_conn_put(ws->conns[i]);
+	ws->n = 0;
+}
+
+/*
+ * Park @df, then answer it if there is anything to send: the wait
+ * entries go in before the one look at the partitions, so an append
+ * racing with the look wakes an entry and is not missed. Called with
+ * delayed_lock. Return: 1 answered (no longer parked), 0 parked, or a
+ * negative errno (not parked).
+ */
+static int park_and_respond(struct krep_conn *c, struct krep_delayed_fetch *df)
+{
+	bool sent = false;
 	unsigned int i;
+	int err;
 
 	df->waiters = kvcalloc(max(df->n, 1U), sizeof(*df->waiters),
 			       GFP_KERNEL);
 	if (!df->waiters)
 		return -ENOMEM;
+	clear_bit(KREP_CONN_WOKEN, &c->flags);
 	for (i = 0; i < df->n; i++) {
 		struct fetch_waiter *w = &df->waiters[df->nwait];
 
@@ -317,12 +377,16 @@ static int park(struct krep_conn *c, struct krep_delayed_fetch *df)
 		df->nwait++;
 	}
 	c->delayed = df;
-	/*
-	 * An append between respond() and add_wait_queue() woke nobody:
-	 * evaluate once more now that the entries are in place.
-	 */
-	set_bit(KREP_CONN_WOKEN, &c->flags);
-	mod_delayed_work(krep_wq, &c->fetch_work, 0);
+	err = respond(df, time_after_eq(jiffies, df->deadline), &sent);
+	if (err || sent) {
+		c->delayed = NULL;
+		waiters_remove(df);
+		return err ? err : 1;
+	}
+	/* a wake since the entries went in has queued the work: keep that */
+	if (!test_bit(KREP_CONN_WOKEN, &c->flags))
+		mod_delayed_work(krep_wq, &c->fetch_work,
+				 max_t(long, df->deadline - jiffies, 1));
 	return 0;
 }
 
@@ -330,7 +394,7 @@ static int park(struct krep_conn *c, struct krep_delayed_fetch *df)
  * krep_replica_serve - a follower's FETCH arrived on @c
  * @c: the inbound connection
  * @corr: the request's correlation id
- * @payload: the request; taken (set to NULL) when the fetch is parked
+ * @payload: the request (the caller frees it)
  * @len: its length
  * @why: set to the reason of a protocol error
  *
@@ -340,7 +404,6 @@ int krep_replica_serve(struct krep_conn *c, u32 corr, u8 **payload, u32 len,
 		       const char **why)
 {
 	struct krep_delayed_fetch *df;
-	bool sent;
 	unsigned int i;
 	int err;
 
@@ -372,21 +435,14 @@ int krep_replica_serve(struct krep_conn *c, u32 corr, u8 **payload, u32 len,
 		err = -EPROTO;
 		goto fail;
 	}
-	err = respond(df, time_after_eq(jiffies, df->deadline), &sent);
-	if (err) {
-		*why = "cannot send a FETCH response";
+	err = park_and_respond(c, df);
+	if (err < 0) {
+		*why = "cannot answer or park a FETCH";
 		goto fail;
 	}
-	if (sent) {
-		delayed_free(df);
-	} else {
-		err = park(c, df);
-		if (err) {
-			*why = "out of memory parking a FETCH";
-			goto fail;
-		}
-	}
 	mutex_unlock(&c->delayed_lock);
+	if (err)
+		delayed_free(df);	/* answered at once */
 	return 0;
 
 fail:

@@ -10,6 +10,20 @@
 
 struct krep_conn;
 
+#define KREP_WAKE_SERVE_MAX	8
+
+/*
+ * The key of an append's wake-up that asks the parked FETCHes it wakes to
+ * be handed to the waker (an acks=all producer, which waits for them
+ * anyway) instead of to the fetch work: one wake-up less per follower.
+ */
+struct krep_wake_serve {
+	unsigned int n;
+	struct krep_conn *conns[KREP_WAKE_SERVE_MAX];
+};
+
+void krep_replica_serve_woken(struct krep_wake_serve *ws);
+
 int krep_replica_serve(struct krep_conn *c, u32 corr, u8 **payload, u32 len,
 		       const char **why);
 void krep_replica_cancel_delayed(struct krep_conn *c);
