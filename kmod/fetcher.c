@@ -188,83 +188,304 @@ void krep_fetcher_work(struct work_struct *work)
 	krep_conn_put(c);
 }
 
-/**
- * krep_fetcher_response - apply a leader's FETCH response
- * @c: the outbound connection it came on
- * @corr: its correlation id
- * @payload: the response
- * @len: its length
- * @why: set to the reason of a protocol error
- *
- * Return: 0, or a negative errno that closes the connection.
+/*
+ * A FETCH response is read as it arrives, not buffered whole: the fixed
+ * part of each partition into a small buffer, then its records straight
+ * into the room the partition's log reserved for them
+ * (krep_partition_rx_begin()), so a replicated byte is copied once,
+ * socket to log. Records that have no room (a partition this broker
+ * does not follow, an error, a full tail segment) go through a buffer
+ * and krep_partition_follower_apply().
  */
-int krep_fetcher_response(struct krep_conn *c, u32 corr, const u8 *payload,
-			  u32 len, const char **why)
+enum {
+	FRX_COUNT,		/* the partition count */
+	FRX_TOPIC_LEN,		/* a partition's topic name length */
+	FRX_HEAD,		/* its name and fixed part */
+	FRX_RECORDS,		/* its records */
+};
+
+#define FRX_HEAD_MAX	(2 + KREP_TOPIC_NAME_MAX + \
+			 sizeof(struct krep_wire_resp_part))
+
+struct krep_fetch_rx {
+	u32 left;			/* bytes of the frame not yet read */
+	u32 nparts, i;
+	u8 state;
+	bool errors, progress;
+	u32 got, need;
+	u8 buf[FRX_HEAD_MAX];
+	/* the partition being read */
+	char name[KREP_TOPIC_NAME_MAX + 1];
+	u32 part;
+	struct krep_topic *t;
+	struct krep_partition *p;	/* NULL: not hosted */
+	struct krep_fetch_result res;
+	u32 rlen, rgot;
+	bool direct;			/* into @room, else into @bounce */
+	u32 epoch;
+	struct krep_log_rx room;
+	u8 *bounce;
+};
+
+static int frx_recv_error(int ret, const char **why)
 {
-	struct krep_peer *peer = c->peer;
-	struct krep_net *kn = c->kn;
-	struct krep_status st = {};
-	bool errors = false, progress = false;
-	struct krep_rd rd;
-	unsigned int n, i;
+	if (ret == -EAGAIN)
+		return ret;
+	*why = ret ? "receive error" : NULL;	/* NULL: the peer closed */
+	return ret ? ret : -EPIPE;
+}
 
-	if (corr != peer->correlation || !peer->fetch_inflight) {
-		*why = "FETCH response with an unknown correlation id";
-		return -EPROTO;
-	}
-	krep_rd_init(&rd, payload, len);
-	n = krep_rd_be32(&rd);
-	if (n > KREP_WIRE_MAX_PARTITIONS)
-		rd.bad = true;
-	for (i = 0; i < n && !rd.bad; i++) {
-		char name[KREP_TOPIC_NAME_MAX + 1];
-		struct krep_fetch_result res;
-		struct krep_partition *p;
-		struct krep_topic *t;
-		const char *tname;
-		const u8 *records;
-		u32 part, rlen;
-		u16 tlen;
+/* read the frame into f->buf until f->need bytes are there */
+static int frx_fill(struct krep_conn *c, struct krep_fetch_rx *f,
+		    const char **why)
+{
+	int ret;
 
-		tname = krep_rd_topic(&rd, &tlen);
-		part = krep_rd_be32(&rd);
-		res.error = krep_rd_be16(&rd);
-		krep_rd_be16(&rd);	/* reserved */
-		res.hw = krep_rd_be64(&rd);
-		res.log_start = krep_rd_be64(&rd);
-		res.div_end = krep_rd_be64(&rd);
-		res.div_epoch = krep_rd_be32(&rd);
-		rlen = krep_rd_be32(&rd);
-		records = krep_rd_bytes(&rd, rlen);
-		if (rd.bad)
-			break;
-		errors |= res.error != 0;
-		progress |= rlen || res.div_end != KREP_NO_DIVERGENCE;
-		memcpy(name, tname, tlen);
-		name[tlen] = '\0';
-		t = krep_topic_get(kn, name);
-		if (!t)
-			continue;
-		p = krep_topic_partition(t, part, &st);
-		if (!IS_ERR(p) &&
-		    krep_partition_follower_apply(p, peer->id, &res, records,
-						  rlen))
-			pr_warn_ratelimited("%s-%u: bad records from broker %u\n",
-					    name, part, peer->id);
-		krep_topic_put(t);
-	}
-	if (!krep_rd_done(&rd)) {
+	if (f->need - f->got > f->left) {
 		*why = "malformed FETCH response";
 		return -EPROTO;
 	}
-	mutex_lock(&kn->ns->lock);
+	while (f->got < f->need) {
+		ret = krep_conn_recv(c, f->buf + f->got, f->need - f->got);
+		if (ret <= 0)
+			return frx_recv_error(ret, why);
+		f->got += ret;
+		f->left -= ret;
+	}
+	return 0;
+}
+
+/* done with the partition being read: on to the next one */
+static void frx_next(struct krep_fetch_rx *f)
+{
+	if (f->direct)
+		krep_partition_rx_cancel(f->p, &f->room);
+	f->direct = false;
+	kvfree(f->bounce);
+	f->bounce = NULL;
+	krep_topic_put(f->t);
+	f->t = NULL;
+	f->p = NULL;
+	f->i++;
+	f->state = FRX_TOPIC_LEN;
+	f->got = 0;
+	f->need = 2;
+}
+
+/* a partition's fixed part is in f->buf: find it and get its room */
+static int frx_head(struct krep_conn *c, struct krep_fetch_rx *f,
+		    const char **why)
+{
+	struct krep_status st = {};
+	struct krep_partition *p;
+	const char *tname;
+	struct krep_rd rd;
+	u16 tlen;
+
+	krep_rd_init(&rd, f->buf, f->got);
+	tname = krep_rd_topic(&rd, &tlen);
+	f->part = krep_rd_be32(&rd);
+	f->res.error = krep_rd_be16(&rd);
+	krep_rd_be16(&rd);	/* reserved */
+	f->res.hw = krep_rd_be64(&rd);
+	f->res.log_start = krep_rd_be64(&rd);
+	f->res.div_end = krep_rd_be64(&rd);
+	f->res.div_epoch = krep_rd_be32(&rd);
+	f->rlen = krep_rd_be32(&rd);
+	if (!krep_rd_done(&rd) || f->rlen > f->left) {
+		*why = "malformed FETCH response";
+		return -EPROTO;
+	}
+	f->errors |= f->res.error != 0;
+	f->progress |= f->rlen || f->res.div_end != KREP_NO_DIVERGENCE;
+	memcpy(f->name, tname, tlen);
+	f->name[tlen] = '\0';
+	f->t = krep_topic_get(c->kn, f->name);
+	p = f->t ? krep_topic_partition(f->t, f->part, &st) : NULL;
+	f->p = IS_ERR_OR_NULL(p) ? NULL : p;
+	f->rgot = 0;
+	f->direct = f->p && f->rlen &&
+		    !krep_partition_rx_begin(f->p, c->peer->id, &f->res,
+					     f->rlen, &f->room, &f->epoch);
+	if (!f->direct && f->rlen) {
+		f->bounce = kvmalloc(f->rlen, GFP_KERNEL);
+		if (!f->bounce) {
+			*why = "out of memory for a FETCH response";
+			return -ENOMEM;
+		}
+	}
+	f->state = FRX_RECORDS;
+	return 0;
+}
+
+/* a partition's records are in: apply them */
+static void frx_apply(struct krep_conn *c, struct krep_fetch_rx *f)
+{
+	int err = 0;
+
+	if (f->direct) {
+		f->direct = false;	/* krep_partition_rx_end() releases */
+		err = krep_partition_rx_end(f->p, c->peer->id, f->epoch,
+					    &f->res, &f->room);
+	} else if (f->p) {
+		err = krep_partition_follower_apply(f->p, c->peer->id, &f->res,
+						    f->bounce, f->rlen);
+	}
+	if (err)
+		pr_warn_ratelimited("%s-%u: bad records from broker %u\n",
+				    f->name, f->part, c->peer->id);
+}
+
+static int frx_records(struct krep_conn *c, struct krep_fetch_rx *f,
+		       const char **why)
+{
+	int ret;
+
+	while (f->rgot < f->rlen) {
+		if (f->direct)
+			ret = krep_conn_recv_pages(c, f->room.bvec, f->room.nr,
+						   f->rlen, f->rgot);
+		else
+			ret = krep_conn_recv(c, f->bounce + f->rgot,
+					     f->rlen - f->rgot);
+		if (ret <= 0)
+			return frx_recv_error(ret, why);
+		f->rgot += ret;
+		f->left -= ret;
+	}
+	frx_apply(c, f);
+	frx_next(f);
+	return 0;
+}
+
+/* the whole response is applied: the next FETCH, or a back-off */
+static void frx_done(struct krep_conn *c, struct krep_fetch_rx *f)
+{
+	struct krep_peer *peer = c->peer;
+	struct krep_net_state *ns = c->kn->ns;
+
+	mutex_lock(&ns->lock);
 	peer->fetch_inflight = false;
-	mutex_unlock(&kn->ns->lock);
+	mutex_unlock(&ns->lock);
 	/* only errors (epochs not yet agreed, say): back off, don't spin */
-	if (errors && !progress && !READ_ONCE(kn->ns->stopped))
+	if (f->errors && !f->progress && !READ_ONCE(ns->stopped))
 		mod_delayed_work(krep_wq, &peer->fetch_work,
 				 msecs_to_jiffies(KREP_FETCH_BACKOFF_MS));
 	else
 		fetcher_send(peer, c);	/* from here: no work to wake */
+}
+
+/**
+ * krep_fetcher_rx_start - a FETCH response's header arrived on @c
+ * @c: the outbound connection
+ * @corr: its correlation id
+ * @len: its payload length
+ * @why: set to the reason of a protocol error
+ *
+ * Return: 0 (read it with krep_fetcher_rx()), or a negative errno that
+ * closes the connection.
+ */
+int krep_fetcher_rx_start(struct krep_conn *c, u32 corr, u32 len,
+			  const char **why)
+{
+	struct krep_fetch_rx *f = c->frx;
+
+	if (corr != c->peer->correlation || !c->peer->fetch_inflight) {
+		*why = "FETCH response with an unknown correlation id";
+		return -EPROTO;
+	}
+	if (!f) {
+		f = kzalloc(sizeof(*f), GFP_KERNEL);
+		if (!f) {
+			*why = "out of memory for a FETCH response";
+			return -ENOMEM;
+		}
+		c->frx = f;
+	}
+	memset(f, 0, sizeof(*f));
+	f->left = len;
+	f->state = FRX_COUNT;
+	f->need = 4;
 	return 0;
+}
+
+/**
+ * krep_fetcher_rx - read and apply what has arrived of the response
+ * @c: the outbound connection
+ * @why: set to the reason of an error (NULL when the peer closed)
+ *
+ * Return: 0 when the whole response is applied, -EAGAIN when the socket
+ * has no more for now, or a negative errno that closes the connection.
+ */
+int krep_fetcher_rx(struct krep_conn *c, const char **why)
+{
+	struct krep_fetch_rx *f = c->frx;
+	u16 tlen;
+	int err;
+
+	for (;;) {
+		switch (f->state) {
+		case FRX_COUNT:
+			err = frx_fill(c, f, why);
+			if (err)
+				return err;
+			f->nparts = get_unaligned_be32(f->buf);
+			if (f->nparts > KREP_WIRE_MAX_PARTITIONS) {
+				*why = "malformed FETCH response";
+				return -EPROTO;
+			}
+			f->i = 0;
+			f->state = FRX_TOPIC_LEN;
+			f->got = 0;
+			f->need = 2;
+			break;
+		case FRX_TOPIC_LEN:
+			if (f->i == f->nparts) {
+				if (f->left) {
+					*why = "malformed FETCH response";
+					return -EPROTO;
+				}
+				frx_done(c, f);
+				return 0;
+			}
+			err = frx_fill(c, f, why);
+			if (err)
+				return err;
+			tlen = get_unaligned_be16(f->buf);
+			if (!tlen || tlen > KREP_TOPIC_NAME_MAX) {
+				*why = "malformed FETCH response";
+				return -EPROTO;
+			}
+			f->need = 2 + tlen + sizeof(struct krep_wire_resp_part);
+			f->state = FRX_HEAD;
+			break;
+		case FRX_HEAD:
+			err = frx_fill(c, f, why);
+			if (!err)
+				err = frx_head(c, f, why);
+			if (err)
+				return err;
+			break;
+		case FRX_RECORDS:
+			err = frx_records(c, f, why);
+			if (err)
+				return err;
+			break;
+		}
+	}
+}
+
+/* the connection is going: drop a response half read */
+void krep_fetcher_rx_free(struct krep_conn *c)
+{
+	struct krep_fetch_rx *f = c->frx;
+
+	if (!f)
+		return;
+	if (f->direct)
+		krep_partition_rx_cancel(f->p, &f->room);
+	kvfree(f->bounce);
+	krep_topic_put(f->t);
+	kfree(f);
+	c->frx = NULL;
 }

@@ -11,9 +11,18 @@
  * Pages are charged to the broker's krep_mem before they are allocated; an
  * append that would pass the cap fails as a whole, and a batch becomes
  * visible (size, end offset) only after all of it has been copied.
+ *
+ * A follower receives a FETCH response's batches straight into the tail
+ * segment's pages (krep_log_rx_reserve(), the socket writes, then
+ * krep_log_rx_commit() checks and publishes them): one copy, socket to
+ * log. While such a room is open, whatever else changes the log bumps
+ * log->gen (the commit then finds the room gone and drops it), and an
+ * append first seals the tail segment, so no one writes where a stale
+ * receive may still be writing.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/bvec.h>
 #include <linux/errno.h>
 #include <linux/gfp.h>
 #include <linux/highmem.h>
@@ -70,6 +79,7 @@ static void seg_free(struct krep_log *log, struct krep_segment *seg)
 		__free_page(seg->pages[i]);
 	atomic64_sub((u64)seg->npages * PAGE_SIZE, &log->mem->used);
 	log->bytes -= seg->size;
+	log->gen++;
 	list_del(&seg->node);
 	kvfree(seg->pages);
 	kvfree(seg->index);
@@ -180,6 +190,67 @@ static int seg_batch_at(const struct krep_segment *seg, u32 pos,
 	return 0;
 }
 
+/* CRC-32C of a stored batch, computed over its pages in place */
+static bool seg_crc_ok(const struct krep_segment *seg, u32 pos, u32 len)
+{
+	u32 crc = ~0U, want, at = pos + KREP_RB_ATTRIBUTES, end = pos + len;
+	__be32 stored;
+
+	seg_read(seg, pos + KREP_RB_CRC, (u8 *)&stored, sizeof(stored));
+	want = be32_to_cpu(stored);
+	while (at < end) {
+		u32 off = offset_in_page(at);
+		u32 n = min_t(u32, end - at, PAGE_SIZE - off);
+		u8 *addr = kmap_local_page(seg->pages[at >> PAGE_SHIFT]);
+
+		crc = __crc32c_le(crc, addr + off, n);
+		kunmap_local(addr);
+		at += n;
+	}
+	return (crc ^ ~0U) == want;
+}
+
+/* index @b, about to start at @seg's end, when an interval has passed */
+static void seg_index(struct krep_segment *seg, const struct krep_batch *b)
+{
+	if (seg->size && seg->size - seg->last_index_pos < KREP_INDEX_INTERVAL)
+		return;
+	if (seg->nindex < seg->index_cap) {
+		seg->index[seg->nindex].rel_offset =
+			b->base_offset - seg->base_offset;
+		seg->index[seg->nindex].pos = seg->size;
+		seg->nindex++;
+		seg->last_index_pos = seg->size;
+	}
+}
+
+/* @b, written at @seg's end, becomes part of the log */
+static void seg_publish(struct krep_log *log, struct krep_segment *seg,
+			const struct krep_batch *b)
+{
+	seg_index(seg, b);
+	seg->size += b->len;
+	seg->next_offset = krep_batch_last(b) + 1;
+	seg->max_ts = max(seg->max_ts, b->max_ts);
+	log->bytes += b->len;
+	log->end_offset = seg->next_offset;
+}
+
+/* a writer other than the open room's receive: seal the tail first */
+static void rx_close(struct krep_log *log)
+{
+	struct krep_segment *seg;
+
+	if (!log->rx_open)
+		return;
+	log->rx_open = false;
+	log->gen++;
+	if (!list_empty(&log->segments)) {
+		seg = list_last_entry(&log->segments, struct krep_segment, node);
+		seg->cap = seg->size;
+	}
+}
+
 /**
  * krep_log_append - append one stamped batch at the log end
  * @log: the log
@@ -205,6 +276,7 @@ int krep_log_append(struct krep_log *log, const u8 *batch, u32 len,
 	if (krep_batch_parse(batch, len, &b))
 		return -EINVAL;
 	b.base_offset = base_offset;
+	rx_close(log);
 	if (!list_empty(&log->segments))
 		seg = list_last_entry(&log->segments, struct krep_segment, node);
 	if (!seg || seg->size + len > seg->cap) {
@@ -218,27 +290,135 @@ int krep_log_append(struct krep_log *log, const u8 *batch, u32 len,
 			seg_free(log, seg);
 		return err;
 	}
-	if (!seg->size || seg->size - seg->last_index_pos >= KREP_INDEX_INTERVAL) {
-		if (seg->nindex < seg->index_cap) {
-			seg->index[seg->nindex].rel_offset =
-				b.base_offset - seg->base_offset;
-			seg->index[seg->nindex].pos = seg->size;
-			seg->nindex++;
-			seg->last_index_pos = seg->size;
-		}
-	}
 	/* the stamp replaces the first 16 bytes, which the CRC does not cover */
 	memcpy(stamp, batch, sizeof(stamp));
 	krep_batch_stamp(stamp, base_offset, leader_epoch);
 	seg_write(seg, seg->size, stamp, sizeof(stamp));
 	seg_write(seg, seg->size + sizeof(stamp), batch + sizeof(stamp),
 		  len - sizeof(stamp));
-	seg->size += len;
-	seg->next_offset = krep_batch_last(&b) + 1;
-	seg->max_ts = max(seg->max_ts, b.max_ts);
-	log->bytes += len;
-	log->end_offset = seg->next_offset;
+	seg_publish(log, seg, &b);
 	return 0;
+}
+
+/**
+ * krep_log_rx_reserve - room at the log end for a socket to write into
+ * @log: the log
+ * @len: bytes, at most a segment: in the tail segment, or a new one
+ * @rx: set up on success; release it with krep_log_rx_release()
+ *
+ * Return: 0; -EXFULL when @len is larger than a segment (or the tail
+ * does not end at the log end): the caller receives into a buffer and
+ * appends from it; -ENOSPC when the broker's memory cap would be passed;
+ * -ENOMEM.
+ */
+int krep_log_rx_reserve(struct krep_log *log, u32 len, struct krep_log_rx *rx)
+{
+	struct krep_segment *seg;
+	unsigned int n = 0;
+	u32 at, end;
+	int err;
+
+	memset(rx, 0, sizeof(*rx));
+	rx_close(log);		/* a room left open: never two at one place */
+	if (!len || len > log->segment_bytes)
+		return -EXFULL;
+	seg = list_empty(&log->segments) ? NULL :
+	      list_last_entry(&log->segments, struct krep_segment, node);
+	if (seg && seg->next_offset != log->end_offset)
+		return -EXFULL;
+	if (!seg || len > seg->cap - seg->size) {
+		/* an empty tail segment left by a dropped room is harmless */
+		seg = seg_new(log, log->end_offset);
+		if (!seg)
+			return -ENOMEM;
+	}
+	err = seg_reserve(log, seg, len);
+	if (err) {
+		if (!seg->size)
+			seg_free(log, seg);
+		return err;
+	}
+	rx->bvec = kvmalloc_array(DIV_ROUND_UP(len, PAGE_SIZE) + 1,
+				  sizeof(*rx->bvec), GFP_KERNEL);
+	if (!rx->bvec)
+		return -ENOMEM;
+	for (at = seg->size, end = seg->size + len; at < end; n++) {
+		u32 off = offset_in_page(at);
+		u32 k = min_t(u32, end - at, PAGE_SIZE - off);
+		struct page *page = seg->pages[at >> PAGE_SHIFT];
+
+		get_page(page);
+		bvec_set_page(&rx->bvec[n], page, k, off);
+		at += k;
+	}
+	rx->nr = n;
+	rx->seg = seg;
+	rx->pos = seg->size;
+	rx->len = len;
+	rx->gen = log->gen;
+	log->rx_open = true;
+	return 0;
+}
+
+/**
+ * krep_log_rx_commit - make the batches a socket wrote into @rx part of
+ * the log
+ * @log: the log
+ * @rx: the room, filled
+ * @done: told of each batch published (may be NULL)
+ * @arg: for @done
+ *
+ * Each batch must pass its CRC check in place and start at the log end
+ * offset; those before the first that does not are kept.
+ *
+ * Return: 0; -ESTALE when the room is gone (the log changed meanwhile:
+ * nothing is published); -EBADMSG for a malformed or corrupt batch;
+ * -EPROTO for one that does not start at the log end.
+ */
+int krep_log_rx_commit(struct krep_log *log, struct krep_log_rx *rx,
+		       krep_log_batch_t done, void *arg)
+{
+	struct krep_segment *seg = rx->seg;
+	u32 pos = rx->pos, end = rx->pos + rx->len;
+	u8 hdr[KREP_RB_HDR_LEN];
+	struct krep_batch b;
+
+	if (!seg || rx->gen != log->gen || !log->rx_open)
+		return -ESTALE;
+	log->rx_open = false;
+	while (pos < end) {
+		if (end - pos < sizeof(hdr))
+			return -EBADMSG;
+		seg_read(seg, pos, hdr, sizeof(hdr));
+		if (krep_batch_parse(hdr, sizeof(hdr), &b) ||
+		    b.len > end - pos || !seg_crc_ok(seg, pos, b.len))
+			return -EBADMSG;
+		if (b.base_offset != log->end_offset)
+			return -EPROTO;
+		seg_publish(log, seg, &b);
+		if (done)
+			done(&b, arg);
+		pos += b.len;
+	}
+	return 0;
+}
+
+/* the room will not be committed (the receive failed or was dropped) */
+void krep_log_rx_abort(struct krep_log *log, struct krep_log_rx *rx)
+{
+	if (rx->seg && rx->gen == log->gen)
+		log->rx_open = false;
+}
+
+/* drop @rx's page references; the log need not exist any more */
+void krep_log_rx_release(struct krep_log_rx *rx)
+{
+	unsigned int i;
+
+	for (i = 0; i < rx->nr; i++)
+		put_page(rx->bvec[i].bv_page);
+	kvfree(rx->bvec);
+	memset(rx, 0, sizeof(*rx));
 }
 
 static struct krep_segment *find_segment(struct krep_log *log, u64 offset)
@@ -329,26 +509,6 @@ static long walk_read(struct krep_log *log, u64 offset, u32 max_bytes,
 		c.pos += b.len;
 	}
 	return total;
-}
-
-/* CRC-32C of a stored batch, computed over its pages in place */
-static bool seg_crc_ok(const struct krep_segment *seg, u32 pos, u32 len)
-{
-	u32 crc = ~0U, want, at = pos + KREP_RB_ATTRIBUTES, end = pos + len;
-	__be32 stored;
-
-	seg_read(seg, pos + KREP_RB_CRC, (u8 *)&stored, sizeof(stored));
-	want = be32_to_cpu(stored);
-	while (at < end) {
-		u32 off = offset_in_page(at);
-		u32 n = min_t(u32, end - at, PAGE_SIZE - off);
-		u8 *addr = kmap_local_page(seg->pages[at >> PAGE_SHIFT]);
-
-		crc = __crc32c_le(crc, addr + off, n);
-		kunmap_local(addr);
-		at += n;
-	}
-	return (crc ^ ~0U) == want;
 }
 
 /**
@@ -485,6 +645,8 @@ void krep_log_advance_start(struct krep_log *log, u64 offset)
  */
 void krep_log_reset(struct krep_log *log, u64 offset)
 {
+	log->gen++;
+	log->rx_open = false;
 	krep_log_destroy(log);
 	log->start_offset = offset;
 	log->end_offset = offset;
@@ -509,6 +671,8 @@ u64 krep_log_truncate(struct krep_log *log, u64 offset)
 
 	if (offset >= log->end_offset)
 		return log->end_offset;
+	log->gen++;
+	log->rx_open = false;
 	if (offset <= log->start_offset) {
 		krep_log_reset(log, offset < log->start_offset ?
 			       log->start_offset : offset);

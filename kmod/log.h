@@ -15,7 +15,9 @@
 #include <linux/list.h>
 #include <linux/types.h>
 
+struct bio_vec;
 struct krep_batch;
+struct krep_segment;
 struct page;
 
 /* bytes of log a broker may hold, shared by all its partitions */
@@ -31,6 +33,22 @@ struct krep_log {
 	u64 bytes;			/* bytes of batches held */
 	u32 segment_bytes;
 	struct krep_mem *mem;
+	u64 gen;			/* bumped when a reserved room may be gone */
+	bool rx_open;			/* a room is reserved (krep_log_rx_*) */
+};
+
+/*
+ * Room at the log end that a socket fills in place (the follower's one
+ * copy: socket to log pages), made part of the log by
+ * krep_log_rx_commit() once checked. Holds a reference on each page.
+ */
+struct krep_log_rx {
+	struct krep_segment *seg;	/* dereferenced only while gen holds */
+	u64 gen;
+	u32 pos;			/* where the room starts in seg */
+	u32 len;
+	unsigned int nr;
+	struct bio_vec *bvec;		/* the room's page pieces */
 };
 
 /* a reader's decision for each batch: serve it, skip it, or stop before it */
@@ -42,6 +60,9 @@ enum krep_log_verdict {
 
 typedef enum krep_log_verdict (*krep_log_filter_t)(const struct krep_batch *b,
 						  void *arg);
+
+/* told of each batch krep_log_rx_commit() made part of the log */
+typedef void (*krep_log_batch_t)(const struct krep_batch *b, void *arg);
 
 /* one page-sized piece of a batch, for sending without copying */
 typedef int (*krep_log_frag_t)(struct page *page, u32 offset, u32 len,
@@ -62,5 +83,10 @@ void krep_log_advance_start(struct krep_log *log, u64 offset);
 void krep_log_reset(struct krep_log *log, u64 offset);
 u64 krep_log_truncate(struct krep_log *log, u64 offset);
 void krep_log_retain(struct krep_log *log, s64 retention_bytes, u64 hw);
+int krep_log_rx_reserve(struct krep_log *log, u32 len, struct krep_log_rx *rx);
+int krep_log_rx_commit(struct krep_log *log, struct krep_log_rx *rx,
+		       krep_log_batch_t done, void *arg);
+void krep_log_rx_abort(struct krep_log *log, struct krep_log_rx *rx);
+void krep_log_rx_release(struct krep_log_rx *rx);
 
 #endif /* _KREP_LOG_H */

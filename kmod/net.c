@@ -26,10 +26,12 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/bvec.h>
 #include <linux/inet.h>
 #include <linux/net.h>
 #include <linux/slab.h>
 #include <linux/tcp.h>
+#include <linux/uio.h>
 #include <net/sock.h>
 #include <net/tcp.h>
 
@@ -180,6 +182,7 @@ static void conn_release_work(struct work_struct *work)
 
 	if (cancel_work_sync(&c->rx_work))
 		krep_conn_put(c);	/* the queued work's reference */
+	krep_fetcher_rx_free(c);
 	krep_replica_cancel_delayed(c);
 	kernel_sock_shutdown(c->sock, SHUT_RDWR);
 	sock_release(c->sock);
@@ -383,17 +386,34 @@ int krep_conn_send_tx(struct krep_conn *c, u8 type, u32 correlation,
 	return err;
 }
 
-/* read up to @len bytes without blocking; 0 at the end of the stream */
-static int conn_recv(struct krep_conn *c, void *buf, u32 len)
+static int conn_recvmsg(struct krep_conn *c, struct msghdr *msg)
 {
-	struct kvec iov = { .iov_base = buf, .iov_len = len };
-	struct msghdr msg = { .msg_flags = MSG_DONTWAIT };
-	int ret;
+	int ret = sock_recvmsg(c->sock, msg, MSG_DONTWAIT);
 
-	ret = kernel_recvmsg(c->sock, &msg, &iov, 1, len, MSG_DONTWAIT);
 	if (ret > 0)
 		atomic64_add(ret, &c->kn->stats.rx_copy_bytes);
 	return ret;
+}
+
+/* read up to @len bytes without blocking; 0 at the end of the stream */
+int krep_conn_recv(struct krep_conn *c, void *buf, u32 len)
+{
+	struct kvec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT };
+
+	iov_iter_kvec(&msg.msg_iter, ITER_DEST, &iov, 1, len);
+	return conn_recvmsg(c, &msg);
+}
+
+/* the same into the page pieces @bv (@len bytes), past the first @skip */
+int krep_conn_recv_pages(struct krep_conn *c, const struct bio_vec *bv,
+			 unsigned int nr, u32 len, u32 skip)
+{
+	struct msghdr msg = { .msg_flags = MSG_DONTWAIT };
+
+	iov_iter_bvec(&msg.msg_iter, ITER_DEST, bv, nr, len);
+	iov_iter_advance(&msg.msg_iter, skip);
+	return conn_recvmsg(c, &msg);
 }
 
 static int send_hello(struct krep_conn *c)
@@ -476,15 +496,25 @@ static int dispatch(struct krep_conn *c, const char **why)
 			return -EPROTO;
 		}
 		return krep_replica_serve(c, corr, &c->payload, len, why);
-	case KREP_WIRE_FETCH_RESP:
-		if (!c->outbound || !test_bit(KREP_CONN_HELLO, &c->flags)) {
-			*why = "unexpected FETCH response";
-			return -EPROTO;
-		}
-		return krep_fetcher_response(c, corr, c->payload, len, why);
 	}
 	*why = "unknown frame type";
 	return -EPROTO;
+}
+
+/* a FETCH response is read as it arrives (fetcher.c), not buffered */
+static int stream_start(struct krep_conn *c, const char **why)
+{
+	u32 len = be32_to_cpu(c->hdr.length);
+	u32 corr = be32_to_cpu(c->hdr.correlation_id);
+	int err;
+
+	if (!c->outbound || !test_bit(KREP_CONN_HELLO, &c->flags)) {
+		*why = "unexpected FETCH response";
+		return -EPROTO;
+	}
+	err = krep_fetcher_rx_start(c, corr, len, why);
+	c->rx_stream = !err;
+	return err;
 }
 
 /* read and dispatch every complete frame the socket holds */
@@ -497,8 +527,8 @@ void krep_conn_rx_work(struct work_struct *work)
 
 	while (!test_bit(KREP_CONN_DEAD, &c->flags) && budget--) {
 		if (c->hdr_got < sizeof(c->hdr)) {
-			ret = conn_recv(c, (u8 *)&c->hdr + c->hdr_got,
-					sizeof(c->hdr) - c->hdr_got);
+			ret = krep_conn_recv(c, (u8 *)&c->hdr + c->hdr_got,
+					     sizeof(c->hdr) - c->hdr_got);
 			if (ret <= 0)
 				goto out;
 			c->hdr_got += ret;
@@ -518,9 +548,13 @@ void krep_conn_rx_work(struct work_struct *work)
 				why = "malformed or repeated HELLO";
 				goto bad;
 			}
+			if (c->hdr.type == KREP_WIRE_FETCH_RESP) {
+				if (stream_start(c, &why))
+					goto bad;
+				continue;
+			}
 			/* only a leader's response may be large */
-			if (c->hdr.type != KREP_WIRE_FETCH_RESP &&
-			    be32_to_cpu(c->hdr.length) > KREP_WIRE_MAX_REQUEST) {
+			if (be32_to_cpu(c->hdr.length) > KREP_WIRE_MAX_REQUEST) {
 				why = "oversized request frame";
 				goto bad;
 			}
@@ -532,10 +566,20 @@ void krep_conn_rx_work(struct work_struct *work)
 				goto bad;
 			}
 		}
+		if (c->rx_stream) {
+			ret = krep_fetcher_rx(c, &why);
+			if (ret == -EAGAIN)
+				goto out;
+			if (ret)
+				goto bad;
+			c->rx_stream = false;
+			c->hdr_got = 0;
+			continue;
+		}
 		if (c->payload_got < be32_to_cpu(c->hdr.length)) {
-			ret = conn_recv(c, c->payload + c->payload_got,
-					be32_to_cpu(c->hdr.length) -
-					c->payload_got);
+			ret = krep_conn_recv(c, c->payload + c->payload_got,
+					     be32_to_cpu(c->hdr.length) -
+					     c->payload_got);
 			if (ret <= 0)
 				goto out;
 			c->payload_got += ret;

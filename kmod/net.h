@@ -18,7 +18,9 @@
 
 struct socket;
 struct sock;
+struct bio_vec;
 struct krep_delayed_fetch;
+struct krep_fetch_rx;
 
 /*
  * One TCP connection between two brokers. Outbound connections are made
@@ -49,6 +51,8 @@ struct krep_conn {
 	u32 hdr_got;
 	u8 *payload;
 	u32 payload_got;
+	bool rx_stream;			/* a FETCH response read as it comes */
+	struct krep_fetch_rx *frx;	/* its state (fetcher.c) */
 	/* leader side: the FETCH parked until data or its max wait */
 	struct mutex delayed_lock;
 	struct krep_delayed_fetch *delayed;
@@ -130,6 +134,9 @@ int krep_conn_send(struct krep_conn *c, u8 type, u32 correlation,
 void krep_conn_close(struct krep_conn *c, const char *why);
 void krep_conn_put(struct krep_conn *c);
 int krep_conn_cpu(const struct krep_conn *c);
+int krep_conn_recv(struct krep_conn *c, void *buf, u32 len);
+int krep_conn_recv_pages(struct krep_conn *c, const struct bio_vec *bv,
+			 unsigned int nr, u32 len, u32 skip);
 void krep_conn_queue(struct krep_conn *c, struct work_struct *work);
 void krep_conn_rx_work(struct work_struct *work);
 

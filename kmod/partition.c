@@ -1235,6 +1235,49 @@ bool krep_partition_fetch_state(struct krep_partition *p, u32 leader_id,
 	return follows;
 }
 
+/* the partition's bookkeeping for a batch a follower appended */
+static void follower_batch_done(const struct krep_batch *b, void *arg)
+{
+	struct krep_partition *p = arg;
+
+	if (b->leader_epoch >= 0 &&
+	    krep_epoch_latest(&p->epochs) < b->leader_epoch)
+		krep_epoch_assign(&p->epochs, b->leader_epoch, b->base_offset);
+	trace_krep_leo_update(p, p->replicas[p->self], b->base_offset,
+			      p->log.end_offset);
+}
+
+/* after a response's records: the leader's log start, then HW and LSO */
+static void follower_catch_up(struct krep_partition *p,
+			      const struct krep_fetch_result *res)
+{
+	u64 hw;
+
+	if (res->log_start > p->log.start_offset) {
+		u64 old = p->log.start_offset;
+
+		krep_log_advance_start(&p->log, min(res->log_start,
+						    p->log.end_offset));
+		krep_epoch_truncate_start(&p->epochs, p->log.start_offset);
+		trace_krep_log_start_update(p, p->replicas[p->self], old,
+					    p->log.start_offset);
+	}
+	hw = min(p->log.end_offset, res->hw);
+	if (hw > p->hw)
+		krep_partition_set_hw(p, hw);
+	krep_partition_update_lso(p);
+	if (p->log.start_offset > p->low_watermark)
+		p->low_watermark = p->log.start_offset;
+	krep_partition_wake(p);
+}
+
+/* this replica follows @leader_id in the epoch the response answers */
+static bool follows(const struct krep_partition *p, u32 leader_id)
+{
+	return !p->dead && p->role == KREP_ROLE_FOLLOWER &&
+	       p->leader == leader_id;
+}
+
 /**
  * krep_partition_follower_apply - append what the leader sent
  * @p: the partition
@@ -1256,11 +1299,10 @@ int krep_partition_follower_apply(struct krep_partition *p, u32 leader_id,
 {
 	const u8 *end = records + len;
 	struct krep_batch b;
-	u64 hw;
 	int err = 0;
 
 	mutex_lock(&p->lock);
-	if (p->dead || p->role != KREP_ROLE_FOLLOWER || p->leader != leader_id)
+	if (!follows(p, leader_id))
 		goto out;
 	if (res->error == KREP_KERR_OFFSET_OUT_OF_RANGE &&
 	    p->log.end_offset < res->log_start) {
@@ -1293,32 +1335,85 @@ int krep_partition_follower_apply(struct krep_partition *p, u32 leader_id,
 				      b.leader_epoch);
 		if (err)
 			break;
-		if (b.leader_epoch >= 0 &&
-		    krep_epoch_latest(&p->epochs) < b.leader_epoch)
-			krep_epoch_assign(&p->epochs, b.leader_epoch,
-					  b.base_offset);
-		trace_krep_leo_update(p, p->replicas[p->self], b.base_offset,
-				      p->log.end_offset);
+		follower_batch_done(&b, p);
 		atomic64_add(b.len, &p->topic->kn->stats.follower_bytes);
 		records += b.len;
 	}
-	if (res->log_start > p->log.start_offset) {
-		u64 old = p->log.start_offset;
-
-		krep_log_advance_start(&p->log, min(res->log_start,
-						    p->log.end_offset));
-		krep_epoch_truncate_start(&p->epochs, p->log.start_offset);
-		trace_krep_log_start_update(p, p->replicas[p->self], old,
-					    p->log.start_offset);
-	}
-	hw = min(p->log.end_offset, res->hw);
-	if (hw > p->hw)
-		krep_partition_set_hw(p, hw);
-	krep_partition_update_lso(p);
-	if (p->log.start_offset > p->low_watermark)
-		p->low_watermark = p->log.start_offset;
-	krep_partition_wake(p);
+	follower_catch_up(p, res);
 out:
 	mutex_unlock(&p->lock);
 	return err;
+}
+
+/**
+ * krep_partition_rx_begin - room in the log for a response's records, for
+ * the follower to receive them in place
+ * @p: the partition
+ * @leader_id: the broker answering
+ * @res: the response's fixed part for this partition
+ * @len: the records' length
+ * @rx: the room, on success
+ * @epoch: set to the leader epoch it is reserved in
+ *
+ * Return: 0, or a negative errno: receive into a buffer and apply it
+ * with krep_partition_follower_apply() instead (it also handles errors,
+ * divergence and a log that must start over).
+ */
+int krep_partition_rx_begin(struct krep_partition *p, u32 leader_id,
+			    const struct krep_fetch_result *res, u32 len,
+			    struct krep_log_rx *rx, u32 *epoch)
+{
+	int err = -EAGAIN;
+
+	mutex_lock(&p->lock);
+	if (follows(p, leader_id) && !res->error &&
+	    res->div_end == KREP_NO_DIVERGENCE) {
+		err = krep_log_rx_reserve(&p->log, len, rx);
+		*epoch = p->leader_epoch;
+	}
+	mutex_unlock(&p->lock);
+	return err;
+}
+
+/**
+ * krep_partition_rx_end - the room of krep_partition_rx_begin() is filled
+ * @p: the partition
+ * @leader_id: the broker that answered
+ * @epoch: the leader epoch the room was reserved in
+ * @res: the response's fixed part for this partition
+ * @rx: the room; released
+ *
+ * The same rules as krep_partition_follower_apply(); records that come
+ * after a change of leader, epoch or log are dropped (the next FETCH
+ * asks again from the LEO).
+ *
+ * Return: 0, or -EBADMSG / -EPROTO for records that are unusable.
+ */
+int krep_partition_rx_end(struct krep_partition *p, u32 leader_id, u32 epoch,
+			  const struct krep_fetch_result *res,
+			  struct krep_log_rx *rx)
+{
+	int err = 0;
+
+	mutex_lock(&p->lock);
+	if (follows(p, leader_id) && p->leader_epoch == epoch) {
+		err = krep_log_rx_commit(&p->log, rx, follower_batch_done, p);
+		if (err == -ESTALE)
+			err = 0;
+		follower_catch_up(p, res);
+	} else {
+		krep_log_rx_abort(&p->log, rx);
+	}
+	mutex_unlock(&p->lock);
+	krep_log_rx_release(rx);
+	return err;
+}
+
+/* the room will not be filled: the connection went */
+void krep_partition_rx_cancel(struct krep_partition *p, struct krep_log_rx *rx)
+{
+	mutex_lock(&p->lock);
+	krep_log_rx_abort(&p->log, rx);
+	mutex_unlock(&p->lock);
+	krep_log_rx_release(rx);
 }

@@ -157,6 +157,13 @@ long krep_partition_follower_read(struct krep_partition *p, u32 replica_id,
 				  struct krep_fetch_result *res);
 bool krep_partition_fetch_state(struct krep_partition *p, u32 leader_id,
 				struct krep_fetch_part *fp);
+int krep_partition_rx_begin(struct krep_partition *p, u32 leader_id,
+			    const struct krep_fetch_result *res, u32 len,
+			    struct krep_log_rx *rx, u32 *epoch);
+int krep_partition_rx_end(struct krep_partition *p, u32 leader_id, u32 epoch,
+			  const struct krep_fetch_result *res,
+			  struct krep_log_rx *rx);
+void krep_partition_rx_cancel(struct krep_partition *p, struct krep_log_rx *rx);
 int krep_partition_follower_apply(struct krep_partition *p, u32 leader_id,
 				  const struct krep_fetch_result *res,
 				  const u8 *records, u32 len);

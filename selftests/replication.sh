@@ -170,7 +170,7 @@ kmark_ts() {
 		sed -nE '1s/^\[ *([0-9.]+)\].*/\1/p'
 }
 
-ktap_plan 36
+ktap_plan 37
 
 # --- set-up ---------------------------------------------------------------
 
@@ -369,6 +369,25 @@ if krep_wait_for 30 final_ok; then
 else
 	jq -c '.[] | {partition, role, leo, hw, lso, log_bytes}' "$tmp/final" | ktap_diag_stdin
 	ktap_fail "bulk: every replica of bulk-0..2 ends with LEO = HW = LSO = the end and the same log bytes"
+fi
+
+# a follower receives replicated batches straight into its log's pages:
+# one copy (socket to log) per byte, none through a buffer
+copy_viol=
+for ns in "$B2" "$B3"; do
+	held=$(jq -s --arg ns "$ns" '[.[][] | select(.role == "follower") | .log_bytes] | add // 0' \
+		<(describe "$ns" bulk))
+	counters=$(kc "$ns" --json stats | jq -c '.counters')
+	jq -e --argjson held "$held" \
+		'.follower_bytes == 0 and .rx_copy_bytes >= $held and $held > 0' \
+		<<<"$counters" >/dev/null ||
+		copy_viol+="$ns: holds $held follower log bytes, counters $counters; "
+done
+if [ -z "$copy_viol" ]; then
+	ktap_ok "bulk: followers copied each replicated byte once, socket to log (follower_bytes 0, rx_copy_bytes >= the bytes they hold)"
+else
+	ktap_diag "$copy_viol"
+	ktap_fail "bulk: followers copied each replicated byte once, socket to log (follower_bytes 0, rx_copy_bytes >= the bytes they hold)"
 fi
 
 kc "$B1" consume bulk partition 0 -c "$BULK" max-bytes 65531 >"$tmp/out0" 2>"$tmp/cons.err"
