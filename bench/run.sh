@@ -41,6 +41,9 @@
 #                         latency percentiles, 10,000 of them when a commit
 #                         takes less than 3 ms
 #   BENCH_INFLIGHT [8]    writers of a many-in-flight run
+#   BENCH_INFLIGHT_MANY [32]  writers of krep's extra, deeper run (1
+#                         partition), where acks=all is not bound by
+#                         the round trip of 8 writers
 #   BENCH_BUDGET [780]    seconds the whole run may take: after the
 #                         first trial, a trial starts only if the slowest
 #                         so far would still end in time (the VM's
@@ -62,6 +65,7 @@ LAT_SECS=${BENCH_LAT_SECS:-3}
 KREP_LAT_SECS=${BENCH_KREP_LAT_SECS:-8}
 BUDGET=${BENCH_BUDGET:-780}
 INFL=${BENCH_INFLIGHT:-8}
+INFL_MANY=${BENCH_INFLIGHT_MANY:-32}
 SYSTEMS=${BENCH_SYSTEMS:-krep redis nats etcd}
 SIZES="100 1024"
 
@@ -339,10 +343,11 @@ run_krep() {	# run_krep TRIAL
 	local t=$1 s acks shape topic parts infl case
 	for s in $SIZES; do
 		for acks in all 1; do
-			for shape in p1-if1 p1-ifN p4-ifN; do
+			for shape in p1-if1 p1-ifN p1-ifM p4-ifN; do
 				case $shape in
 				p1-if1) topic=b1 parts=1 infl=1 ;;
 				p1-ifN) topic=b1 parts=1 infl=$INFL ;;
+				p1-ifM) topic=b1 parts=1 infl=$INFL_MANY ;;
 				p4-ifN) topic=b4 parts=4 infl=$INFL ;;
 				esac
 				case=$shape-acks$acks-$s
@@ -393,7 +398,7 @@ mkdir -p $W
 longest=0
 slub=$(cat /sys/kernel/slab/kmalloc-64/sanity_checks 2>/dev/null)
 clk=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)
-echo "BENCH-BEGIN trials=$TRIALS slub_debug_checks=${slub:-?} clocksource=${clk:-?} secs=$SECS lat_n=$LAT_N inflight=$INFL systems=\"$SYSTEMS\" kernel=$(uname -r) cpus=$(nproc) cpu=\"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')\""
+echo "BENCH-BEGIN trials=$TRIALS slub_debug_checks=${slub:-?} clocksource=${clk:-?} secs=$SECS lat_n=$LAT_N inflight=$INFL inflight_many=$INFL_MANY systems=\"$SYSTEMS\" kernel=$(uname -r) cpus=$(nproc) cpu=\"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')\""
 for f in krep_load tcp_rr redis_wait nats_pub etcd_put bench_pctl; do
 	[ -x "$B/$f" ] || { echo "bench: $B/$f is not built (make -C bench)" >&2; exit 1; }
 done

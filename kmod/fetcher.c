@@ -115,6 +115,22 @@ static u8 *build_fetch(struct krep_net *kn, u32 self, u32 leader, u32 *lenp)
 }
 
 /*
+ * Arm the fetch work @delay from now unless the net state stopped: under
+ * its lock, so krep_net_stop()'s cancel, which comes after it sets
+ * "stopped", always sees the timer (a timer armed after the cancel
+ * would fire on freed peers).
+ */
+static void arm_fetch(struct krep_peer *peer, unsigned long delay)
+{
+	struct krep_net_state *ns = peer->kn->ns;
+
+	mutex_lock(&ns->lock);
+	if (!ns->stopped)
+		mod_delayed_work(krep_wq, &peer->fetch_work, delay);
+	mutex_unlock(&ns->lock);
+}
+
+/*
  * Send the next FETCH on @c unless one is out; with one out, close a
  * connection whose answer is overdue or wait for the deadline.
  */
@@ -125,6 +141,7 @@ static void fetcher_send(struct krep_peer *peer, struct krep_conn *c)
 	struct krep_broker_cfg *cfg;
 	unsigned long deadline;
 	u32 self, len, corr;
+	bool late;
 	u8 *buf;
 
 	mutex_lock(&ns->lock);
@@ -136,12 +153,13 @@ static void fetcher_send(struct krep_peer *peer, struct krep_conn *c)
 		deadline = peer->fetch_sent +
 			   msecs_to_jiffies(KREP_REPLICA_FETCH_WAIT_MS +
 					    KREP_FETCH_RESP_TIMEOUT_MS);
-		mutex_unlock(&ns->lock);
-		if (time_after_eq(jiffies, deadline))
-			krep_conn_close(c, "no FETCH response in time");
-		else
+		late = time_after_eq(jiffies, deadline);
+		if (!late)
 			mod_delayed_work(krep_wq, &peer->fetch_work,
 					 deadline - jiffies);
+		mutex_unlock(&ns->lock);
+		if (late)
+			krep_conn_close(c, "no FETCH response in time");
 		return;
 	}
 	/* claimed: the fetch work and the receive path never both send */
@@ -162,10 +180,9 @@ static void fetcher_send(struct krep_peer *peer, struct krep_conn *c)
 	}
 	if (krep_conn_send(c, KREP_WIRE_FETCH, corr, buf, len))
 		krep_conn_close(c, "cannot send FETCH");
-	else if (!READ_ONCE(ns->stopped))
-		mod_delayed_work(krep_wq, &peer->fetch_work,
-				 msecs_to_jiffies(KREP_REPLICA_FETCH_WAIT_MS +
-						  KREP_FETCH_RESP_TIMEOUT_MS));
+	else
+		arm_fetch(peer, msecs_to_jiffies(KREP_REPLICA_FETCH_WAIT_MS +
+						 KREP_FETCH_RESP_TIMEOUT_MS));
 	kvfree(buf);
 }
 
@@ -193,9 +210,10 @@ void krep_fetcher_work(struct work_struct *work)
  * part of each partition into a small buffer, then its records straight
  * into the room the partition's log reserved for them
  * (krep_partition_rx_begin()), so a replicated byte is copied once,
- * socket to log. Records that have no room (a partition this broker
- * does not follow, an error, a full tail segment) go through a buffer
- * and krep_partition_follower_apply().
+ * socket to log. Records that get no room (an error or divergence, a
+ * batch run larger than a segment, the memory cap) go through a buffer
+ * and krep_partition_follower_apply(); those of a partition this broker
+ * does not host are read through a small scratch buffer and dropped.
  */
 enum {
 	FRX_COUNT,		/* the partition count */
@@ -258,9 +276,6 @@ static int frx_fill(struct krep_conn *c, struct krep_fetch_rx *f,
 /* done with the partition being read: on to the next one */
 static void frx_next(struct krep_fetch_rx *f)
 {
-	if (f->direct)
-		krep_partition_rx_cancel(f->p, &f->room);
-	f->direct = false;
 	kvfree(f->bounce);
 	f->bounce = NULL;
 	krep_topic_put(f->t);
@@ -307,7 +322,7 @@ static int frx_head(struct krep_conn *c, struct krep_fetch_rx *f,
 	f->direct = f->p && f->rlen &&
 		    !krep_partition_rx_begin(f->p, c->peer->id, &f->res,
 					     f->rlen, &f->room, &f->epoch);
-	if (!f->direct && f->rlen) {
+	if (!f->direct && f->p && f->rlen) {
 		f->bounce = kvmalloc(f->rlen, GFP_KERNEL);
 		if (!f->bounce) {
 			*why = "out of memory for a FETCH response";
@@ -345,9 +360,13 @@ static int frx_records(struct krep_conn *c, struct krep_fetch_rx *f,
 		if (f->direct)
 			ret = krep_conn_recv_pages(c, f->room.bvec, f->room.nr,
 						   f->rlen, f->rgot);
-		else
+		else if (f->bounce)
 			ret = krep_conn_recv(c, f->bounce + f->rgot,
 					     f->rlen - f->rgot);
+		else	/* not hosted here: drop them */
+			ret = krep_conn_recv(c, f->buf,
+					     min_t(u32, f->rlen - f->rgot,
+						   sizeof(f->buf)));
 		if (ret <= 0)
 			return frx_recv_error(ret, why);
 		f->rgot += ret;
@@ -368,9 +387,8 @@ static void frx_done(struct krep_conn *c, struct krep_fetch_rx *f)
 	peer->fetch_inflight = false;
 	mutex_unlock(&ns->lock);
 	/* only errors (epochs not yet agreed, say): back off, don't spin */
-	if (f->errors && !f->progress && !READ_ONCE(ns->stopped))
-		mod_delayed_work(krep_wq, &peer->fetch_work,
-				 msecs_to_jiffies(KREP_FETCH_BACKOFF_MS));
+	if (f->errors && !f->progress)
+		arm_fetch(peer, msecs_to_jiffies(KREP_FETCH_BACKOFF_MS));
 	else
 		fetcher_send(peer, c);	/* from here: no work to wake */
 }
@@ -470,6 +488,7 @@ int krep_fetcher_rx(struct krep_conn *c, const char **why)
 			err = frx_records(c, f, why);
 			if (err)
 				return err;
+			cond_resched();	/* a response may hold many */
 			break;
 		}
 	}

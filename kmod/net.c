@@ -106,6 +106,14 @@ int krep_conn_cpu(const struct krep_conn *c)
 	return cpu < 0 || !cpu_online(cpu) ? WORK_CPU_UNBOUND : cpu;
 }
 
+/* bytes the socket takes now without blocking (an estimate, unlocked) */
+u32 krep_conn_send_room(struct krep_conn *c)
+{
+	int room = sk_stream_wspace(c->sock->sk);
+
+	return room > 0 ? room : 0;
+}
+
 /* queue @work of a live connection, holding a reference for it */
 void krep_conn_queue(struct krep_conn *c, struct work_struct *work)
 {

@@ -134,6 +134,7 @@ int krep_conn_send(struct krep_conn *c, u8 type, u32 correlation,
 void krep_conn_close(struct krep_conn *c, const char *why);
 void krep_conn_put(struct krep_conn *c);
 int krep_conn_cpu(const struct krep_conn *c);
+u32 krep_conn_send_room(struct krep_conn *c);
 int krep_conn_recv(struct krep_conn *c, void *buf, u32 len);
 int krep_conn_recv_pages(struct krep_conn *c, const struct bio_vec *bv,
 			 unsigned int nr, u32 len, u32 skip);

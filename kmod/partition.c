@@ -385,7 +385,8 @@ static int leader_append(struct krep_partition *p, const u8 *batch, u32 len,
 static bool commit_done(const struct krep_partition *p, u64 last)
 {
 	return READ_ONCE(p->hw) > last || READ_ONCE(p->dead) ||
-	       krep_exiting() || krep_partition_isr_size(p) < min_isr(p);
+	       READ_ONCE(p->role) != KREP_ROLE_LEADER || krep_exiting() ||
+	       krep_partition_isr_size(p) < min_isr(p);
 }
 
 /*
@@ -417,7 +418,7 @@ static long sleep_commit(struct krep_partition *p, u64 last, long left)
 	return left;
 }
 
-/* acks=all: wait until HW passes @last, the ISR is too small, or time out */
+/* under p->lock: 0 committed, -EINPROGRESS still waiting, or the error */
 static int commit_state(struct krep_partition *p, u64 last,
 			struct krep_status *st)
 {
@@ -436,6 +437,7 @@ static int commit_state(struct krep_partition *p, u64 last,
 }
 
 /*
+ * acks=all: wait until HW passes @last, the ISR is too small, or time out.
  * Called without p->lock: producers that one HW move commits together
  * return without queueing on the lock, which they would take only to
  * see what the lockless look at HW already told them.
@@ -1311,7 +1313,7 @@ int krep_partition_follower_apply(struct krep_partition *p, u32 leader_id,
 				    res->log_start);
 		krep_log_reset(&p->log, res->log_start);
 		krep_epoch_truncate_end(&p->epochs, 0);
-		p->hw = min(p->hw, p->log.end_offset);
+		WRITE_ONCE(p->hw, min(p->hw, p->log.end_offset));
 		goto out;
 	}
 	if (!res->error && res->div_end != KREP_NO_DIVERGENCE) {

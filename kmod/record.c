@@ -41,6 +41,10 @@ int krep_batch_parse(const u8 *buf, size_t len, struct krep_batch *b)
 	b->producer_id = get_unaligned_be64(buf + KREP_RB_PRODUCER_ID);
 	b->producer_epoch = get_unaligned_be16(buf + KREP_RB_PRODUCER_EPOCH);
 	b->count = get_unaligned_be32(buf + KREP_RB_COUNT);
+	/* a leader's records are input too: nothing that would move LEO back */
+	if (buf[KREP_RB_MAGIC] != KREP_RB_MAGIC_V2 || b->last_delta < 0 ||
+	    b->base_offset < 0)
+		return -EINVAL;
 	return 0;
 }
 

@@ -37,6 +37,8 @@
 
 #define KREP_RESP_PART_OVERHEAD	(2 + KREP_TOPIC_NAME_MAX + \
 				 sizeof(struct krep_wire_resp_part))
+/* a producer answers a parked FETCH only with this much send room */
+#define KREP_INLINE_ROOM_MIN	4096
 
 struct fetch_waiter {
 	wait_queue_entry_t wq;
@@ -167,10 +169,13 @@ static int tx_emit(struct page *page, u32 off, u32 len, void *ctx)
 /*
  * Build the response and send it: the fixed parts from a small buffer,
  * the records straight from the log's pages (kernel_sendpage, no copy).
+ * @room, unless U32_MAX, is what the socket takes without blocking: the
+ * response then stays within it (no first batch past the budget).
  * @sent is set when it went out (data, errors or the deadline), else the
  * fetch stays parked.
  */
-static int respond(struct krep_delayed_fetch *df, bool force, bool *sent)
+static int respond(struct krep_delayed_fetch *df, bool force, u32 room,
+		   bool *sent)
 {
 	u32 hcap = 4 + df->n * KREP_RESP_PART_OVERHEAD;
 	u32 budget = df->max_bytes, total = 0;
@@ -181,6 +186,9 @@ static int respond(struct krep_delayed_fetch *df, bool force, bool *sent)
 	int err;
 
 	*sent = false;
+	if (room != U32_MAX)
+		budget = min(budget, room > hcap + sizeof(struct krep_wire_hdr) ?
+			     room - hcap - sizeof(struct krep_wire_hdr) : 0);
 	tx.hbuf = kvmalloc(hcap, GFP_KERNEL);
 	if (!tx.hbuf)
 		return -ENOMEM;
@@ -210,7 +218,8 @@ static int respond(struct krep_delayed_fetch *df, bool force, bool *sent)
 		if (e->p) {
 			len = krep_partition_follower_read(e->p, df->replica_id,
 							   &e->fp, budget,
-							   !total, tx_emit,
+							   !total && room == U32_MAX,
+							   tx_emit,
 							   &tx, &res);
 			if (len < 0) {
 				err = len;
@@ -272,11 +281,27 @@ static void delayed_free(struct krep_delayed_fetch *df)
 	krep_obj_put(KREP_OBJ_DELAYED_FETCH);
 }
 
-/* retry a parked FETCH: woken by an append, or its max wait is over */
-/* retry @c's parked FETCH: woken by an append, or its max wait is over */
-static void serve_parked(struct krep_conn *c)
+/*
+ * Queue @c's fetch work on its CPU at once. With delayed_lock held and a
+ * FETCH parked: krep_replica_cancel_delayed() clears c->delayed under
+ * that lock before it cancels the work, so nothing queues it after.
+ */
+static void kick_parked(struct krep_conn *c)
+{
+	lockdep_assert_held(&c->delayed_lock);
+	mod_delayed_work_on(krep_conn_cpu(c), krep_wq, &c->fetch_work, 0);
+}
+
+/*
+ * Retry @c's parked FETCH: woken by an append, or its max wait is over.
+ * @inline_send: from a producer, which must not block on a follower that
+ * does not read: the answer stays within what the socket takes at once,
+ * and what does not fit is left to the fetch work.
+ */
+static void serve_parked(struct krep_conn *c, bool inline_send)
 {
 	struct krep_delayed_fetch *df;
+	u32 room = U32_MAX;
 	bool sent = false;
 	int err;
 
@@ -284,8 +309,15 @@ static void serve_parked(struct krep_conn *c)
 	df = c->delayed;
 	if (!df)
 		goto out;
+	if (inline_send) {
+		room = krep_conn_send_room(c);
+		if (room < KREP_INLINE_ROOM_MIN) {
+			kick_parked(c);
+			goto out;
+		}
+	}
 	clear_bit(KREP_CONN_WOKEN, &c->flags);
-	err = respond(df, time_after_eq(jiffies, df->deadline), &sent);
+	err = respond(df, time_after_eq(jiffies, df->deadline), room, &sent);
 	if (err) {
 		krep_conn_close(c, "cannot send a FETCH response");
 		sent = true;
@@ -293,6 +325,8 @@ static void serve_parked(struct krep_conn *c)
 	if (sent) {
 		c->delayed = NULL;
 		delayed_free(df);
+	} else if (inline_send) {
+		kick_parked(c);	/* woken, but what came did not fit */
 	} else if (!test_bit(KREP_CONN_WOKEN, &c->flags)) {
 		/* a wake during respond() already queued us: keep that */
 		mod_delayed_work(krep_wq, &c->fetch_work,
@@ -312,7 +346,7 @@ static void fetch_work(struct work_struct *work)
 		krep_conn_close(c, "no HELLO in time");
 		return;
 	}
-	serve_parked(c);
+	serve_parked(c, false);
 }
 
 /**
@@ -336,12 +370,15 @@ void krep_replica_serve_woken(struct krep_wake_serve *ws)
 	for (i = 0; i < ws->n; i++) {
 		struct krep_conn *c = ws->conns[i];
 
-		if (i != here)
-			mod_delayed_work_on(krep_conn_cpu(c), krep_wq,
-					    &c->fetch_work, 0);
+		if (i == here)
+			continue;
+		mutex_lock(&c->delayed_lock);
+		if (c->delayed)
+			kick_parked(c);
+		mutex_unlock(&c->delayed_lock);
 	}
 	if (ws->n)
-		serve_parked(ws->conns[here]);
+		serve_parked(ws->conns[here], true);
 	for (i = 0; i < ws->n; i++)
 		krep_conn_put(ws->conns[i]);
 	ws->n = 0;
@@ -377,7 +414,8 @@ static int park_and_respond(struct krep_conn *c, struct krep_delayed_fetch *df)
 		df->nwait++;
 	}
 	c->delayed = df;
-	err = respond(df, time_after_eq(jiffies, df->deadline), &sent);
+	err = respond(df, time_after_eq(jiffies, df->deadline), U32_MAX,
+		      &sent);
 	if (err || sent) {
 		c->delayed = NULL;
 		waiters_remove(df);

@@ -71,7 +71,7 @@ static void become_leader(struct krep_partition *p, u64 now)
 {
 	unsigned int i;
 
-	p->role = KREP_ROLE_LEADER;
+	WRITE_ONCE(p->role, KREP_ROLE_LEADER);
 	krep_epoch_assign(&p->epochs, p->leader_epoch, p->log.end_offset);
 	p->epoch_start_offset = p->log.end_offset;
 	for (i = 0; i < p->nreplicas; i++) {
@@ -151,7 +151,7 @@ int krep_partition_leader_and_isr(struct krep_partition *p,
 	if (lai->leader == self) {
 		become_leader(p, krep_now_ms());
 	} else {
-		p->role = KREP_ROLE_FOLLOWER;
+		WRITE_ONCE(p->role, KREP_ROLE_FOLLOWER);
 		krep_partition_reset_pending(p);
 		*follow = lai->leader;
 	}
@@ -265,7 +265,7 @@ void krep_partition_truncate(struct krep_partition *p, u64 offset,
 	leo = krep_log_truncate(&p->log, offset);
 	krep_epoch_truncate_end(&p->epochs, leo);
 	if (p->hw > leo)
-		p->hw = leo;
+		WRITE_ONCE(p->hw, leo);
 	if (p->lso > p->hw)
 		p->lso = p->hw;
 	krep_partition_reset_pending(p);

@@ -345,8 +345,10 @@ enum krep_stat_attr {
 	KREP_A_STAT_UNSPEC,
 	KREP_A_STAT_RECORDS,		/* u64: records appended as leader */
 	KREP_A_STAT_PRODUCE_BYTES,	/* u64: batch bytes copied into logs */
-	KREP_A_STAT_FOLLOWER_BYTES,	/* u64: replicated bytes copied in */
-	KREP_A_STAT_RX_COPY_BYTES,	/* u64: bytes copied from sockets */
+	KREP_A_STAT_FOLLOWER_BYTES,	/* u64: replicated, via a buffer */
+	KREP_A_STAT_RX_COPY_BYTES,	/* u64: copied from sockets, records
+					 * into a follower's log included
+					 */
 	KREP_A_STAT_TX_ZEROCOPY_BYTES,	/* u64: log bytes sent by reference */
 	KREP_A_STAT_PAD,
 
