@@ -236,6 +236,32 @@ static void seg_publish(struct krep_log *log, struct krep_segment *seg,
 	log->end_offset = seg->next_offset;
 }
 
+/* the segment the next @len bytes go to, the tail or a new one, with pages */
+static struct krep_segment *tail_reserve(struct krep_log *log, u32 len,
+					 int *errp)
+{
+	struct krep_segment *seg = NULL;
+	int err;
+
+	if (!list_empty(&log->segments))
+		seg = list_last_entry(&log->segments, struct krep_segment, node);
+	if (!seg || len > seg->cap - seg->size) {
+		seg = seg_new(log, log->end_offset);
+		if (!seg) {
+			*errp = -ENOMEM;
+			return NULL;
+		}
+	}
+	err = seg_reserve(log, seg, len);
+	if (err) {
+		if (!seg->size)
+			seg_free(log, seg);
+		*errp = err;
+		return NULL;
+	}
+	return seg;
+}
+
 /* a writer other than the open room's receive: seal the tail first */
 static void rx_close(struct krep_log *log)
 {
@@ -277,19 +303,9 @@ int krep_log_append(struct krep_log *log, const u8 *batch, u32 len,
 		return -EINVAL;
 	b.base_offset = base_offset;
 	rx_close(log);
-	if (!list_empty(&log->segments))
-		seg = list_last_entry(&log->segments, struct krep_segment, node);
-	if (!seg || seg->size + len > seg->cap) {
-		seg = seg_new(log, log->end_offset);
-		if (!seg)
-			return -ENOMEM;
-	}
-	err = seg_reserve(log, seg, len);
-	if (err) {
-		if (!seg->size)
-			seg_free(log, seg);
+	seg = tail_reserve(log, len, &err);
+	if (!seg)
 		return err;
-	}
 	/* the stamp replaces the first 16 bytes, which the CRC does not cover */
 	memcpy(stamp, batch, sizeof(stamp));
 	krep_batch_stamp(stamp, base_offset, leader_epoch);
@@ -326,18 +342,10 @@ int krep_log_rx_reserve(struct krep_log *log, u32 len, struct krep_log_rx *rx)
 	      list_last_entry(&log->segments, struct krep_segment, node);
 	if (seg && seg->next_offset != log->end_offset)
 		return -EXFULL;
-	if (!seg || len > seg->cap - seg->size) {
-		/* an empty tail segment left by a dropped room is harmless */
-		seg = seg_new(log, log->end_offset);
-		if (!seg)
-			return -ENOMEM;
-	}
-	err = seg_reserve(log, seg, len);
-	if (err) {
-		if (!seg->size)
-			seg_free(log, seg);
+	/* an empty tail segment left by a dropped room is harmless */
+	seg = tail_reserve(log, len, &err);
+	if (!seg)
 		return err;
-	}
 	rx->bvec = kvmalloc_array(DIV_ROUND_UP(len, PAGE_SIZE) + 1,
 				  sizeof(*rx->bvec), GFP_KERNEL);
 	if (!rx->bvec)
