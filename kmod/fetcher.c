@@ -211,9 +211,10 @@ void krep_fetcher_work(struct work_struct *work)
  * into the room the partition's log reserved for them
  * (krep_partition_rx_begin()), so a replicated byte is copied once,
  * socket to log. Records that get no room (an error or divergence, a
- * batch run larger than a segment, the memory cap) go through a buffer
- * and krep_partition_follower_apply(); those of a partition this broker
- * does not host are read through a small scratch buffer and dropped.
+ * batch run larger than a segment) go through a buffer and
+ * krep_partition_follower_apply(); those of a partition this broker
+ * does not host, or past its memory cap, are read through a small
+ * scratch buffer and dropped (at the cap the fetcher then backs off).
  */
 enum {
 	FRX_COUNT,		/* the partition count */
@@ -230,6 +231,7 @@ struct krep_fetch_rx {
 	u32 nparts, i;
 	u8 state;
 	bool errors, progress;
+	bool full;			/* records dropped: memory cap */
 	u32 got, need;
 	u8 buf[FRX_HEAD_MAX];
 	/* the partition being read */
@@ -296,6 +298,7 @@ static int frx_head(struct krep_conn *c, struct krep_fetch_rx *f,
 	const char *tname;
 	struct krep_rd rd;
 	u16 tlen;
+	int err;
 
 	krep_rd_init(&rd, f->buf, f->got);
 	tname = krep_rd_topic(&rd, &tlen);
@@ -319,10 +322,13 @@ static int frx_head(struct krep_conn *c, struct krep_fetch_rx *f,
 	p = f->t ? krep_topic_partition(f->t, f->part, &st) : NULL;
 	f->p = IS_ERR_OR_NULL(p) ? NULL : p;
 	f->rgot = 0;
-	f->direct = f->p && f->rlen &&
-		    !krep_partition_rx_begin(f->p, c->peer->id, &f->res,
-					     f->rlen, &f->room, &f->epoch);
-	if (!f->direct && f->p && f->rlen) {
+	err = f->p && f->rlen ?
+	      krep_partition_rx_begin(f->p, c->peer->id, &f->res, f->rlen,
+				      &f->room, &f->epoch) : -EAGAIN;
+	f->direct = !err;
+	if (err == -ENOSPC) {
+		f->full = true;	/* no room: the records are dropped */
+	} else if (!f->direct && f->p && f->rlen) {
 		f->bounce = kvmalloc(f->rlen, GFP_KERNEL);
 		if (!f->bounce) {
 			*why = "out of memory for a FETCH response";
@@ -343,10 +349,14 @@ static void frx_apply(struct krep_conn *c, struct krep_fetch_rx *f)
 		err = krep_partition_rx_end(f->p, c->peer->id, f->epoch,
 					    &f->res, &f->room);
 	} else if (f->p) {
+		/* without a buffer (no room), only the fixed part applies */
 		err = krep_partition_follower_apply(f->p, c->peer->id, &f->res,
-						    f->bounce, f->rlen);
+						    f->bounce,
+						    f->bounce ? f->rlen : 0);
 	}
-	if (err)
+	if (err == -ENOSPC)
+		f->full = true;
+	else if (err)
 		pr_warn_ratelimited("%s-%u: bad records from broker %u\n",
 				    f->name, f->part, c->peer->id);
 }
@@ -386,8 +396,15 @@ static void frx_done(struct krep_conn *c, struct krep_fetch_rx *f)
 	mutex_lock(&ns->lock);
 	peer->fetch_inflight = false;
 	mutex_unlock(&ns->lock);
-	/* only errors (epochs not yet agreed, say): back off, don't spin */
-	if (f->errors && !f->progress)
+	/*
+	 * Only errors (epochs not yet agreed, say), or records dropped at
+	 * the memory cap (until retention on the leader moves the log start
+	 * this broker adopts, or topics go): back off, don't spin.
+	 */
+	if (f->full)
+		pr_warn_ratelimited("records from broker %u dropped: log_memory_max reached; fetching again in %u ms\n",
+				    c->peer->id, KREP_FETCH_BACKOFF_MS);
+	if ((f->errors && !f->progress) || f->full)
 		arm_fetch(peer, msecs_to_jiffies(KREP_FETCH_BACKOFF_MS));
 	else
 		fetcher_send(peer, c);	/* from here: no work to wake */

@@ -140,13 +140,17 @@ static int commit_wake(struct wait_queue_entry *wq, unsigned int mode,
 	return autoremove_wake_function(wq, mode, flags, key);
 }
 
-/* HW moved: wake the fetches, and the producers it has committed */
+/*
+ * HW moved: wake the consumers' fetches (not the followers': HW alone has
+ * nothing for them), and the producers it has committed
+ */
 static void wake_hw(struct krep_partition *p)
 {
+	struct krep_wake_serve hw_only = { .hw_only = true };
 	u64 hw = p->hw;
 
 	lockdep_assert_held(&p->lock);
-	wake_up_all(&p->waitq);
+	__wake_up(&p->waitq, TASK_NORMAL, 0, &hw_only);
 	__wake_up(&p->commit_wq, TASK_NORMAL, 0, &hw);
 }
 
@@ -360,6 +364,17 @@ static void update_low_watermark(struct krep_partition *p)
 	prune_aborted(p);
 }
 
+/*
+ * retention.bytes: drop whole segments from the start, only below HW (as
+ * Kafka); run on each append and when HW moves, so that a log whose HW
+ * trailed its appends shrinks once the followers catch up
+ */
+static void leader_retain(struct krep_partition *p)
+{
+	krep_log_retain(&p->log, p->topic->config.retention_bytes, p->hw);
+	krep_epoch_truncate_start(&p->epochs, p->log.start_offset);
+}
+
 /* append at the log end as leader, stamping offset and epoch */
 static int leader_append(struct krep_partition *p, const u8 *batch, u32 len,
 			 u64 *base, struct krep_status *st)
@@ -374,8 +389,7 @@ static int leader_append(struct krep_partition *p, const u8 *batch, u32 len,
 	atomic64_add(len, &p->topic->kn->stats.produce_bytes);
 	atomic64_add(p->log.end_offset - *base, &p->topic->kn->stats.records);
 	pending_push(p, p->log.end_offset - 1);
-	krep_log_retain(&p->log, p->topic->config.retention_bytes, p->hw);
-	krep_epoch_truncate_start(&p->epochs, p->log.start_offset);
+	leader_retain(p);
 	update_low_watermark(p);
 	krep_partition_update_hw(p);
 	return 0;
@@ -1152,6 +1166,8 @@ int krep_partition_follower_update(struct krep_partition *p, u32 replica_id,
 	maybe_expand_isr(p, idx);
 	old_hw = p->hw;
 	krep_partition_update_hw(p);
+	if (p->hw != old_hw)
+		leader_retain(p);
 	update_low_watermark(p);
 	if (p->hw != old_hw)
 		wake_hw(p);

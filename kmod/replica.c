@@ -250,6 +250,8 @@ static int fetch_wake(wait_queue_entry_t *wq, unsigned int mode, int flags,
 	struct krep_conn *c = w->df->c;
 	struct krep_wake_serve *ws = key;
 
+	if (ws && ws->hw_only)
+		return 0;
 	/* serve_parked() re-arms for the deadline unless it sees this bit */
 	set_bit(KREP_CONN_WOKEN, &c->flags);
 	if (ws && ws->n < KREP_WAKE_SERVE_MAX) {

@@ -13,11 +13,15 @@ struct krep_conn;
 #define KREP_WAKE_SERVE_MAX	8
 
 /*
- * The key of an append's wake-up that asks the parked FETCHes it wakes to
- * be handed to the waker (an acks=all producer, which waits for them
- * anyway) instead of to the fetch work: one wake-up less per follower.
+ * The key of a wake-up of a partition's waitq, for the parked FETCHes:
+ * an append's asks them to be handed to the waker (an acks=all producer,
+ * which waits for them anyway) instead of to the fetch work, one wake-up
+ * less per follower; a HW move's (@hw_only) is ignored by them, as HW
+ * alone never completes a follower's FETCH (it learns HW with the next
+ * records or at max wait, as in Kafka). A NULL key wakes them all.
  */
 struct krep_wake_serve {
+	bool hw_only;
 	unsigned int n;
 	struct krep_conn *conns[KREP_WAKE_SERVE_MAX];
 };
