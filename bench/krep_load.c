@@ -20,8 +20,14 @@
  * acks=all commits on every replica only while that is the replication
  * factor.
  *
+ * Then it waits (bounded) until every partition's HW reaches its LEO and
+ * prints that time (drain_secs=; at acks=0/1 the followers trail the
+ * producers) and the records per second counting it
+ * (replicated_rec_per_s=): the rate at which the cluster took the
+ * records in, replication included. The stats are read after the drain.
+ *
  * Usage: see usage[] below. Prints one RESULT line (common.h) plus
- * isr_min= krep_records= copy_bytes= produce_bytes= follower_bytes=
+ * drain_secs= replicated_rec_per_s= isr_min= krep_records= copy_bytes= produce_bytes= follower_bytes=
  * rx_copy_bytes= zc_bytes= (sums over the brokers), or stats=absent.
  */
 #include <errno.h>
@@ -271,9 +277,10 @@ static int stats_get(struct gsock *g, struct stats *s)
 
 /*
  * The smallest ISR among the partitions of @topic that this broker leads
- * (PARTITION_GET dump), or -1 if it leads none or the dump fails.
+ * (PARTITION_GET dump), or -1 if it leads none or the dump fails; @behind
+ * (if not NULL) counts those whose HW is below their LEO.
  */
-static int isr_min(struct gsock *g, const char *topic)
+static int isr_min(struct gsock *g, const char *topic, int *behind)
 {
 	struct nlattr *tb[KREP_A_MAX + 1], *a;
 	struct nl_msg *msg;
@@ -324,6 +331,10 @@ static int isr_min(struct gsock *g, const char *topic)
 				cnt++;
 			if (min < 0 || cnt < min)
 				min = cnt;
+			if (behind && tb[KREP_A_HW] && tb[KREP_A_LEO] &&
+			    nla_get_u64(tb[KREP_A_HW]) <
+			    nla_get_u64(tb[KREP_A_LEO]))
+				(*behind)++;
 		}
 	}
 }
@@ -419,6 +430,33 @@ static void writer_fini(void *ctx)
 	free(w);
 }
 
+/*
+ * After the run: how long until every led partition's HW reaches its LEO,
+ * i.e. the followers hold what was written (at acks=0/1 they trail the
+ * producers; at acks=all this is ~0). Polls every 2 ms, at most
+ * DRAIN_MAX_S; -1 when that ran out.
+ */
+#define DRAIN_MAX_S	30.0
+static double drain_secs(const struct cfg *c, struct gsock *gs)
+{
+	uint64_t t0 = bench_now_ns();
+	double t;
+	int i, behind;
+
+	for (;;) {
+		behind = 0;
+		for (i = 0; i < c->nbrokers; i++) {
+			isr_min(&gs[i], c->topic, &behind);
+		}
+		t = (bench_now_ns() - t0) / 1e9;
+		if (!behind)
+			return t;
+		if (t > DRAIN_MAX_S)
+			return -1;
+		usleep(2000);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct bench_ops ops = {
@@ -433,7 +471,8 @@ int main(int argc, char **argv)
 	char extra[512];
 	uint64_t d[KREP_A_STAT_MAX + 1] = { 0 };
 	bool stats = true;
-	int self, i, k, rc, isr = -1;
+	int self, i, k, n, rc, isr = -1;
+	double drain;
 
 	bench_prog = "krep_load";
 	c.brokers[0] = "-";
@@ -460,18 +499,23 @@ int main(int argc, char **argv)
 		stats &= !stats_get(&gs[i], &before[i]) && before[i].present;
 
 	rc = bench_run(&c.o, &ops, &c, &r);
+	drain = drain_secs(&c, gs);
 
 	for (i = 0; i < c.nbrokers; i++) {
 		stats &= !stats_get(&gs[i], &after[i]) && after[i].present;
 		for (k = 1; stats && k <= KREP_A_STAT_MAX; k++)
 			d[k] += after[i].v[k] - before[i].v[k];
-		k = isr_min(&gs[i], c.topic);
+		k = isr_min(&gs[i], c.topic, NULL);
 		if (k >= 0 && (isr < 0 || k < isr))
 			isr = k;
 		gsock_close(&gs[i]);
 	}
+	n = snprintf(extra, sizeof(extra),
+		     "drain_secs=%.3f replicated_rec_per_s=%.1f ",
+		     drain, drain < 0 || r.secs + drain <= 0 ? 0.0 :
+		     (double)r.ok * c.o.batch / (r.secs + drain));
 	if (stats)
-		snprintf(extra, sizeof(extra),
+		snprintf(extra + n, sizeof(extra) - n,
 			 "acks=%d partitions=%d isr_min=%d krep_records=%llu copy_bytes=%llu "
 			 "produce_bytes=%llu follower_bytes=%llu "
 			 "rx_copy_bytes=%llu zc_bytes=%llu",
@@ -485,7 +529,7 @@ int main(int argc, char **argv)
 			 (unsigned long long)d[KREP_A_STAT_RX_COPY_BYTES],
 			 (unsigned long long)d[KREP_A_STAT_TX_ZEROCOPY_BYTES]);
 	else
-		snprintf(extra, sizeof(extra),
+		snprintf(extra + n, sizeof(extra) - n,
 			 "acks=%d partitions=%d isr_min=%d stats=absent",
 			 c.acks, c.partitions, isr);
 	bench_print(&c.o, &r, extra);

@@ -244,6 +244,17 @@ void krep_partition_max_isr(const struct krep_partition *p,
 		bitmap_copy(isr, p->isr, KREP_RF_MAX);
 }
 
+/*
+ * retention.bytes: drop whole segments from the start, only below HW (as
+ * Kafka); run on each append and each HW move, so that a log whose HW
+ * trailed its appends shrinks once the followers catch up
+ */
+static void leader_retain(struct krep_partition *p)
+{
+	krep_log_retain(&p->log, p->topic->config.retention_bytes, p->hw);
+	krep_epoch_truncate_start(&p->epochs, p->log.start_offset);
+}
+
 void krep_partition_update_hw(struct krep_partition *p)
 {
 	DECLARE_BITMAP(isr, KREP_RF_MAX);
@@ -263,8 +274,10 @@ void krep_partition_update_hw(struct krep_partition *p)
 			return;		/* not fetched in this epoch yet */
 		hw = min_t(u64, hw, p->remotes[i].leo);
 	}
-	if (hw > p->hw)
+	if (hw > p->hw) {
 		krep_partition_set_hw(p, hw);
+		leader_retain(p);
+	}
 	krep_partition_update_lso(p);
 }
 
@@ -362,17 +375,6 @@ static void update_low_watermark(struct krep_partition *p)
 	if (lw > p->low_watermark)
 		p->low_watermark = lw;
 	prune_aborted(p);
-}
-
-/*
- * retention.bytes: drop whole segments from the start, only below HW (as
- * Kafka); run on each append and when HW moves, so that a log whose HW
- * trailed its appends shrinks once the followers catch up
- */
-static void leader_retain(struct krep_partition *p)
-{
-	krep_log_retain(&p->log, p->topic->config.retention_bytes, p->hw);
-	krep_epoch_truncate_start(&p->epochs, p->log.start_offset);
 }
 
 /* append at the log end as leader, stamping offset and epoch */
@@ -1166,8 +1168,6 @@ int krep_partition_follower_update(struct krep_partition *p, u32 replica_id,
 	maybe_expand_isr(p, idx);
 	old_hw = p->hw;
 	krep_partition_update_hw(p);
-	if (p->hw != old_hw)
-		leader_retain(p);
 	update_low_watermark(p);
 	if (p->hw != old_hw)
 		wake_hw(p);

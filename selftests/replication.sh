@@ -40,7 +40,8 @@
 #    then completes on {1,2}, and broker 3 rejoins once its link is back.
 # 3. a follower keeping up with one record per 100 ms stays in the ISR.
 # 4. min_insync_replicas=2, ISR {1}: NOT_ENOUGH_REPLICAS(_AFTER_APPEND),
-#    acks=1 appends without moving HW.
+#    acks=1 appends without moving HW, past retention_bytes; once HW
+#    catches up, retention shrinks the log with no further append.
 # 5. garbage, truncated, oversized, unknown and impostor frames, and a
 #    flood of silent connections, each dropped with a logged reason while
 #    replication goes on.
@@ -70,6 +71,8 @@ BULK=50000		# records to bulk-0
 SIDE=2000		# records to bulk-1 and bulk-2
 STEADY=40		# records, one every 100 ms, in the steady stream
 FLOOD=150		# connections that never say HELLO
+RSEG=16384		# minisr's segment_bytes ...
+RKEEP=65536		# ... and retention_bytes
 
 KBAD='WARNING:|BUG:|BUG [^ ]+ \(|kernel BUG at|Oops|general protection|Kernel panic|INFO: task .* blocked|detected stall|UBSAN:|krep: leak'
 
@@ -170,7 +173,7 @@ kmark_ts() {
 		sed -nE '1s/^\[ *([0-9.]+)\].*/\1/p'
 }
 
-ktap_plan 37
+ktap_plan 38
 
 # --- set-up ---------------------------------------------------------------
 
@@ -217,7 +220,7 @@ for i in 1 2 3; do
 	kc "${!v}" topic create acks partitions 1 replication-factor 3 \
 		config replica_lag_time_max_ms=$LAG || setup_ok=1
 	kc "${!v}" topic create minisr partitions 1 replication-factor 3 \
-		config replica_lag_time_max_ms=$LAG,min_insync_replicas=2 ||
+		config replica_lag_time_max_ms=$LAG,min_insync_replicas=2,segment_bytes=$RSEG,retention_bytes=$RKEEP ||
 		setup_ok=1
 done
 peers_up() {
@@ -668,6 +671,12 @@ else
 	ktap_diag "after:  $lc"
 	ktap_fail "minisr: acks=1 appends but HW does not move below min ISR"
 fi
+# ~320 KB more at acks=1 while HW cannot move: retention may drop
+# nothing above HW, so the log grows past retention_bytes
+head -c 240000 /dev/urandom | base64 -w 1000 |
+	kc "$B1" produce minisr acks 1 >/dev/null 2>&1 ||
+	ktap_diag "the acks=1 burst to minisr failed"
+lburst=$(part "$B1" minisr 0)
 t_up=$SECONDS
 ip -n "$B2" link set kr0 up
 ip -n "$B3" link set kr0 up
@@ -678,6 +687,23 @@ full_minisr() {
 krep_wait_for 90 full_minisr
 rj=$?
 t_up=$((SECONDS - t_up))
+# no append since the burst: only the HW move can apply retention, on
+# the leader, and the followers adopt its log start
+lr=$(part "$B1" minisr 0)
+kept=1
+for ns in "$B1" "$B2" "$B3"; do
+	part "$ns" minisr 0 | jq -e --argjson l "$lr" --argjson max $((RKEEP + RSEG)) \
+		'.log_bytes <= $max and .log_start == $l.log_start and .log_start > 0' \
+		>/dev/null || kept=0
+done
+if [ "$rj" = 0 ] && [ "$kept" = 1 ] &&
+   jq -e --argjson max $((RKEEP + RSEG)) '.log_bytes > $max and .hw < .leo' <<<"$lburst" >/dev/null; then
+	ktap_ok "minisr: a log past retention_bytes while HW was held ($(jf "$lburst" .log_bytes) B) shrinks to $(jf "$lr" .log_bytes) B once HW catches up, with no append; followers adopt log start $(jf "$lr" .log_start)"
+else
+	ktap_diag "after the burst: $lburst"
+	for ns in "$B1" "$B2" "$B3"; do ktap_diag "after the rejoin: $(part "$ns" minisr 0)"; done
+	ktap_fail "minisr: a log past retention_bytes while HW was held shrinks once HW catches up, followers adopt its log start"
+fi
 out=$(echo m7 | kc "$B1" --json produce minisr acks all timeout 10000 2>&1)
 rc=$?
 if [ "$rj" = 0 ] && [ "$rc" = 0 ]; then
