@@ -58,6 +58,7 @@ const char *krep_snap_stat_name(unsigned int attr)
 		[KREP_A_STAT_FOLLOWER_BYTES]	= "follower_bytes",
 		[KREP_A_STAT_RX_COPY_BYTES]	= "rx_copy_bytes",
 		[KREP_A_STAT_TX_ZEROCOPY_BYTES]	= "tx_zerocopy_bytes",
+		[KREP_A_STAT_FETCH_RESPONSES]	= "fetch_responses",
 	};
 
 	if (attr < sizeof(names) / sizeof(names[0]))

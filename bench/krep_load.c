@@ -518,7 +518,7 @@ int main(int argc, char **argv)
 		snprintf(extra + n, sizeof(extra) - n,
 			 "acks=%d partitions=%d isr_min=%d krep_records=%llu copy_bytes=%llu "
 			 "produce_bytes=%llu follower_bytes=%llu "
-			 "rx_copy_bytes=%llu zc_bytes=%llu",
+			 "rx_copy_bytes=%llu zc_bytes=%llu fetch_resps=%llu",
 			 c.acks, c.partitions, isr,
 			 (unsigned long long)d[KREP_A_STAT_RECORDS],
 			 (unsigned long long)(d[KREP_A_STAT_PRODUCE_BYTES] +
@@ -527,7 +527,8 @@ int main(int argc, char **argv)
 			 (unsigned long long)d[KREP_A_STAT_PRODUCE_BYTES],
 			 (unsigned long long)d[KREP_A_STAT_FOLLOWER_BYTES],
 			 (unsigned long long)d[KREP_A_STAT_RX_COPY_BYTES],
-			 (unsigned long long)d[KREP_A_STAT_TX_ZEROCOPY_BYTES]);
+			 (unsigned long long)d[KREP_A_STAT_TX_ZEROCOPY_BYTES],
+			 (unsigned long long)d[KREP_A_STAT_FETCH_RESPONSES]);
 	else
 		snprintf(extra + n, sizeof(extra) - n,
 			 "acks=%d partitions=%d isr_min=%d stats=absent",

@@ -137,6 +137,10 @@ def main():
             return a / r if a is not None and r else None
         return f
 
+    def per_round(d):
+        r, n = num(d, "krep_records"), num(d, "fetch_resps")
+        return 2 * r / n if r is not None and n else None
+
     md, rows = [], []
 
     def row(section, system, case, metric, s, note=""):
@@ -209,13 +213,17 @@ def main():
               "the record); p99.9 pooled over all trials' samples. CPU: busy "
               "time of the whole VM (servers, kernel, client) per record. "
               "Copied: payload bytes krep copied per record, summed over "
-              "the three brokers (KREP_A_STATS).")
+              "the three brokers (KREP_A_STATS). Records per round: "
+              "records the leader's FETCH responses carried, each "
+              "follower's counted (records × 2 ÷ fetch_responses): one "
+              "round is one response and the follower's next FETCH.")
     md.append("")
     md.append("| system | commits on | partitions | in flight | size B | "
               "records/s | MB/s | p50 µs | p99 µs | p99.9 µs pooled (n) | "
-              "VM CPU µs/rec | copied B/rec | zero-copy B/rec |")
+              "VM CPU µs/rec | copied B/rec | zero-copy B/rec | "
+              "records per round |")
     md.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | "
-              "--- | --- | --- |")
+              "--- | --- | --- | --- |")
 
     def sys_rows(system, label_of):
         cases = sorted({c for (s, c) in runs if s == system and case_parts(c)},
@@ -231,6 +239,7 @@ def main():
             cpu = stats(series(system, c, None, per_rec("vm_cpu_us")).values())
             cp = stats(series(system, c, None, per_rec("copy_bytes", "krep_records")).values())
             zc = stats(series(system, c, None, per_rec("zc_bytes", "krep_records")).values())
+            rr = stats(series(system, c, None, per_round).values())
             pool = pctl.get((system, c), {})
             p999 = (f"{fmt(float(pool['p999_us']))} (n={pool.get('n', 0)})"
                     if pool and "p999_us" in pool else "-")
@@ -239,12 +248,14 @@ def main():
                       f"{fmt_spread(rps)} | {fmt_spread(mbs)} | {fmt_spread(p50)} | "
                       f"{fmt_spread(p99)} | {p999} | {fmt_spread(cpu)} | "
                       f"{fmt_spread(cp, 0) if cp else '-'} | "
-                      f"{fmt_spread(zc, 0) if zc else '-'} |")
+                      f"{fmt_spread(zc, 0) if zc else '-'} | "
+                      f"{fmt_spread(rr) if rr else '-'} |")
             for metric, s in (("rec_per_s", rps), ("mb_per_s", mbs),
                               ("p50_us", p50), ("p99_us", p99),
                               ("vm_cpu_us_per_rec", cpu),
                               ("copied_bytes_per_rec", cp),
-                              ("zerocopy_bytes_per_rec", zc)):
+                              ("zerocopy_bytes_per_rec", zc),
+                              ("records_per_round", rr)):
                 if s is not None:
                     row("system", label, c, metric, s, rule)
             if pool:
@@ -261,13 +272,13 @@ def main():
     for system, _, name in PEERS:
         if system in notm:
             md.append(f"| {name} | {COMMIT_RULE[system]} | - | - | - | "
-                      f"not measured: {notm[system]} | | | | | | | |")
+                      f"not measured: {notm[system]} | | | | | | | | |")
             row("system", name, "-", "not_measured", None, notm[system])
         else:
             sys_rows(system, lambda mode, n=name, s=system: (n, COMMIT_RULE[s]))
     if "krep" in notm:
         md.append(f"| krep | - | - | - | - | not measured: {notm['krep']} "
-                  "| | | | | | | |")
+                  "| | | | | | | | |")
     isr = [num(d, "isr_min") for (s, c), tr in runs.items() if s == "krep"
            for d in tr.values() if num(d, "isr_min") is not None
            and num(d, "isr_min") >= 0]

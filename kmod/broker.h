@@ -56,6 +56,7 @@ struct krep_stats {
 	atomic64_t follower_bytes;
 	atomic64_t rx_copy_bytes;
 	atomic64_t tx_zerocopy_bytes;
+	atomic64_t fetch_responses;
 };
 
 /* a controller's claim on this broker (ctrl.c); under cfg_lock */

@@ -116,6 +116,9 @@ static int put_stats(struct sk_buff *skb, struct krep_stats *st)
 			      KREP_A_STAT_PAD) ||
 	    nla_put_u64_64bit(skb, KREP_A_STAT_TX_ZEROCOPY_BYTES,
 			      atomic64_read(&st->tx_zerocopy_bytes),
+			      KREP_A_STAT_PAD) ||
+	    nla_put_u64_64bit(skb, KREP_A_STAT_FETCH_RESPONSES,
+			      atomic64_read(&st->fetch_responses),
 			      KREP_A_STAT_PAD))
 		return -EMSGSIZE;
 	nla_nest_end(skb, nest);

@@ -237,6 +237,8 @@ static int respond(struct krep_delayed_fetch *df, bool force, u32 room,
 		err = krep_conn_send_tx(df->c, KREP_WIRE_FETCH_RESP, df->corr,
 					&tx);
 		*sent = !err;
+		if (!err && total)
+			atomic64_inc(&df->c->kn->stats.fetch_responses);
 	}
 out:
 	krep_tx_release(&tx);

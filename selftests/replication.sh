@@ -173,7 +173,7 @@ kmark_ts() {
 		sed -nE '1s/^\[ *([0-9.]+)\].*/\1/p'
 }
 
-ktap_plan 38
+ktap_plan 39
 
 # --- set-up ---------------------------------------------------------------
 
@@ -391,6 +391,22 @@ if [ -z "$copy_viol" ]; then
 else
 	ktap_diag "$copy_viol"
 	ktap_fail "bulk: followers copied each replicated byte once, socket to log (follower_bytes 0, rx_copy_bytes >= the bytes they hold)"
+fi
+
+# the leaders counted the FETCH responses that carried records: at least
+# one, and no more than the records the followers hold (each carries >= 1)
+resps=0
+held=0
+for ns in "$B1" "$B2" "$B3"; do
+	n=$(kc "$ns" --json stats | jq '.counters.fetch_responses')
+	h=$(describe "$ns" bulk | jq '[.[] | select(.role == "follower") | .leo] | add // 0')
+	resps=$((resps + ${n:-0}))
+	held=$((held + ${h:-0}))
+done
+if [ "$resps" -gt 0 ] && [ "$resps" -le "$held" ]; then
+	ktap_ok "bulk: leaders counted $resps FETCH responses with records for $held replicated records (fetch_responses)"
+else
+	ktap_fail "bulk: leaders counted FETCH responses with records: $resps for $held replicated records"
 fi
 
 kc "$B1" consume bulk partition 0 -c "$BULK" max-bytes 65531 >"$tmp/out0" 2>"$tmp/cons.err"

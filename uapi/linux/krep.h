@@ -351,6 +351,9 @@ enum krep_stat_attr {
 					 */
 	KREP_A_STAT_TX_ZEROCOPY_BYTES,	/* u64: log bytes sent by reference */
 	KREP_A_STAT_PAD,
+	KREP_A_STAT_FETCH_RESPONSES,	/* u64: FETCH responses with records
+					 * sent as a leader
+					 */
 
 	__KREP_A_STAT_MAX,
 	KREP_A_STAT_MAX = __KREP_A_STAT_MAX - 1
