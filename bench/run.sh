@@ -44,6 +44,11 @@
 #   BENCH_INFLIGHT_MANY [32]  writers of krep's extra, deeper run (1
 #                         partition), where acks=all is not bound by
 #                         the round trip of 8 writers
+#   BENCH_BATCH_BYTES [16384]  the batched runs: BENCH_INFLIGHT writers,
+#                         each request one batch of this many payload
+#                         bytes (Kafka's default batch.size): 163 records
+#                         of 100 B, 16 of 1 KiB; krep and Redis (NATS and
+#                         etcd clients here send one record per request)
 #   BENCH_BUDGET [780]    seconds the whole run may take: after the
 #                         first trial, a trial starts only if the slowest
 #                         so far would still end in time (the VM's
@@ -66,6 +71,7 @@ KREP_LAT_SECS=${BENCH_KREP_LAT_SECS:-8}
 BUDGET=${BENCH_BUDGET:-780}
 INFL=${BENCH_INFLIGHT:-8}
 INFL_MANY=${BENCH_INFLIGHT_MANY:-32}
+BATCH_BYTES=${BENCH_BATCH_BYTES:-16384}
 SYSTEMS=${BENCH_SYSTEMS:-krep redis nats etcd}
 SIZES="100 1024"
 
@@ -198,9 +204,15 @@ setup_net() {
 # (wait for it, a bounded wait), so that the systems start together.
 
 KREP_CFG=min_insync_replicas=2:retention_bytes=33554432:segment_bytes=4194304
+# Each broker's log memory: 5 partitions at retention_bytes hold 160 MiB,
+# and an acks=1 batched run outruns its followers by ~100 MiB, which the
+# leader keeps until their HW lets retention drop it. 3 x 512 MiB fits
+# the 4 GiB VM beside Redis' 3 x 256 MiB.
+KREP_MEM=$((512 << 20))
 start_krep() {
 	local n others
 	insmod kmod/krep.ko broker_id=1 cluster_id=bench listen=$IP1:9092 \
+		log_memory_max=$KREP_MEM \
 		peers=2@$IP2:9092,3@$IP3:9092 \
 		topics=b1:1:3:$KREP_CFG,b4:4:3:$KREP_CFG ||
 		{ echo "insmod failed"; return 1; }
@@ -340,15 +352,18 @@ run_calib() {	# run_calib TRIAL
 }
 
 run_krep() {	# run_krep TRIAL
-	local t=$1 s acks shape topic parts infl case
+	local t=$1 s acks shape topic parts infl case batch
 	for s in $SIZES; do
 		for acks in all 1; do
-			for shape in p1-if1 p1-ifN p1-ifM p4-ifN; do
+			for shape in p1-if1 p1-ifN p1-ifM p4-ifN p1-ifB; do
+				batch=1
 				case $shape in
 				p1-if1) topic=b1 parts=1 infl=1 ;;
 				p1-ifN) topic=b1 parts=1 infl=$INFL ;;
 				p1-ifM) topic=b1 parts=1 infl=$INFL_MANY ;;
 				p4-ifN) topic=b4 parts=4 infl=$INFL ;;
+				p1-ifB) topic=b1 parts=1 infl=$INFL
+					batch=$((BATCH_BYTES / s)) ;;
 				esac
 				case=$shape-acks$acks-$s
 				if [ "$acks$s" = all100 ]; then
@@ -358,37 +373,46 @@ run_krep() {	# run_krep TRIAL
 				fi
 				measure "$t" krep "$case" "$B/krep_load" --topic $topic \
 					--partitions $parts --acks $acks \
-					--brokers -,$NS2,$NS3 -s "$s" "${OPTS[@]}"
+					--brokers -,$NS2,$NS3 -s "$s" -b $batch \
+					"${OPTS[@]}"
 			done
 		done
 	done
 }
 
-# run_peer TRIAL SYSTEM MODE CMD...: the four cases of a peer
+# run_peer TRIAL SYSTEM MODE SHAPES CMD...: a peer's cases, one record
+# per request (p1-if1, p1-ifN) or batched (p1-ifB)
 run_peer() {
-	local t=$1 sys=$2 mode=$3 s shape infl
-	shift 3
+	local t=$1 sys=$2 mode=$3 shapes=$4 s shape infl batch
+	shift 4
 	for s in $SIZES; do
-		for shape in p1-if1 p1-ifN; do
-			infl=1
-			[ $shape = p1-ifN ] && infl=$INFL
+		for shape in $shapes; do
+			infl=$INFL batch=1
+			case $shape in
+			p1-if1) infl=1 ;;
+			p1-ifB) batch=$((BATCH_BYTES / s)) ;;
+			esac
 			opts "$t" $infl "$sys-$shape-$mode-$s"
-			measure "$t" "$sys" "$shape-$mode-$s" "$@" -s "$s" "${OPTS[@]}"
+			measure "$t" "$sys" "$shape-$mode-$s" "$@" -s "$s" \
+				-b $batch "${OPTS[@]}"
 		done
 	done
 }
-run_redis() { run_peer "$1" redis wait2 "$B/redis_wait" --host $IP1 --replicas 2; }
+run_redis() {
+	run_peer "$1" redis wait2 "p1-if1 p1-ifN p1-ifB" "$B/redis_wait" \
+		--host $IP1 --replicas 2
+}
 run_nats() {
 	# a stop may have cost n1 the stream's leadership: take it back
 	ready_nats >"$W/leader.out" 2>&1 ||
 		echo "BENCH-FAIL trial=$1 system=nats case=leader rc=1: $(tail -n 2 "$W/leader.out" | tr '\n' ' ')"
 	echo "BENCH-RAW trial=$1 system=nats case=leader rc=0 $(grep -o 'leader=[^ ]*' "$W/leader.out")"
-	run_peer "$1" nats r3 "$B/nats_pub" --url nats://$IP1:4222
+	run_peer "$1" nats r3 "p1-if1 p1-ifN" "$B/nats_pub" --url nats://$IP1:4222
 }
 run_etcd() {
 	etcd_lead || etcd_move_leader >/dev/null 2>&1
 	echo "BENCH-RAW trial=$1 system=etcd case=leader rc=0 leader=$(etcd_lead && echo e1 || echo other)"
-	run_peer "$1" etcd put "$B/etcd_put" --addr $IP1
+	run_peer "$1" etcd put "p1-if1 p1-ifN" "$B/etcd_put" --addr $IP1
 }
 
 #------------------------------------------------------------------------
@@ -398,7 +422,7 @@ mkdir -p $W
 longest=0
 slub=$(cat /sys/kernel/slab/kmalloc-64/sanity_checks 2>/dev/null)
 clk=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)
-echo "BENCH-BEGIN trials=$TRIALS slub_debug_checks=${slub:-?} clocksource=${clk:-?} secs=$SECS lat_n=$LAT_N inflight=$INFL inflight_many=$INFL_MANY systems=\"$SYSTEMS\" kernel=$(uname -r) cpus=$(nproc) cpu=\"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')\""
+echo "BENCH-BEGIN trials=$TRIALS slub_debug_checks=${slub:-?} clocksource=${clk:-?} secs=$SECS lat_n=$LAT_N inflight=$INFL inflight_many=$INFL_MANY batch_bytes=$BATCH_BYTES systems=\"$SYSTEMS\" kernel=$(uname -r) cpus=$(nproc) cpu=\"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')\""
 for f in krep_load tcp_rr redis_wait nats_pub etcd_put bench_pctl; do
 	[ -x "$B/$f" ] || { echo "bench: $B/$f is not built (make -C bench)" >&2; exit 1; }
 done
