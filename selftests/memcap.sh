@@ -1,0 +1,170 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# memcap.sh - a follower at its broker's memory cap (log_memory_max).
+#
+# Three brokers in three namespaces (cluster.sh), the module loaded with
+# log_memory_max=4 MiB (each broker's own cap):
+#   fill  2 partitions, RF 1: fill-1 lives on broker 2 alone and takes
+#         most of broker 2's memory
+#   rep   1 partition, RF 3, led by broker 1, replica_lag_time_max_ms=1000
+#
+# 1. broker 2 holds ~3 MiB of fill-1; 2 MiB of acks=1 records to rep fit
+#    brokers 1 and 3, not broker 2: its LEO stops short, the leader drops
+#    it from the ISR and commits on {1,3}; the kernel log says why.
+# 2. broker 2 backs off instead of refetching at once: the leader answers
+#    it a few times a second, not thousands; a producer to broker 2's own
+#    partition gets the clear storage error.
+# 3. fill deleted: broker 2's memory is free, it catches up, rejoins the
+#    ISR and ends with the same log as the others.
+# Prints KTAP; leaves the module unloaded and no namespace behind.
+
+# shellcheck disable=SC2317 # the conditions krep_wait_for polls
+set -u
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+# shellcheck source=selftests/lib.sh
+. "$here/lib.sh"
+NET=10.203.0
+# shellcheck source=selftests/cluster.sh
+. "$here/cluster.sh"
+
+krep_require_vm
+krep_require_cmd jq ip /usr/bin/python3
+
+CAP=$((4 << 20))
+LAG=1000
+SEG=$((1 << 20))
+FILL=3000		# records of VSIZE bytes to fill-1: ~3 MiB of 4
+REP=2000		# records of VSIZE bytes to rep: ~2 MiB
+VSIZE=1000
+tmp=$(mktemp -d)
+krep_cleanup_push rm -rf "$tmp"
+mark=memcap-$$
+
+values() { # PREFIX COUNT: COUNT lines of VSIZE bytes
+	local pad
+	pad=$(head -c "$VSIZE" /dev/zero | tr '\0' x)
+	seq -f "$1-%08g-$pad" 0 $(($2 - 1)) | cut -c1-"$VSIZE"
+}
+
+# field of one partition's describe on broker N
+pf() { # N TOPIC P FIELD
+	part "$(bns "$1")" "$2" "$3" | jq -cr ".$4"
+}
+
+resps() { # N: the leader's fetch_responses counter
+	kc "$(bns "$1")" --json stats | jq '.counters.fetch_responses'
+}
+
+ktap_plan 9
+
+# --- set-up ---------------------------------------------------------------
+
+krep_kmsg_mark "$mark"
+krep_mod_unload
+krep_mod_load log_memory_max=$CAP || ktap_bail "insmod krep.ko failed"
+cluster_up krepm || ktap_bail "cannot set up three brokers"
+cluster_topic fill partitions 2 replication-factor 1 \
+	config segment_bytes=$SEG || ktap_bail "topic fill"
+cluster_topic rep partitions 1 replication-factor 3 \
+	config replica_lag_time_max_ms=$LAG,segment_bytes=$SEG ||
+	ktap_bail "topic rep"
+krep_wait_for 60 cluster_peers_up || ktap_bail "peers did not connect"
+full_isr() { [ "$(pf 1 rep 0 isr)" = "[1,2,3]" ]; }
+krep_wait_for 60 full_isr || ktap_bail "rep's ISR did not fill: $(part "$B1" rep 0)"
+
+values fill "$FILL" | kc "$B2" --json produce fill partition 1 acks 1 \
+	batch 50 >"$tmp/fill.out" 2>&1
+if jq -e --argjson n "$FILL" '.records == $n' "$tmp/fill.out" >/dev/null; then
+	ktap_ok "broker 2 holds $FILL records of $VSIZE B in fill-1 (cap $CAP B)"
+else
+	ktap_diag_stdin <"$tmp/fill.out"
+	ktap_fail "broker 2 holds $FILL records of $VSIZE B in fill-1 (cap $CAP B)"
+fi
+
+# --- 1. the follower stops short ------------------------------------------
+
+ktap_diag "1. a follower at its memory cap (at ${SECONDS}s)"
+values rep "$REP" >"$tmp/rep.in"
+kc "$B1" --json produce rep acks 1 batch 50 <"$tmp/rep.in" >"$tmp/rep.out" 2>&1
+shrunk() {
+	[ "$(pf 1 rep 0 isr)" = "[1,3]" ] && [ "$(pf 1 rep 0 hw)" = "$REP" ] &&
+		[ "$(pf 3 rep 0 leo)" = "$REP" ]
+}
+if jq -e --argjson n "$REP" '.records == $n' "$tmp/rep.out" >/dev/null &&
+   krep_wait_for 30 shrunk && leo2=$(pf 2 rep 0 leo) && [ "$leo2" -lt "$REP" ]; then
+	ktap_ok "rep: broker 2 stops at LEO $leo2 of $REP, the ISR shrinks to {1,3}, HW reaches $REP"
+else
+	ktap_diag_stdin <"$tmp/rep.out"
+	for n in 1 2 3; do part "$(bns "$n")" rep 0 | ktap_diag_stdin; done
+	ktap_fail "rep: broker 2 stops short, the ISR shrinks to {1,3}, HW reaches the end"
+fi
+if krep_kmsg_since "$mark" |
+   grep -q "records from broker 1 dropped: log_memory_max reached"; then
+	ktap_ok "the kernel log names the cap: records from broker 1 dropped: log_memory_max reached"
+else
+	krep_kmsg_since "$mark" | tail -n 10 | ktap_diag_stdin
+	ktap_fail "the kernel log names the cap"
+fi
+
+# --- 2. back-off, and the producer's error --------------------------------
+
+ktap_diag "2. back-off (at ${SECONDS}s)"
+# every FETCH of broker 2 is answered with records it cannot keep; broker
+# 3 is caught up and parked (nothing counted). Broker 2 backs off 100 ms
+# a time: about 10 responses a second, where a refetch at once would be
+# hundreds or thousands.
+r0=$(resps 1)
+s0=$SECONDS
+sleep 2
+r1=$(resps 1)
+secs=$((SECONDS - s0))
+n=$((r1 - r0))
+if [ "$n" -ge 1 ] && [ "$n" -le $((secs * 20)) ]; then
+	ktap_ok "broker 2 backs off: $n responses with records in ${secs}s"
+else
+	ktap_fail "broker 2 backs off: $n responses with records in ${secs}s (want 1..$((secs * 20)))"
+fi
+if ! values more 60 | kc "$B2" produce fill partition 1 acks 1 batch 50 \
+	>"$tmp/more.out" 2>&1 && grep -q "memory cap" "$tmp/more.out"; then
+	ktap_ok "a producer to broker 2's own partition is refused: $(head -n 1 "$tmp/more.out")"
+else
+	ktap_diag_stdin <"$tmp/more.out"
+	ktap_fail "a producer to broker 2's own partition is refused with the memory cap's error"
+fi
+
+# --- 3. memory freed: catch up --------------------------------------------
+
+ktap_diag "3. fill deleted (at ${SECONDS}s)"
+for n in 1 2 3; do
+	kc "$(bns "$n")" topic delete fill || ktap_diag "broker $n: topic delete fill failed"
+done
+caught_up() {
+	full_isr && [ "$(pf 2 rep 0 leo)" = "$REP" ] && [ "$(pf 2 rep 0 hw)" = "$REP" ]
+}
+if krep_wait_for 30 caught_up; then
+	ktap_ok "broker 2 catches up to $REP and rejoins the ISR {1,2,3}"
+else
+	for n in 1 2 3; do part "$(bns "$n")" rep 0 | ktap_diag_stdin; done
+	ktap_fail "broker 2 catches up and rejoins the ISR"
+fi
+for n in 1 2 3; do
+	ip netns exec "$(bns "$n")" /usr/bin/python3 "$here/repl_helper.py" \
+		dump rep 0 "$tmp/dump.$n" 2>&1 | sed 's/^partition 0 //' >"$tmp/sum.$n"
+done
+if cmp -s "$tmp/rep.in" "$tmp/dump.1.0" && cmp -s "$tmp/sum.1" "$tmp/sum.2" &&
+   cmp -s "$tmp/sum.1" "$tmp/sum.3"; then
+	ktap_ok "rep: the same batches (sha256) on all three, the values byte-exact: $(cut -d' ' -f1-6 "$tmp/sum.1")"
+else
+	for n in 1 2 3; do
+		ktap_diag "broker $n: $(cat "$tmp/sum.$n"); $(wc -l <"$tmp/dump.$n.0") values"
+	done
+	ktap_fail "rep: the same batches on all three, the values byte-exact"
+fi
+
+# --- teardown ---------------------------------------------------------------
+
+ktap_diag "teardown (at ${SECONDS}s)"
+krep_teardown_checks "$mark"
+ktap_finish
