@@ -316,6 +316,14 @@ static void render(struct krep_metrics *m, FILE *f)
 	metric(f, "krep_max_follower_lag_ms", "gauge",
 	       "The longest time since a follower of a partition led here was last caught up, in ms.",
 	       h.max_follower_lag_ms);
+	if (s->has_log_memory) {
+		metric(f, "krep_log_memory_bytes", "gauge",
+		       "Bytes of log pages this broker holds, all partitions.",
+		       s->log_memory);
+		metric(f, "krep_log_memory_max_bytes", "gauge",
+		       "The broker's log memory cap (log_memory_max): appends past it are refused.",
+		       s->log_memory_max);
+	}
 	part_gauge(f, s, "krep_partition_hw_lag",
 		   "LEO - HW of a local replica: records not yet committed.",
 		   false);

@@ -18,6 +18,8 @@ static struct nla_policy broker_policy[KREP_A_MAX + 1] = {
 	[KREP_A_STATS]		= { .type = NLA_NESTED },
 	[KREP_A_CONTROLLER]	= { .type = NLA_NESTED },
 	[KREP_A_INCARNATION]	= { .type = NLA_U64 },
+	[KREP_A_LOG_MEMORY]	= { .type = NLA_U64 },
+	[KREP_A_LOG_MEMORY_MAX]	= { .type = NLA_U64 },
 };
 
 static struct nla_policy peer_policy[KREP_A_PEER_MAX + 1] = {
@@ -221,6 +223,11 @@ static int broker_get(struct nl_msg *msg, void *arg)
 	}
 	if (tb[KREP_A_CONTROLLER] && claim_get(tb[KREP_A_CONTROLLER], s))
 		return -EPROTO;
+	if (tb[KREP_A_LOG_MEMORY] && tb[KREP_A_LOG_MEMORY_MAX]) {
+		s->has_log_memory = true;
+		s->log_memory = nla_get_u64(tb[KREP_A_LOG_MEMORY]);
+		s->log_memory_max = nla_get_u64(tb[KREP_A_LOG_MEMORY_MAX]);
+	}
 	return 0;
 }
 

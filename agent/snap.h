@@ -80,6 +80,9 @@ struct krep_snap {
 	struct krep_snap_peer *peers;
 	bool has_incarnation;
 	uint64_t incarnation;
+	bool has_log_memory;		/* KREP_A_LOG_MEMORY and _MAX */
+	uint64_t log_memory;
+	uint64_t log_memory_max;
 	bool has_claim;		/* KREP_A_CONTROLLER */
 	bool has_claim_age;
 	uint32_t claim_epoch, claim_lease_ms;

@@ -40,6 +40,9 @@ void krepctl_stats_usage(FILE *f)
 	      "                               here: leader LEO - follower LEO, and the\n"
 	      "                               ms since a follower was last caught up\n"
 	      "  HW lag, LSO lag              LEO - HW and HW - LSO, every replica\n"
+	      "  log memory                   log pages held, of the broker's cap\n"
+	      "                               (log_memory_max); past it appends are\n"
+	      "                               refused with KAFKA_STORAGE_ERROR\n"
 	      "  counters                     the broker's KREP_A_STATS counters\n"
 	      "\n"
 	      "Then one line per local replica:\n"
@@ -161,6 +164,9 @@ static void stats_json(FILE *f, const struct krep_snap *s)
 	u64_key(&j, "total_hw_lag", h.total_hw_lag);
 	u64_key(&j, "max_lso_lag", h.max_lso_lag);
 	u64_key(&j, "total_lso_lag", h.total_lso_lag);
+	opt_u64(&j, "log_memory_bytes", s->has_log_memory, s->log_memory);
+	opt_u64(&j, "log_memory_max_bytes", s->has_log_memory,
+		s->log_memory_max);
 	json_key(&j, "counters");
 	if (s->has_stats) {
 		json_obj_begin(&j);
@@ -268,6 +274,11 @@ static void stats_print(FILE *f, const struct krep_snap *s)
 		"HW lag (LEO - HW)", h.max_hw_lag, h.total_hw_lag);
 	fprintf(f, "  %-30s max %" PRIu64 ", total %" PRIu64 "\n",
 		"LSO lag (HW - LSO)", h.max_lso_lag, h.total_lso_lag);
+	if (s->has_log_memory)
+		fprintf(f, "  %-30s %" PRIu64 " of %" PRIu64 " bytes (%" PRIu64 "%%)\n",
+			"log memory", s->log_memory, s->log_memory_max,
+			s->log_memory_max ?
+			s->log_memory * 100 / s->log_memory_max : 0);
 	if (s->has_stats) {
 		fputs("counters\n", f);
 		for (t = 1; t <= KREP_A_STAT_MAX; t++)

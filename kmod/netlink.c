@@ -143,6 +143,10 @@ static int put_broker(struct sk_buff *skb, struct krep_net *kn,
 	if (nla_put_u32(skb, KREP_A_GENERATION, cfg->generation) ||
 	    nla_put_u64_64bit(skb, KREP_A_INCARNATION, kn->incarnation,
 			      KREP_A_PAD) ||
+	    nla_put_u64_64bit(skb, KREP_A_LOG_MEMORY,
+			      atomic64_read(&kn->mem.used), KREP_A_PAD) ||
+	    nla_put_u64_64bit(skb, KREP_A_LOG_MEMORY_MAX, kn->mem.max,
+			      KREP_A_PAD) ||
 	    krep_ctrl_fill(kn, skb) ||
 	    put_stats(skb, &kn->stats))
 		return -EMSGSIZE;

@@ -76,11 +76,19 @@ krep_wait_for 60 full_isr || ktap_bail "rep's ISR did not fill: $(part "$B1" rep
 
 values fill "$FILL" | kc "$B2" --json produce fill partition 1 acks 1 \
 	batch 50 >"$tmp/fill.out" 2>&1
-if jq -e --argjson n "$FILL" '.records == $n' "$tmp/fill.out" >/dev/null; then
-	ktap_ok "broker 2 holds $FILL records of $VSIZE B in fill-1 (cap $CAP B)"
+mem() { # N: "USED MAX" of broker N's log memory (krepctl stats)
+	kc "$(bns "$1")" --json stats |
+		jq -r '"\(.log_memory_bytes) \(.log_memory_max_bytes)"'
+}
+read -r used max < <(mem 2)
+fb=$(pf 2 fill 1 log_bytes)
+if jq -e --argjson n "$FILL" '.records == $n' "$tmp/fill.out" >/dev/null &&
+   [ "$max" = "$CAP" ] && [ "$used" -ge "$fb" ] && [ "$used" -le "$CAP" ]; then
+	ktap_ok "broker 2 holds $FILL records of $VSIZE B in fill-1: log memory $used of $max B ($fb log bytes)"
 else
 	ktap_diag_stdin <"$tmp/fill.out"
-	ktap_fail "broker 2 holds $FILL records of $VSIZE B in fill-1 (cap $CAP B)"
+	ktap_diag "log memory: $used of $max; fill-1 log bytes $fb"
+	ktap_fail "broker 2 holds $FILL records of $VSIZE B in fill-1, log memory counted against the cap"
 fi
 
 # --- 1. the follower stops short ------------------------------------------
@@ -143,9 +151,12 @@ done
 caught_up() {
 	full_isr && [ "$(pf 2 rep 0 leo)" = "$REP" ] && [ "$(pf 2 rep 0 hw)" = "$REP" ]
 }
-if krep_wait_for 30 caught_up; then
-	ktap_ok "broker 2 catches up to $REP and rejoins the ISR {1,2,3}"
+if krep_wait_for 30 caught_up && read -r used max < <(mem 2) &&
+   rb=$(pf 2 rep 0 log_bytes) && [ "$used" -ge "$rb" ] &&
+   [ "$used" -lt "$fb" ]; then
+	ktap_ok "broker 2 catches up to $REP and rejoins the ISR {1,2,3}; log memory $used B (rep's $rb log bytes)"
 else
+	ktap_diag "log memory: $used of $max"
 	for n in 1 2 3; do part "$(bns "$n")" rep 0 | ktap_diag_stdin; done
 	ktap_fail "broker 2 catches up and rejoins the ISR"
 fi

@@ -430,7 +430,10 @@ if scrape && [ "$(metric krep_up)" = 1 ] &&
    all_present krep_under_min_isr_partitions krep_at_min_isr_partitions \
 	krep_offline_partitions krep_isr_shrinks_total krep_isr_expands_total \
 	krep_max_follower_lag_offsets krep_max_follower_lag_ms \
-	krep_records_total 'krep_partition_lso_lag{topic="obs",partition="2"}'; then
+	krep_records_total krep_fetch_responses_total \
+	'krep_partition_lso_lag{topic="obs",partition="2"}' &&
+   [ "$(metric krep_log_memory_max_bytes)" = $((256 << 20)) ] &&
+   [ "$(metric krep_log_memory_bytes)" -gt 0 ]; then
 	ktap_ok "GET /metrics parses as Prometheus text: $(wc -l <"$tmp/metrics") series, none under-replicated"
 else
 	cat "$tmp/prom.err" "$tmp/metrics" | ktap_diag_stdin

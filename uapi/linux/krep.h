@@ -31,6 +31,11 @@
  *                                          appended, payload bytes copied
  *                                          (produce, replication, socket
  *                                          reads) and sent without a copy
+ *             KREP_A_LOG_MEMORY      u64   bytes of log pages this broker
+ *                                          holds (all its partitions)
+ *             KREP_A_LOG_MEMORY_MAX  u64   its cap (log_memory_max): an
+ *                                          append past it is refused
+ *                                          (ENOSPC, KAFKA_STORAGE_ERROR)
  *
  * KREP_CMD_BROKER_SET  (do)          CAP_NET_ADMIN in the namespace's owner
  *   request:  any non-empty subset of
@@ -300,6 +305,8 @@ enum krep_attr {
 	KREP_A_EPOCH_ENTRY,	/* nest: enum krep_epoch_attr */
 	KREP_A_INCARNATION,	/* u64 (BROKER_GET) */
 	KREP_A_ASSIGNMENT,	/* nest: KREP_A_REPLICAS ... (TOPIC_NEW) */
+	KREP_A_LOG_MEMORY,	/* u64: log bytes held (BROKER_GET) */
+	KREP_A_LOG_MEMORY_MAX,	/* u64: the broker's cap (BROKER_GET) */
 
 	__KREP_A_MAX,
 	KREP_A_MAX = __KREP_A_MAX - 1
