@@ -165,12 +165,14 @@ struct peer {
 
 struct broker {
 	bool has_id, has_cluster, has_listen, has_generation, has_peers;
+	bool has_mem, has_mem_max;
 	__u32 id;
 	char cluster[KREP_CLUSTER_ID_MAX + 2];
 	struct ep listen;
 	__u32 generation;
 	unsigned int npeers;
 	struct peer peers[KREP_PEERS_MAX + 1];
+	__u64 mem, mem_max;	/* log memory held, its cap */
 	unsigned int bad;	/* attributes GET should not have sent */
 };
 
@@ -372,6 +374,14 @@ static int nl_transact(struct nl *nl, struct req *r, struct ack *ack,
 static __u32 nla_u32(const struct nlattr *nla)
 {
 	__u32 v;
+
+	memcpy(&v, nla_data_c(nla), sizeof(v));
+	return v;
+}
+
+static __u64 nla_u64(const struct nlattr *nla)
+{
+	__u64 v;
 
 	memcpy(&v, nla_data_c(nla), sizeof(v));
 	return v;
@@ -587,6 +597,20 @@ static void broker_cb(const struct nlmsghdr *nlh, void *arg)
 			if (nla_plen(nla) != 8)
 				b->bad++;
 			break;
+		case KREP_A_LOG_MEMORY:
+		case KREP_A_LOG_MEMORY_MAX:
+			if (nla_plen(nla) != 8) {
+				b->bad++;
+				break;
+			}
+			if (nla_kind(nla) == KREP_A_LOG_MEMORY) {
+				b->has_mem = true;
+				b->mem = nla_u64(nla);
+			} else {
+				b->has_mem_max = true;
+				b->mem_max = nla_u64(nla);
+			}
+			break;
 		default:
 			b->bad++;
 		}
@@ -739,6 +763,11 @@ TEST_F(broker, get_fresh)
 	EXPECT_EQ(0, b.generation);
 	EXPECT_TRUE(b.has_peers);
 	EXPECT_EQ(0, b.npeers);
+	/* no topic yet: no log memory held, the cap is the default */
+	EXPECT_TRUE(b.has_mem);
+	EXPECT_EQ(0, b.mem);
+	EXPECT_TRUE(b.has_mem_max);
+	EXPECT_EQ(256ULL << 20, b.mem_max);
 }
 
 TEST_F(broker, set_broker_id)
