@@ -387,6 +387,18 @@ static __u64 nla_u64(const struct nlattr *nla)
 	return v;
 }
 
+/* a u64 attribute: counted bad unless it is exactly 8 bytes */
+static void parse_u64(const struct nlattr *nla, bool *has, __u64 *v,
+		      unsigned int *bad)
+{
+	if (nla_plen(nla) != sizeof(*v)) {
+		(*bad)++;
+		return;
+	}
+	*has = true;
+	*v = nla_u64(nla);
+}
+
 static __u16 nla_u16(const struct nlattr *nla)
 {
 	__u16 v;
@@ -598,18 +610,10 @@ static void broker_cb(const struct nlmsghdr *nlh, void *arg)
 				b->bad++;
 			break;
 		case KREP_A_LOG_MEMORY:
+			parse_u64(nla, &b->has_mem, &b->mem, &b->bad);
+			break;
 		case KREP_A_LOG_MEMORY_MAX:
-			if (nla_plen(nla) != 8) {
-				b->bad++;
-				break;
-			}
-			if (nla_kind(nla) == KREP_A_LOG_MEMORY) {
-				b->has_mem = true;
-				b->mem = nla_u64(nla);
-			} else {
-				b->has_mem_max = true;
-				b->mem_max = nla_u64(nla);
-			}
+			parse_u64(nla, &b->has_mem_max, &b->mem_max, &b->bad);
 			break;
 		default:
 			b->bad++;
@@ -1022,6 +1026,11 @@ TEST_F(broker, set_unsupported_attribute)
 
 	set_init(self);
 	a = req_put(&self->r, KREP_A_KAFKA_ERROR, "\0\0", 2);
+	expect_err(&self->nl, &self->r, EINVAL, "Unsupported attribute", a);
+
+	/* the log memory gauge is read-only: the cap is a module parameter */
+	set_init(self);
+	a = put_u64(&self->r, KREP_A_LOG_MEMORY_MAX, 1ULL << 30);
 	expect_err(&self->nl, &self->r, EINVAL, "Unsupported attribute", a);
 }
 
