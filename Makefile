@@ -2,7 +2,7 @@
 #
 # krep top-level build.
 #
-#   make               kmod/krep.ko, agent/krepctl, agent/krepd, selftests
+#   make               kmod/krep.ko, agent/krepctl/krepctl, agent/krepd/krepd, selftests
 #   make check         install what is missing, build, run sparse,
 #                      checkpatch and the agent's unit tests, boot the VM and
 #                      run every selftest suite ("selftests: N passed, ...")

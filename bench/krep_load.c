@@ -47,7 +47,7 @@
 
 #include <linux/krep.h>
 
-#include "../agent/record.h"
+#include "../agent/lib/record.h"
 #include "common.h"
 
 #define BROKERS_MAX	8

@@ -59,7 +59,7 @@ set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 ROOT=$PWD
 B=$ROOT/bench
-KREPCTL=$ROOT/agent/krepctl
+KREPCTL=$ROOT/agent/krepctl/krepctl
 PATH=/usr/sbin:/sbin:/usr/bin:/bin
 export PATH
 

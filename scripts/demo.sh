@@ -18,8 +18,8 @@ set -u
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 ROOT=$PWD
-KREPCTL=$ROOT/agent/krepctl
-KREPD=$ROOT/agent/krepd
+KREPCTL=$ROOT/agent/krepctl/krepctl
+KREPD=$ROOT/agent/krepd/krepd
 CTL_SOCK=/tmp/demo-krepd.sock
 BT=$ROOT/tools/bpftrace
 LAG_MS=2000

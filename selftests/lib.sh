@@ -58,8 +58,8 @@ KREP_LIB_SH=1
 {
 	KREP_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 	KREP_KO=$KREP_ROOT/kmod/krep.ko
-	KREPCTL=$KREP_ROOT/agent/krepctl
-	KREPD=$KREP_ROOT/agent/krepd
+	KREPCTL=$KREP_ROOT/agent/krepctl/krepctl
+	KREPD=$KREP_ROOT/agent/krepd/krepd
 }
 # iproute2's ip, not busybox's
 case ":$PATH:" in

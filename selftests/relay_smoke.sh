@@ -3,7 +3,7 @@
 #
 # relay_smoke.sh - a controller's session to a broker through
 # `krepd --relay`: the relay runs in the broker's namespace, the client
-# (agent/test_relay probe, a relay session as krepd --controller opens
+# (agent/tests/test_relay probe, a relay session as krepd --controller opens
 # one) in another, over TCP on a veth pair.
 #
 #   initial netns: broker 1 (insmod broker_id=1), never asked here
@@ -35,8 +35,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 krep_require_vm
 krep_require_cmd ip
 
-PROBE=$KREP_ROOT/agent/test_relay
-[ -x "$PROBE" ] || ktap_skip_all "agent/test_relay not built (make -C agent test_relay)"
+PROBE=$KREP_ROOT/agent/tests/test_relay
+[ -x "$PROBE" ] || ktap_skip_all "agent/tests/test_relay not built (make -C agent tests/test_relay)"
 
 NET=10.203.0
 PORT=7070

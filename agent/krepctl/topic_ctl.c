@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster.h"
 #include "ctlsock.h"
 #include "krepctl.h"
 

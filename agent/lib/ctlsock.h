@@ -45,6 +45,9 @@
 #include <stddef.h>
 #include <stdio.h>
 
+/* krepd --controller listens here unless told otherwise */
+#define KREP_DEFAULT_SOCKET	"/run/krep/krepd.sock"
+
 #define KREP_CTLSOCK_LINE_MAX	512
 #define KREP_CTLSOCK_TIMEOUT_MS	1000
 

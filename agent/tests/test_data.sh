@@ -6,7 +6,7 @@
 # delete-records, transactions and isolation, follow mode, and the errors
 # with Kafka's codes. Runs in the test VM (it loads the module):
 #
-#	selftests/vm/run.sh -- agent/test_data.sh
+#	selftests/vm/run.sh -- agent/tests/test_data.sh
 #
 #   initial netns, broker 1, no peers
 #   +-----------------------------------------------------------+
@@ -20,7 +20,7 @@ set -u
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 # shellcheck source=selftests/lib.sh
-. "$here/../selftests/lib.sh"
+. "$here/../../selftests/lib.sh"
 
 krep_require_vm
 krep_require_cmd jq cmp seq

@@ -4,33 +4,16 @@
 # Host-only checks of krepctl's command line: every command's --help exits
 # 0 and prints its usage on stdout; bad command lines exit 2 with a usage
 # message on stderr, before any contact with the kernel (so no module is
-# needed). Output is TAP; the exit status is 1 if any check failed.
+# needed). Output is KTAP (selftests/lib.sh); the exit status is 1 if any
+# check failed.
 #
-# Usage: agent/test_cli.sh [PATH-TO-KREPCTL]
+# Usage: agent/tests/test_cli.sh [PATH-TO-KREPCTL]
 
-K=${1:-$(dirname "$0")/krepctl}
-n=0
-failed=0
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+# shellcheck source=agent/tests/lib.sh
+. "$here/lib.sh"
 
-ok() {
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n - $2"
-	else
-		failed=$((failed + 1))
-		echo "not ok $n - $2"
-	fi
-}
-
-# help WORDS...: "krepctl WORDS --help" exits 0 with "Usage:" on stdout
-help() {
-	local out rc
-
-	out=$("$K" "$@" --help 2>/dev/null)
-	rc=$?
-	[ $rc = 0 ] && [[ $out == Usage:* ]]
-	ok $? "krepctl $* --help exits 0 with its usage"
-}
+K=${1:-$KREPCTL}
 
 # usage MESSAGE ARGS...: exits 2, MESSAGE and "Usage:" on stderr, no stdout
 usage() {
@@ -45,20 +28,27 @@ usage() {
 	ok $? "krepctl $* exits 2: $msg"
 }
 
-echo "TAP version 13"
+# README.md's "krepctl command reference" has a synopsis line for every
+# command "krepctl help" lists ("    krepctl [OPTION]... COMMAND ..."),
+# so that the two cannot drift apart: one check per command
+readme=$KREP_ROOT/README.md
+ref=$(sed -n '/^## krepctl command reference$/,/^## /p' "$readme" 2>/dev/null)
+cmds=$("$K" help 2>/dev/null | sed -n '/^Commands:$/,/^$/s/^  \([a-z][a-z-]*\) .*/\1/p')
 
-help
-help broker
-help topic
-help topic create
-help topic delete
-help topic list
-help topic describe
-help produce
-help consume
-help offsets
-help delete-records
-help txn
+ktap_plan $((47 + $(wc -w <<<"$cmds")))
+
+help "$K"
+help "$K" broker
+help "$K" topic
+help "$K" topic create
+help "$K" topic delete
+help "$K" topic list
+help "$K" topic describe
+help "$K" produce
+help "$K" consume
+help "$K" offsets
+help "$K" delete-records
+help "$K" txn
 
 out=$("$K" help 2>/dev/null)
 for c in broker topic produce consume offsets delete-records txn help; do
@@ -66,12 +56,6 @@ for c in broker topic produce consume offsets delete-records txn help; do
 	ok $? "krepctl help lists $c"
 done
 
-# README.md's "krepctl command reference" has a synopsis line for every
-# command "krepctl help" lists ("    krepctl [OPTION]... COMMAND ..."),
-# so that the two cannot drift apart
-readme=$(dirname "$0")/../README.md
-ref=$(sed -n '/^## krepctl command reference$/,/^## /p' "$readme" 2>/dev/null)
-cmds=$("$K" help 2>/dev/null | sed -n '/^Commands:$/,/^$/s/^  \([a-z][a-z-]*\) .*/\1/p')
 [ -n "$ref" ] && [ "$(wc -w <<<"$cmds")" -ge 10 ]
 ok $? "README.md has a command reference and krepctl help lists commands"
 for c in $cmds; do
@@ -111,6 +95,4 @@ usage "missing begin, commit or abort" txn t 1:0
 usage "missing PID:EPOCH" txn t commit
 usage "producer epoch '70000'" txn t 1:70000 begin
 
-echo "1..$n"
-echo "# $((n - failed)) passed, $failed failed"
-[ $failed = 0 ]
+ktap_finish

@@ -9,36 +9,19 @@
 # needed and no broker is touched: status, brokers, elect, the state file
 # lock, a second controller on the same socket, SIGUSR1, SIGTERM and the
 # controller epoch across restarts. The controller's work on real brokers
-# runs in the VM (selftests/controller_smoke.sh). TAP.
+# runs in the VM (selftests/controller_smoke.sh). KTAP (selftests/lib.sh).
 #
-# Usage: agent/test_ctl.sh [KREPCTL [KREPD]]
+# Usage: agent/tests/test_ctl.sh [KREPCTL [KREPD]]
 
-K=${1:-$(dirname "$0")/krepctl}
-D=${2:-$(dirname "$0")/krepd}
-n=0
-failed=0
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+# shellcheck source=agent/tests/lib.sh
+. "$here/lib.sh"
+
+K=${1:-$KREPCTL}
+D=${2:-$KREPD}
 tmp=$(mktemp -d)
 pid=
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
-
-ok() {
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n - $2"
-	else
-		failed=$((failed + 1))
-		echo "not ok $n - $2"
-	fi
-}
-
-help() { # PROG ARGS...: "PROG ARGS --help" exits 0 with its usage
-	local out rc
-
-	out=$("$@" --help 2>/dev/null)
-	rc=$?
-	[ $rc = 0 ] && [[ $out == Usage:* ]]
-	ok $? "${1##*/}${2:+ ${*:2}} --help exits 0 with its usage"
-}
 
 usage() { # MESSAGE PROG ARGS...: exits 2 with MESSAGE on stderr
 	local msg=$1 err rc
@@ -48,14 +31,14 @@ usage() { # MESSAGE PROG ARGS...: exits 2 with MESSAGE on stderr
 	rc=$?
 	[ $rc = 2 ] && [[ $err == *"$msg"* ]]
 	ok $? "${1##*/} ${*:2} exits 2: $msg"
-	[ $rc = 2 ] || echo "# exit $rc: $err"
+	[ $rc = 2 ] || ktap_diag "exit $rc: $err"
 }
 
 NS=krep-test-ctl-none-$$
 B=(--broker "1@netns:$NS")
 S=(--state-file "$tmp/krepd.state" --socket "$tmp/krepd.sock")
 
-echo "TAP version 13"
+ktap_plan 45
 
 # --- command lines ---------------------------------------------------------
 
@@ -93,7 +76,7 @@ rc=$?
 [ $rc = 2 ] && [[ $err == *"bad.conf:3: broker 2: unknown kind 'carrier-pigeon'"* ]] &&
 	[[ $err == *"bad.conf:5: poll-ms given twice"* ]] && [[ $err != *Usage:* ]]
 ok $? "krepd --config: every bad line is reported as FILE:LINE: reason, exit 2"
-[ $rc = 2 ] || echo "# exit $rc: $err"
+[ $rc = 2 ] || ktap_diag "exit $rc: $err"
 
 usage "give --preferred, --status or --brokers" "$K" elect
 usage "give one of --preferred, --status and --brokers" "$K" elect --status --preferred
@@ -134,7 +117,7 @@ rc=$?
 [ $rc = 0 ] && [[ $(head -n 1 <<<"$out") == '{"controller_epoch":1,"owner":"'* ]] &&
 	[[ $out == *'{"id":1,"reachable":false,"fenced":true,"claimed":false,"incarnation":null}'* ]]
 ok $? "elect --brokers: epoch 1, broker 1 unreachable and fenced after the session timeout"
-[ $rc = 0 ] || echo "# exit $rc: $out"
+[ $rc = 0 ] || ktap_diag "exit $rc: $out"
 out=$("$K" elect --status --socket "$tmp/krepd.sock")
 rc=$?
 [ $rc = 0 ] && [ -z "$out" ]
@@ -190,7 +173,7 @@ pid=
 	grep -qx "controller-epoch 1" "$tmp/krepd.state" &&
 	grep -qx "broker 1 incarnation - fenced 1" "$tmp/krepd.state"
 ok $? "SIGTERM: exit 0, socket removed, state written (epoch 1, broker 1 fenced)"
-[ $rc = 0 ] || sed 's/^/# /' "$tmp/krepd.out"
+[ $rc = 0 ] || ktap_diag_stdin <"$tmp/krepd.out"
 
 start
 sleep 0.2
@@ -209,6 +192,4 @@ rc=$?
 [ $rc = 1 ] && [[ $err == *"corrupt.state:1: the first statement must be 'version 1'"* ]]
 ok $? "a corrupt state file: krepd refuses to start (exit 1, file:line)"
 
-echo "1..$n"
-echo "# $((n - failed)) passed, $failed failed"
-[ "$failed" = 0 ]
+ktap_finish

@@ -31,11 +31,11 @@
 
 #include <linux/krep.h>
 
+#include "ctlsock.h"	/* KREP_DEFAULT_SOCKET */
 #include "session.h"
 
 #define KREP_CLUSTER_BROKERS_MAX	(KREP_PEERS_MAX + 1)
 #define KREP_DEFAULT_STATE_FILE		"/var/lib/krep/krepd.state"
-#define KREP_DEFAULT_SOCKET		"/run/krep/krepd.sock"
 #define KREP_DEFAULT_SESSION_TIMEOUT_MS	6000
 #define KREP_DEFAULT_POLL_MS		250
 #define KREP_DEFAULT_PREFERRED_MS	300000

@@ -5,33 +5,17 @@
 # watch and stats, krepd --metrics. --help exits 0 with the usage on
 # stdout; bad command lines exit 2 with a message and the usage on stderr
 # before anything is loaded or contacted (no module, no BPF needed). The
-# commands themselves run in the VM (selftests/observability.sh). TAP.
+# commands themselves run in the VM (selftests/observability.sh). KTAP
+# (selftests/lib.sh).
 #
-# Usage: agent/test_obs.sh [KREPCTL [KREPD]]
+# Usage: agent/tests/test_obs.sh [KREPCTL [KREPD]]
 
-K=${1:-$(dirname "$0")/krepctl}
-D=${2:-$(dirname "$0")/krepd}
-n=0
-failed=0
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+# shellcheck source=agent/tests/lib.sh
+. "$here/lib.sh"
 
-ok() {
-	n=$((n + 1))
-	if [ "$1" = 0 ]; then
-		echo "ok $n - $2"
-	else
-		failed=$((failed + 1))
-		echo "not ok $n - $2"
-	fi
-}
-
-help() { # PROG ARGS...: "PROG ARGS --help" exits 0 with its usage
-	local out rc
-
-	out=$("$@" --help 2>/dev/null)
-	rc=$?
-	[ $rc = 0 ] && [[ $out == Usage:* ]]
-	ok $? "$(echo "${1##*/}" "${@:2}") --help exits 0 with its usage"
-}
+K=${1:-$KREPCTL}
+D=${2:-$KREPD}
 
 usage() { # MESSAGE PROG ARGS...: exits 2, MESSAGE and "Usage:" on stderr
 	local msg=$1 err rc
@@ -43,7 +27,7 @@ usage() { # MESSAGE PROG ARGS...: exits 2, MESSAGE and "Usage:" on stderr
 	ok $? "${1##*/} ${*:2} exits 2: $msg"
 }
 
-echo "TAP version 13"
+ktap_plan 15
 help "$K" watch
 help "$K" stats
 help "$D"
@@ -60,6 +44,4 @@ usage "port 0" "$D" --metrics 127.0.0.1:0
 usage "needs a value" "$D" --metrics
 "$K" help | grep -q '^  watch ' && "$K" help | grep -q '^  stats '
 ok $? "krepctl help lists watch and stats"
-echo "1..$n"
-echo "# $((n - failed)) passed, $failed failed"
-[ "$failed" = 0 ]
+ktap_finish
