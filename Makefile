@@ -35,8 +35,9 @@ all: module agent selftests
 help:
 	@sed -n '3,16p' Makefile | sed 's/^# \{0,1\}//'
 
+# through the root Kbuild (obj-m += kmod/), as DKMS builds it: kmod/krep.ko
 module:
-	$(MAKE) -C $(KDIR) M=$(CURDIR)/kmod modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
 
 agent:
 	$(MAKE) -C agent
@@ -102,7 +103,7 @@ bench: deps
 # via -D__CHECK_ENDIAN__ being implied). Any warning fails the target.
 sparse:
 	@mkdir -p build
-	$(MAKE) -C $(KDIR) M=$(CURDIR)/kmod C=2 CHECK=sparse \
+	$(MAKE) -C $(KDIR) M=$(CURDIR) C=2 CHECK=sparse \
 		CF="-D__CHECK_ENDIAN__" \
 		modules 2>&1 | tee build/sparse.log
 	@! grep -E '(warning|error):' build/sparse.log | grep -v '^/usr/src' \
@@ -116,7 +117,7 @@ checkpatch: tools
 	@echo "checkpatch: clean"
 
 clean:
-	-$(MAKE) -C $(KDIR) M=$(CURDIR)/kmod clean
+	-$(MAKE) -C $(KDIR) M=$(CURDIR) clean
 	-$(MAKE) -C agent clean
 	-$(MAKE) -C selftests clean
 	rm -rf build
