@@ -21,7 +21,7 @@ PKGS=(
 	linux-headers-amd64 linux-source-6.1 sparse
 	linux-image-amd64 qemu-system-x86 busybox-static	# the test VM
 	kmod cpio xz-utils zstd
-	iproute2 bpftrace bpftool jq	# tests and tools
+	iproute2 bpftrace bpftool jq python3 util-linux	# tests and tools
 )
 
 BENCH_PKGS=(

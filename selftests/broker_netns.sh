@@ -185,7 +185,7 @@ ktap_check "delete namespaces after rmmod" \
 	sh -c "ip netns del '$NSB' && ip netns del '$NSC'"
 
 log=$(krep_kmsg_since broker_netns-$$)
-if grep -E 'krep: leak|WARNING:|BUG:|Oops|general protection' <<<"$log" |
+if krep_kernel_bad <<<"$log" |
 	ktap_diag_stdin; then
 	ktap_fail "no leak, WARNING, BUG or oops in the kernel log"
 else

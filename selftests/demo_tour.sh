@@ -50,7 +50,7 @@ for ((n = 1; n <= STEPS; n++)); do
 done
 grep -q '^demo: all steps behaved as narrated$' "$tmp/tour.out" && ended=1 || ended=0
 krep_cleanup_run
-bad=$(krep_kmsg_since "$mark" | grep -E 'WARNING:|BUG:|Oops|krep: leak')
+bad=$(krep_kmsg_since "$mark" | krep_kernel_bad)
 if [ "$rc" = 0 ] && [ "$ended" = 1 ] && [ -z "$bad" ] && ! krep_mod_loaded; then
 	ktap_ok "the tour ends as narrated; no kernel warning; krep unloaded"
 else

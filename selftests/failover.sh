@@ -50,7 +50,7 @@ krep_require_cmd jq ip /usr/bin/python3
 
 LAG=1000
 SESSION=2000		# krepd's session timeout
-FAULT_SECS=${KREP_FAULT_SECS:-60}
+FAULT_SECS=${KREP_FAULT_SECS:-60}	# section 5's length; KREP_FAULT_SEED its schedule
 tmp=$(mktemp -d)
 krep_cleanup_push rm -rf "$tmp"
 mark=failover-$$
@@ -381,7 +381,10 @@ fh consume f "$(all_ns)" $((FAULT_SECS + 20)) "$tmp/cons.r" >"$tmp/cons.r.out" 2
 cons=$!
 krep_cleanup_push "kill $prod $cons 2>/dev/null"
 end=$((SECONDS + FAULT_SECS))
-RANDOM=$$
+# the cuts' schedule comes from this seed: KREP_FAULT_SEED=N reruns it
+seed=${KREP_FAULT_SEED:-$(((RANDOM << 15 | RANDOM) % 1000000))}
+ktap_diag "fault schedule seed $seed (rerun: KREP_FAULT_SEED=$seed make check SUITES=failover)"
+RANDOM=$seed
 cuts=0
 while [ "$SECONDS" -lt "$end" ]; do
 	n=$((RANDOM % 3 + 1))

@@ -45,11 +45,17 @@
 #                            false on timeout
 #   krep_kmsg_mark NAME      write a marker line into the kernel log
 #   krep_kmsg_since NAME     the kernel log after that marker
+#   krep_kernel_bad          filter stdin for kernel log lines that fail a
+#                            test (selftests/kernel-bad.ere: WARNING, BUG,
+#                            oops, slub_debug's reports, krep: leak, ...);
+#                            true if there was any
 #   krep_teardown_checks MARK  run the clean-up now, then two checks: the
 #                            module is unloaded, and the kernel log since
-#                            MARK has no WARNING, BUG, oops or leak line
+#                            MARK has no line krep_kernel_bad reports
 #   krep_require_vm          skip the whole suite outside the test VM
-#   krep_require_cmd CMD...  skip the whole suite if a command is missing
+#   krep_require_cmd CMD...  fail the whole suite if a command is missing
+#                            (scripts/deps.sh installs them all: in make
+#                            check a missing tool is a failure, not a skip)
 
 [ -n "${KREP_LIB_SH:-}" ] && return 0
 KREP_LIB_SH=1
@@ -257,8 +263,16 @@ krep_require_cmd() {
 	local c
 
 	for c in "$@"; do
-		command -v "$c" >/dev/null 2>&1 || ktap_skip_all "$c not found"
+		command -v "$c" >/dev/null 2>&1 && continue
+		echo "TAP version 13"
+		echo "1..1"
+		echo "not ok 1 $c is installed (scripts/deps.sh installs it)"
+		exit 1
 	done
+}
+
+krep_kernel_bad() {
+	grep -aE -f "$KREP_ROOT/selftests/kernel-bad.ere"
 }
 
 krep_teardown_checks() {
@@ -270,7 +284,7 @@ krep_teardown_checks() {
 	else
 		ktap_ok "rmmod after the scenarios"
 	fi
-	bad=$(krep_kmsg_since "$1" | grep -E 'WARNING:|BUG:|Oops|krep: leak')
+	bad=$(krep_kmsg_since "$1" | krep_kernel_bad)
 	if [ -n "$bad" ]; then
 		ktap_diag "$bad"
 		ktap_fail "no kernel warning, oops or leak"

@@ -440,7 +440,7 @@ fi
 ktap_expect_fail "module not loaded at the end" krep_mod_loaded
 
 log=$(krep_kmsg_since log-$$)
-if grep -E 'krep: leak|WARNING:|BUG:|Oops|general protection' <<<"$log" |
+if krep_kernel_bad <<<"$log" |
 	ktap_diag_stdin; then
 	ktap_fail "no leak, WARNING, BUG or oops in the kernel log"
 elif ! grep -q 'krep: unloaded' <<<"$log"; then

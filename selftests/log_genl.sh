@@ -49,7 +49,7 @@ if ! out=$(rmmod krep 2>&1); then
 	rc=1
 fi
 if krep_kmsg_since log_genl-$$ |
-	grep -E 'krep: leak|WARNING:|BUG:|Oops|general protection' |
+	krep_kernel_bad |
 	ktap_diag_stdin; then
 	ktap_diag "kernel log problems after log_test (above)"
 	rc=1

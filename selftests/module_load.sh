@@ -127,7 +127,7 @@ if grep 'krep: leak' <<<"$log" | ktap_diag_stdin; then
 else
 	ktap_ok "no 'krep: leak' in the kernel log"
 fi
-if grep -E 'WARNING:|BUG:|Oops|general protection|kernel BUG' <<<"$log" | ktap_diag_stdin; then
+if krep_kernel_bad <<<"$log" | ktap_diag_stdin; then
 	ktap_fail "no WARNING, BUG or oops in the kernel log"
 else
 	ktap_ok "no WARNING, BUG or oops in the kernel log"

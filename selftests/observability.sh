@@ -84,7 +84,11 @@ bg_stop() { # NAME...
 		pids+=("${!v}")
 	done
 	kill -INT "${pids[@]}" 2>/dev/null
-	for ((i = 0; i < 300; i++)); do
+	# bpftrace detaches every probe before it prints its maps, which takes
+	# as long as attaching did (tens of seconds on a busy emulated VM): a
+	# kill before that would lose the maps. The suite's time limit bounds
+	# the wait.
+	for ((i = 0; i < 3000; i++)); do
 		kill -0 "${pids[@]}" 2>/dev/null || break
 		sleep 0.1
 	done

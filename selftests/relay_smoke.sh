@@ -40,7 +40,6 @@ PROBE=$KREP_ROOT/agent/tests/test_relay
 
 NET=10.203.0
 PORT=7070
-KBAD='WARNING:|BUG:|BUG [^ ]+ \(|kernel BUG at|Oops|general protection|Kernel panic|UBSAN:|krep: leak'
 
 tmp=$(mktemp -d)
 krep_cleanup_push rm -rf "$tmp"
@@ -174,7 +173,7 @@ else
 fi
 
 krep_cleanup_run
-bad=$(krep_kmsg_since "$mark" | grep -E "$KBAD")
+bad=$(krep_kmsg_since "$mark" | krep_kernel_bad)
 if [ -z "$bad" ] && ! krep_mod_loaded; then
 	ktap_ok "no kernel warning, module unloaded"
 else

@@ -74,7 +74,6 @@ FLOOD=150		# connections that never say HELLO
 RSEG=16384		# minisr's segment_bytes ...
 RKEEP=65536		# ... and retention_bytes
 
-KBAD='WARNING:|BUG:|BUG [^ ]+ \(|kernel BUG at|Oops|general protection|Kernel panic|INFO: task .* blocked|detected stall|UBSAN:|krep: leak'
 
 tmp=$(mktemp -d)
 krep_cleanup_push rm -rf "$tmp"
@@ -894,7 +893,7 @@ else
 	ktap_fail "module gone, remaining namespaces deleted"
 fi
 log=$(klog "$mark")
-if grep -E "$KBAD" <<<"$log" | ktap_diag_stdin; then
+if krep_kernel_bad <<<"$log" | ktap_diag_stdin; then
 	ktap_fail "kernel log: no WARNING, BUG, oops or leak in the whole suite"
 elif ! grep -q "krep: unloaded" <<<"$log"; then
 	ktap_fail "kernel log: no WARNING, BUG, oops or leak in the whole suite (no 'unloaded' line)"

@@ -5,57 +5,55 @@
 #
 #	selftests/vm/run.sh -- selftests/run_all.sh [SUITE...]
 #
-# Usage: selftests/run_all.sh [-t SECONDS] [SUITE...]
+# Usage: selftests/run_all.sh [SUITE...]
 #
-# The suites are the lines of selftests/suites.list in that order ("PATH
-# [timeout=SECONDS]", PATH relative to selftests/ or to the repo root, "#"
-# starts a comment; shell suites and C test binaries alike), or without that
-# file every executable selftests/*.sh but run_all.sh and lib.sh. SUITE
-# arguments pick suites by name (as printed after "# suite:", ".sh" may be
-# left out).
+# The suites are those of selftests/suites.list, in its order (see
+# selftests/suites.sh for its format); SUITE arguments pick some by name
+# (as printed after "# suite:", ".sh" may be left out). make check runs
+# them through selftests/check.sh, which shares them out over several VMs.
 #
-# Each suite runs in its own directory with stdin /dev/null and a timeout
-# (-t, KREP_SUITE_TIMEOUT, default 600 s); its output is shown indented. Its
-# KTAP result lines count: "ok" passed, "not ok" failed (also "# TODO"), any
-# "# SKIP" skipped. One more failure for the first of: a timeout, a non-zero
-# exit without a "not ok" line (exit 4, KSFT_SKIP, without results is a
-# skip), "Bail out!", fewer results than planned, no results at all. One more
-# for a kernel log (dmesg since the suite started) with WARNING, BUG, Oops,
-# general protection, panic, "krep: leak" and the like, and one more if the
-# krep module is still loaded afterwards (it is then unloaded). Processes a
-# suite leaves in its process group are killed. The suites load and unload
-# krep themselves.
+# Each suite runs in its own directory with stdin /dev/null and the time
+# limit suites.list gives it; its output is shown indented. Its KTAP result
+# lines count: "ok" passed, "not ok" failed (also "# TODO"), "# SKIP"
+# skipped. A skip is also a failure: everything a suite needs is installed
+# by scripts/deps.sh, so nothing may pass by skipping (a suite that skips
+# as a whole, "1..0 # SKIP" or exit 4, counts one skip and one failure).
+# One more failure for the first of: a timeout, a non-zero exit without a
+# "not ok" line, "Bail out!", fewer results than planned, no results at
+# all. One more for a kernel log (dmesg since the suite started) with a
+# line of selftests/kernel-bad.ere (WARNING, BUG, oops, slub_debug's
+# reports, "krep: leak", ...), and one more if the krep module is still
+# loaded afterwards (it is then unloaded). Processes a suite leaves in its
+# process group are killed. The suites load and unload krep themselves.
 #
-# The last line is "selftests: N passed, M failed" (", K skipped" when K > 0);
-# exit status 1 if M > 0. Refuses to run outside the VM (KREP_VM=1, set by
-# selftests/vm/run.sh) unless KREP_ALLOW_HOST=1.
+# After each suite: "# suite NAME: P passed, F failed, S skipped (exit RC,
+# Ts)". The last line is "selftests: N passed, M failed" (", K skipped"
+# when K > 0); exit status 1 if M > 0 or nothing passed. Refuses to run
+# outside the VM (KREP_VM=1, set by selftests/vm/run.sh) unless
+# KREP_ALLOW_HOST=1.
 
 set -u
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 root=$(cd "$here/.." && pwd -P)
-timeout_s=${KREP_SUITE_TIMEOUT:-600}
 indent='  '
 
-KERNEL_BAD='WARNING:|BUG:|BUG [^ ]+ \(|kernel BUG at|Oops|general protection|Kernel panic|Unknown symbol|disagrees about version of symbol|INFO: task .* blocked for more than|detected stall|UBSAN:|krep: leak'
+# the kernel log lines that fail a suite (one pattern a line)
+KERNEL_BAD=$here/kernel-bad.ere
 
 usage() {
-	sed -n '/^# Usage:/,/^# The last line/{/^# The last line/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}" >&2
+	sed -n '/^# Usage:/,/^# Each suite/{/^# Each suite/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}" >&2
 	exit "${1:-2}"
 }
 
 while [ $# -gt 0 ]; do
 	case $1 in
-	-t) [ $# -ge 2 ] || usage; timeout_s=$2; shift 2 ;;
 	-h|--help) usage 0 ;;
 	--) shift; break ;;
 	-*) usage ;;
 	*) break ;;
 	esac
 done
-case $timeout_s in
-''|*[!0-9]*|0) echo "run_all.sh: the timeout must be a positive number of seconds" >&2; exit 2 ;;
-esac
 
 if [ "${KREP_VM:-}" != 1 ] && [ "${KREP_ALLOW_HOST:-}" != 1 ]; then
 	echo "run_all.sh: refusing to run outside the test VM;" \
@@ -71,53 +69,9 @@ failed=0
 skipped=0
 failed_suites=()
 
-# suites: "path<TAB>name<TAB>timeout" lines
-suites=()
-add_suite() { # PATH-AS-LISTED TIMEOUT
-	local p=$1 path name
-	if [ -e "$here/$p" ]; then
-		path=$here/$p
-	elif [ -e "$root/$p" ]; then
-		path=$root/$p
-	else
-		path=$here/$p # reported missing when its turn comes
-	fi
-	case $path in
-	"$here"/*) name=${path#"$here"/} ;;
-	*) name=${path#"$root"/} ;;
-	esac
-	suites+=("$path"$'\t'"$name"$'\t'"$2")
-}
-
-if [ -f "$here/suites.list" ]; then
-	while IFS= read -r line || [ -n "$line" ]; do
-		line=${line%%#*}
-		read -r p opt _ <<<"$line" || true
-		[ -n "${p:-}" ] || continue
-		t=$timeout_s
-		case ${opt:-} in
-		timeout=*) t=${opt#timeout=} ;;
-		esac
-		add_suite "$p" "$t"
-	done <"$here/suites.list"
-else
-	for f in "$here"/*.sh; do
-		case ${f##*/} in
-		run_all.sh|lib.sh) continue ;;
-		esac
-		[ -x "$f" ] && add_suite "${f##*/}" "$timeout_s"
-	done
-fi
-
-selected() { # NAME
-	local a
-	[ ${#filters[@]} = 0 ] && return 0
-	for a in "${filters[@]}"; do
-		[ "$1" = "$a" ] || [ "$1" = "$a.sh" ] && return 0
-	done
-	return 1
-}
-filters=("$@")
+# the suites to run: "name<TAB>secs<TAB>timeout<TAB>path" lines
+mapfile -t suites < <("$here/suites.sh" "$@") || exit 2
+[ "${#suites[@]}" -gt 0 ] || { echo "run_all.sh: no suite to run" >&2; exit 2; }
 
 module_loaded() {
 	grep -q '^krep ' /proc/modules 2>/dev/null
@@ -153,8 +107,7 @@ trap 'rm -f "$out"' EXIT
 idx=0
 
 for s in "${suites[@]}"; do
-	IFS=$'\t' read -r path name t <<<"$s"
-	selected "$name" || continue
+	IFS=$'\t' read -r name _ t path <<<"$s"
 	idx=$((idx + 1))
 	echo "# suite: $name"
 	reasons=()
@@ -195,7 +148,7 @@ for s in "${suites[@]}"; do
 	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
 		reasons+=("timed out after ${t}s")
 	elif [ "$rc" = 4 ] && [ "$f" = 0 ] && [ $((p + sk)) = 0 ]; then
-		sk=1 # KSFT_SKIP
+		sk=1 # KSFT_SKIP, the whole suite
 	elif [ "$rc" != 0 ] && [ "$f" = 0 ]; then
 		reasons+=("exit status $rc without a failed test")
 	elif [ "$bail" = 1 ]; then
@@ -208,11 +161,17 @@ for s in "${suites[@]}"; do
 		reasons+=("no KTAP results")
 	fi
 	[ ${#reasons[@]} = 0 ] || f=$((f + 1))
+	if [ "$sk" -gt 0 ]; then
+		grep -aE '^(not )?ok .*#[[:space:]]*[Ss][Kk][Ii][Pp]|^1\.\.0' "$out" | head -n 5 |
+			sed 's/^/# suite '"$name"': skipped: /'
+		reasons+=("$sk skipped: a skip is a failure in make check")
+		f=$((f + sk))
+	fi
 
 	if klog=$(dmesg 2>/dev/null); then
 		since=$(awk -v m="$mark" 'found { print } index($0, m) && substr($0, index($0, m) + length(m)) == "" { found = 1 }' <<<"$klog")
 		[ -n "$since" ] || grep -qF "$mark" <<<"$klog" || since=$klog
-		bad=$(grep -E "$KERNEL_BAD" <<<"$since" | head -n 20)
+		bad=$(grep -aE -f "$KERNEL_BAD" <<<"$since" | head -n 20)
 		if [ -n "$bad" ]; then
 			reasons+=("kernel log:")
 			f=$((f + 1))
@@ -240,8 +199,8 @@ for s in "${suites[@]}"; do
 	echo "# suite $name: $p passed, $f failed, $sk skipped (exit $rc, ${elapsed}s)"
 done
 
-if [ "$idx" = 0 ]; then
-	echo "# no suite to run"
+if [ "$passed" = 0 ]; then
+	echo "# no test passed"
 	failed=$((failed + 1))
 fi
 [ ${#failed_suites[@]} = 0 ] || echo "# failed suites: ${failed_suites[*]}"

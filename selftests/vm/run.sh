@@ -13,8 +13,8 @@
 #   stdout, build/vm/console.log <---- ttyS0: console, command output,
 #                                      "KREP-VM-EXIT=<status>"
 #
-# Usage: selftests/vm/run.sh [--timeout SECONDS] [--] CMD [ARG...]
-#        selftests/vm/run.sh [--timeout SECONDS] --shell
+# Usage: selftests/vm/run.sh [--timeout SECONDS] [--console FILE] [--] CMD [ARG...]
+#        selftests/vm/run.sh [--timeout SECONDS] [--console FILE] --shell
 #        selftests/vm/run.sh --print-kernel
 #
 # CMD runs with bash as root in the repo root (same absolute path as on the
@@ -25,6 +25,8 @@
 # that was 0), timeout (124), or no exit marker from the guest (125). Usage
 # errors exit 2.
 #
+# The console is kept in FILE (default build/vm/console.log) once qemu has
+# exited: VMs that run side by side each name their own.
 # --shell runs an interactive bash in the guest on this terminal (Ctrl-A X
 # kills qemu); the VM powers off when the shell exits.
 # --print-kernel prints the kernel version the VM would boot and exits.
@@ -51,8 +53,8 @@ vmdir=$repo/build/vm
 prog=${0##*/}
 
 # Kernel messages (they carry a "[ seconds.micros]" prefix on the console)
-# that fail the run.
-KERNEL_BAD='WARNING:|BUG:|BUG [^ ]+ \(|kernel BUG at|Oops|general protection fault|Kernel panic|Unknown symbol|disagrees about version of symbol|version magic .* should be|INFO: task .* blocked for more than|detected stall|UBSAN:|krep: leak'
+# that fail the run: selftests/kernel-bad.ere, one pattern a line.
+KERNEL_BAD=$(paste -sd'|' "$here/../kernel-bad.ere") || exit 125
 
 usage() {
 	sed -n '/^# Usage:/,/^# Environment:/{/^# Environment:/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}" >&2
@@ -65,12 +67,15 @@ die() {
 }
 
 timeout_s=${KREP_VM_TIMEOUT:-1500}
+console=$vmdir/console.log
 shell=0
 print_kernel=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--timeout) [ $# -ge 2 ] || usage; timeout_s=$2; shift 2 ;;
 	--timeout=*) timeout_s=${1#*=}; shift ;;
+	--console) [ $# -ge 2 ] || usage; console=$2; shift 2 ;;
+	--console=*) console=${1#*=}; shift ;;
 	--shell) shell=1; shift ;;
 	--print-kernel) print_kernel=1; shift ;;
 	-h|--help) usage 0 ;;
@@ -171,7 +176,7 @@ cleanup() {
 		kill "$pid" 2>/dev/null
 	fi
 	wait 2>/dev/null # for the console pipeline to drain into the log
-	[ -f "$log" ] && mv -f "$log" "$vmdir/console.log"
+	[ -f "$log" ] && mv -f "$log" "$console"
 	rm -rf "$rundir"
 }
 trap cleanup EXIT
@@ -265,13 +270,13 @@ marker=$(grep -aoE 'KREP-VM-EXIT=[0-9]+' "$log" | tail -n1 || true)
 rc=${marker#KREP-VM-EXIT=}
 
 if [ -n "$bad" ]; then
-	echo "$prog: FAIL: kernel problem on the console: ${bad#"${bad%%[![:space:]]*}"} (see build/vm/console.log)" >&2
+	echo "$prog: FAIL: kernel problem on the console: ${bad#"${bad%%[![:space:]]*}"} (see ${console#"$repo"/})" >&2
 	[ -n "$rc" ] && [ "$rc" != 0 ] && exit "$rc"
 	[ "$qemu_rc" = 124 ] || [ "$qemu_rc" = 137 ] && exit 124
 	exit 1
 fi
 if [ "$qemu_rc" = 124 ] || [ "$qemu_rc" = 137 ]; then
-	echo "$prog: FAIL: timeout after ${timeout_s}s (see build/vm/console.log)" >&2
+	echo "$prog: FAIL: timeout after ${timeout_s}s (see ${console#"$repo"/})" >&2
 	exit 124
 fi
 if [ -n "$vmerr" ]; then

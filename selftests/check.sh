@@ -1,0 +1,150 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# check.sh - run the selftest suites in several qemu VMs side by side (on
+# the host; `make check` calls it) and print one result for the whole run.
+#
+# Usage: selftests/check.sh [-j VMS] [SUITE...]
+#
+# The suites are those of selftests/suites.list (SUITE arguments, or the
+# SUITES variable, pick some by name; ".sh" may be left out). Each line
+# there gives a suite's typical time (secs=N); the suites are shared out
+# over VMS virtual machines (-j, KREP_CHECK_VMS, default 3) so that each
+# VM's total is about the same, longest first, and every VM runs its share
+# with selftests/run_all.sh. A VM's console goes to build/vm/console.K.log;
+# what every suite prints is shown prefixed with its VM's number.
+#
+# At the end comes a table of every suite (VM, seconds, passed, failed,
+# skipped, and the time suites.list expects), then the line
+#
+#	selftests: N passed, M failed
+#
+# always, even when a VM died: a suite that started and never reported
+# (kernel panic on a WARN or an oops, the VM's timeout) counts as one
+# failure, and so does every suite of that VM that never started. A skip
+# is a failure (run_all.sh counts it so), and so is a run with no passed
+# test. Exit status 0 only when M is 0.
+
+set -u
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+root=$(cd "$here/.." && pwd -P)
+vmdir=$root/build/vm
+vms=${KREP_CHECK_VMS:-3}
+
+usage() {
+	sed -n '/^# Usage:/,/^# The suites/{/^# The suites/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}" >&2
+	exit 2
+}
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	-j) [ $# -ge 2 ] || usage; vms=$2; shift 2 ;;
+	-h|--help) usage ;;
+	--) shift; break ;;
+	-*) usage ;;
+	*) break ;;
+	esac
+done
+case $vms in
+''|*[!0-9]*|0) echo "check.sh: -j wants a positive number of VMs" >&2; exit 2 ;;
+esac
+# shellcheck disable=SC2206 # SUITES is a list of words
+[ $# -gt 0 ] || set -- ${SUITES:-}
+
+# name<TAB>secs<TAB>timeout of the suites to run, in suites.list's order
+mapfile -t suites < <("$here/suites.sh" "$@") || exit 2
+[ ${#suites[@]} -gt 0 ] || { echo "check.sh: no suite to run" >&2; exit 2; }
+[ "$vms" -le ${#suites[@]} ] || vms=${#suites[@]}
+
+# Longest first, each to the VM with the least time so far.
+declare -a load share
+for ((k = 0; k < vms; k++)); do
+	load[k]=0
+	share[k]=
+done
+while IFS=$'\t' read -r name secs _; do
+	best=0
+	for ((k = 1; k < vms; k++)); do
+		[ "${load[k]}" -lt "${load[best]}" ] && best=$k
+	done
+	load[best]=$((load[best] + secs))
+	share[best]+="$name "
+done < <(printf '%s\n' "${suites[@]}" | sort -t$'\t' -k2,2nr -s)
+
+# A VM's limit: its suites' timeouts, plus boot and slack.
+vm_timeout() { # NAMES...
+	local n t=120 s
+
+	for n in "$@"; do
+		s=$(printf '%s\n' "${suites[@]}" | awk -F'\t' -v n="$n" '$1 == n { print $3 }')
+		t=$((t + s))
+	done
+	echo "$t"
+}
+
+mkdir -p "$vmdir"
+# One initramfs for all (run.sh would otherwise build it in every VM at once).
+"$here/vm/mkinitrd.sh" --outdir "$vmdir" "$("$here/vm/run.sh" --print-kernel)" >/dev/null ||
+	exit 1
+
+start=$SECONDS
+pids=()
+for ((k = 0; k < vms; k++)); do
+	# shellcheck disable=SC2086 # the names are words
+	set -- ${share[k]}
+	echo "# vm $k: $* (about ${load[k]}s)"
+	log=$vmdir/check.$k.log
+	{
+		"$here/vm/run.sh" --console "$vmdir/console.$k.log" \
+			--timeout "$(vm_timeout "$@")" -- selftests/run_all.sh "$@" 2>&1
+		echo "KREP-CHECK-VM-RC=$?"
+	} >"$log" 2>&1 &
+	pids+=($!)
+	tail -n +1 -s 0.5 -f --pid=$! "$log" 2>/dev/null |
+		grep --line-buffered -av '^KREP-CHECK-VM-RC=' | sed -u "s/^/[$k] /" &
+done
+wait "${pids[@]}"
+wait
+elapsed=$((SECONDS - start))
+
+# Per suite: passed failed skipped seconds, or why it has no result.
+echo
+printf '%-22s %3s %6s %6s %6s %7s %8s\n' suite vm passed failed skipped seconds expected
+passed=0 failed=0 skipped=0 failed_suites=()
+for ((k = 0; k < vms; k++)); do
+	log=$vmdir/check.$k.log
+	vmrc=$(sed -n 's/^KREP-CHECK-VM-RC=//p' "$log" | tail -n 1)
+	why=$(grep -a -m1 '^run.sh: ' "$log" | sed 's/^run.sh: \(FAIL: \)\{0,1\}//')
+	for name in ${share[k]}; do
+		secs=$(printf '%s\n' "${suites[@]}" | awk -F'\t' -v n="$name" '$1 == n { print $2 }')
+		res=$(grep -aE "^# suite $(sed 's/[.]/[.]/g' <<<"$name"): [0-9]+ passed" "$log" | tail -n 1)
+		if [ -n "$res" ]; then
+			read -r p f s t < <(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped \(exit [0-9]+, ([0-9]+)s\).*/\1 \2 \3 \4/' <<<"$res")
+		elif grep -aqxF "# suite: $name" "$log"; then
+			p=0 f=1 s=0 t=-
+			echo "# suite $name: FAIL: did not finish: ${why:-VM exit status ${vmrc:-unknown}} (vm $k, build/vm/console.$k.log)"
+		else
+			p=0 f=1 s=0 t=-
+			echo "# suite $name: FAIL: never ran: ${why:-VM exit status ${vmrc:-unknown}} (vm $k)"
+		fi
+		[ "$f" = 0 ] || failed_suites+=("$name")
+		printf '%-22s %3s %6s %6s %6s %7s %8s\n' "$name" "$k" "$p" "$f" "$s" "$t" "$secs"
+		passed=$((passed + p))
+		failed=$((failed + f))
+		skipped=$((skipped + s))
+	done
+	if [ -n "$why" ] && [ "$vmrc" != 0 ]; then
+		echo "# vm $k: $why"
+	fi
+done
+echo "# wall time ${elapsed}s in $vms VMs"
+if [ "$passed" = 0 ]; then
+	echo "# no test passed"
+	failed=$((failed + 1))
+fi
+[ ${#failed_suites[@]} = 0 ] || echo "# failed suites: ${failed_suites[*]}"
+summary="selftests: $passed passed, $failed failed"
+[ "$skipped" = 0 ] || summary+=", $skipped skipped"
+echo "$summary"
+[ "$failed" = 0 ]
