@@ -4,8 +4,10 @@
 #
 #   make               kmod/krep.ko, agent/krepctl/krepctl, agent/krepd/krepd, selftests
 #   make check         install what is missing, build, run sparse,
-#                      checkpatch and the agent's unit tests, boot the VM and
-#                      run every selftest suite ("selftests: N passed, ...")
+#                      checkpatch and the agent's unit tests, then every
+#                      selftest suite in VMs side by side ("selftests: N
+#                      passed, M failed" after a table of the suites)
+#   make check SUITES="replication epochs"   the same, for some suites
 #   make demo          install what is missing, build, run the demo in the VM
 #   make vm-shell      an interactive shell in the same VM
 #   make sparse        sparse over the module (endian checks on), must be clean
@@ -16,11 +18,14 @@
 # check, demo and vm-shell always build against the VM kernel.
 
 KDIR ?= $(shell scripts/kdir.sh)
+NPROC := $(shell nproc 2>/dev/null || echo 2)
 VM_KDIR = $(shell scripts/kdir.sh --vm)
 TOOLS := build/linux-tools
 VM := selftests/vm/run.sh
-# the whole selftest run in the VM, seconds (CI allows 90 minutes)
-CHECK_TIMEOUT ?= 2400
+# make check's suites (selftests/suites.list names; all when empty) and
+# how many VMs share them out (selftests/check.sh)
+SUITES ?=
+CHECK_VMS ?= 3
 
 # trace.h is written in the TRACE_EVENT macro language, which checkpatch
 # does not parse (the kernel's own trace headers draw the same complaints)
@@ -33,7 +38,7 @@ KSRC := $(filter-out %.mod.c kmod/trace.h,$(wildcard kmod/*.c kmod/*.h)) \
 all: module agent selftests
 
 help:
-	@sed -n '3,16p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,/^$$/{/^$$/d;s/^# \{0,1\}//;p}' Makefile
 
 # through the root Kbuild (obj-m += kmod/), as DKMS builds it: kmod/krep.ko
 module:
@@ -53,11 +58,13 @@ deps:
 
 # check, demo and vm-shell install packages first, then build in a sub-make
 # so that KDIR is looked up after the kernel headers exist.
+# sparse builds the module (checking every file as it goes), so that "all"
+# finds it built: one build of the module.
 check: deps
-	$(MAKE) KDIR="$(VM_KDIR)" all
-	$(MAKE) KDIR="$(VM_KDIR)" sparse checkpatch
+	$(MAKE) KDIR="$(VM_KDIR)" sparse
+	$(MAKE) -j$(NPROC) KDIR="$(VM_KDIR)" all checkpatch
 	$(MAKE) -C agent test
-	$(VM) --timeout $(CHECK_TIMEOUT) -- selftests/run_all.sh
+	KREP_CHECK_VMS=$(CHECK_VMS) selftests/check.sh $(SUITES)
 
 # make demo STEP=N stops after step N and opens a shell in the VM there
 demo: deps
@@ -103,7 +110,7 @@ bench: deps
 # via -D__CHECK_ENDIAN__ being implied). Any warning fails the target.
 sparse:
 	@mkdir -p build
-	$(MAKE) -C $(KDIR) M=$(CURDIR) C=2 CHECK=sparse \
+	$(MAKE) -j$(NPROC) -C $(KDIR) M=$(CURDIR) C=2 CHECK=sparse \
 		CF="-D__CHECK_ENDIAN__" \
 		modules 2>&1 | tee build/sparse.log
 	@! grep -E '(warning|error):' build/sparse.log | grep -v '^/usr/src' \
