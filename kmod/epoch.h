@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * krep: a replica's leader epoch cache (DESIGN.md §2, Leader epochs).
+ * krep: a replica's leader epoch cache (docs/design.md §2, Leader epochs and truncation).
  *
  * (epoch -> start offset) for every epoch whose leader wrote records,
  * oldest first, at most KREP_EPOCH_CACHE_MAX entries (the oldest goes

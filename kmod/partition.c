@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * krep: a partition's local replica and the rules of ../shared/DESIGN.md §2
+ * krep: a partition's local replica and the rules of docs/design.md §2
  * that act on it: leader appends, HW over the ISR gated on
  * min.insync.replicas, LSO and transactions, log start and LW, and the
  * waits of acks=all produces and of consumers parked at the end.
@@ -1131,7 +1131,7 @@ static void maybe_expand_isr(struct krep_partition *p, int idx)
  * @fp: its fetch offset, epoch and log start
  *
  * Updates the remote replica (LEO, log start, last fetch time and
- * lastCaughtUpTime by DESIGN.md's rule), may add it to the ISR, and
+ * lastCaughtUpTime by docs/design.md's rule), may add it to the ISR, and
  * recomputes HW. Called once per FETCH, not when a parked one is retried.
  *
  * Return: 0 or Kafka's error code for this partition.

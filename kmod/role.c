@@ -2,7 +2,7 @@
 /*
  * krep: what the controller says of a partition (LEADER_AND_ISR) and the
  * leader epoch rules that keep replicas' logs identical below HW
- * (DESIGN.md §2, Roles, Becoming leader, Leader epochs).
+ * (docs/design.md §2, Roles, Becoming leader, Leader epochs and truncation).
  *
  * A replica becoming leader records (its epoch, its LEO) and waits for
  * every ISR member to fetch in the new epoch. A replica becoming follower

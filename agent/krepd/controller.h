@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * krepd --controller: the cluster's controller (DESIGN.md §1-2).
+ * krepd --controller: the cluster's controller (docs/design.md §1-2).
  *
  * It reaches every broker of the configuration through a session
  * (session.h), claims it (BROKER_SET KREP_A_CONTROLLER: epoch, a random

@@ -5,7 +5,7 @@
  * no clock (test_elect.c drives them directly). controller.c applies the
  * results, writes them down and tells the brokers.
  *
- * Rules (DESIGN.md §2, Elections; Kafka's KRaft controller with KIP-966):
+ * Rules (docs/design.md §2, Elections; Kafka's KRaft controller with KIP-966):
  *   - A broker is *live* when it is not fenced. A *reborn* broker came
  *     back with a new incarnation: its logs are gone, so it leaves every
  *     ISR and ELR before anything else and never joins an ELR for it.

@@ -156,7 +156,7 @@
  *             twice
  *
  * KREP_CMD_LEADER_AND_ISR (do)       CAP_NET_ADMIN; only from the controller
- *   The controller's word on one partition (DESIGN.md §2, Roles).
+ *   The controller's word on one partition (docs/design.md §2, Roles).
  *   request:  KREP_A_CONTROLLER_EPOCH (u32: the epoch this broker's
  *             controller claim holds, see KREP_A_CONTROLLER),
  *             KREP_A_TOPIC, KREP_A_PARTITION,
