@@ -9,7 +9,7 @@
 # needed and no broker is touched: status, brokers, elect, the state file
 # lock, a second controller on the same socket, SIGUSR1, SIGTERM and the
 # controller epoch across restarts. The controller's work on real brokers
-# runs in the VM (selftests/controller_smoke.sh). KTAP (selftests/lib.sh).
+# runs in the VM (selftests/epochs.sh and failover.sh). KTAP (selftests/lib.sh).
 #
 # Usage: agent/tests/test_ctl.sh [KREPCTL [KREPD]]
 
