@@ -10,7 +10,7 @@
  *
  * With nothing to follow it still sends an empty FETCH, which the leader
  * answers after the wait: the connection's heartbeat. A FETCH without an
- * answer within the wait plus KREP_FETCH_RESP_TIMEOUT_MS closes the
+ * answer within the wait plus fetch_timeout_ms (a module parameter) closes the
  * connection (the peer shows DOWN, and reconnecting starts), so a cut
  * link is noticed in seconds, not after TCP's retransmission timeout.
  *
@@ -32,12 +32,12 @@
 #include "krep.h"
 #include "broker.h"
 #include "fetcher.h"
+#include "param.h"
 #include "net.h"
 #include "partition.h"
 #include "topic.h"
 #include "wire.h"
 
-#define KREP_FETCH_RESP_TIMEOUT_MS	3000
 #define KREP_FETCH_BACKOFF_MS	100	/* replica.fetch.backoff.ms, shorter */
 #define KREP_REPLICA_FETCH_WAIT_MS	500	/* replica.fetch.wait.max.ms */
 #define KREP_REPLICA_FETCH_MAX_BYTES	BIT(20)
@@ -152,7 +152,7 @@ static void fetcher_send(struct krep_peer *peer, struct krep_conn *c)
 	if (peer->fetch_inflight) {
 		deadline = peer->fetch_sent +
 			   msecs_to_jiffies(KREP_REPLICA_FETCH_WAIT_MS +
-					    KREP_FETCH_RESP_TIMEOUT_MS);
+					    krep_param_fetch_timeout_ms());
 		late = time_after_eq(jiffies, deadline);
 		if (!late)
 			mod_delayed_work(krep_wq, &peer->fetch_work,
@@ -182,7 +182,7 @@ static void fetcher_send(struct krep_peer *peer, struct krep_conn *c)
 		krep_conn_close(c, "cannot send FETCH");
 	else
 		arm_fetch(peer, msecs_to_jiffies(KREP_REPLICA_FETCH_WAIT_MS +
-						 KREP_FETCH_RESP_TIMEOUT_MS));
+						 krep_param_fetch_timeout_ms()));
 	kvfree(buf);
 }
 

@@ -17,7 +17,7 @@
  *   conn.fetch_work        replica.c: an accepted connection's HELLO
  *                          deadline, then its parked FETCH.
  * At most KREP_MAX_INBOUND accepted connections live at once; a flood of
- * connections that never say HELLO is closed after KREP_HELLO_TIMEOUT_MS.
+ * connections that never say HELLO is closed after hello_timeout_ms.
  * krep_net_stop() marks the state stopped (the gate every re-arm checks),
  * closes the listener and every connection and waits for all of it.
  *
@@ -39,13 +39,13 @@
 #include "broker.h"
 #include "fetcher.h"
 #include "net.h"
+#include "param.h"
 #include "replica.h"
 #include "wire.h"
 
 struct workqueue_struct *krep_wq;
 
 #define KREP_BACKOFF_MIN_MS	100
-#define KREP_BACKOFF_MAX_MS	5000
 #define KREP_CONNECT_TIMEOUT	(3 * HZ)
 #define KREP_MAX_INBOUND	128	/* connections accepted at once */
 /* the largest FETCH: header plus the maximum of partition entries */
@@ -768,7 +768,7 @@ static void connect_work(struct work_struct *work)
 retry:
 	WRITE_ONCE(peer->state, KREP_PEER_DOWN);
 	peer->backoff_ms = clamp(peer->backoff_ms * 2, KREP_BACKOFF_MIN_MS,
-				 KREP_BACKOFF_MAX_MS);
+				 krep_param_reconnect_backoff_max_ms());
 	mutex_lock(&ns->lock);
 	if (!ns->stopped)
 		queue_delayed_work(krep_wq, &peer->connect_work,
@@ -887,8 +887,10 @@ int krep_net_state_alloc(struct krep_net *kn)
 	mutex_init(&ns->apply_lock);
 	INIT_LIST_HEAD(&ns->conns);
 	INIT_WORK(&ns->accept_work, accept_work);
-	/* 30 lines per 5 s and broker: a flood of bad peers stays bounded */
-	ratelimit_state_init(&ns->close_rs, 5 * HZ, 30);
+	/* 30 lines per window and broker: a flood of bad peers stays bounded */
+	ratelimit_state_init(&ns->close_rs,
+			     msecs_to_jiffies(krep_param_close_log_interval_ms()),
+			     30);
 	ns->stopped = true;
 	kn->ns = ns;
 	return 0;

@@ -62,6 +62,77 @@ u64 krep_param_log_memory_max(void)
 	return log_memory_max;
 }
 
+/*
+ * Deadlines and windows of the replication protocol, for every broker.
+ * The defaults suit a network; the selftests shorten them.
+ */
+#define KREP_MS_MIN	100U
+#define KREP_MS_MAX	600000U
+
+static unsigned int hello_timeout_ms = 5000;
+module_param(hello_timeout_ms, uint, 0444);
+MODULE_PARM_DESC(hello_timeout_ms,
+		 "close an accepted replication connection without HELLO after this long (default 5000, 100..600000)");
+
+static unsigned int fetch_timeout_ms = 3000;
+module_param(fetch_timeout_ms, uint, 0444);
+MODULE_PARM_DESC(fetch_timeout_ms,
+		 "close a connection whose FETCH is unanswered this long past its wait (default 3000, 100..600000)");
+
+static unsigned int reconnect_backoff_max_ms = 5000;
+module_param(reconnect_backoff_max_ms, uint, 0444);
+MODULE_PARM_DESC(reconnect_backoff_max_ms,
+		 "longest wait between connection attempts to a peer, doubling from 100 ms (default 5000, 100..600000)");
+
+static unsigned int close_log_interval_ms = 5000;
+module_param(close_log_interval_ms, uint, 0444);
+MODULE_PARM_DESC(close_log_interval_ms,
+		 "window of the connection-close log lines' rate limit, 30 lines each (default 5000, 100..600000)");
+
+u32 krep_param_hello_timeout_ms(void)
+{
+	return hello_timeout_ms;
+}
+
+u32 krep_param_fetch_timeout_ms(void)
+{
+	return fetch_timeout_ms;
+}
+
+u32 krep_param_reconnect_backoff_max_ms(void)
+{
+	return reconnect_backoff_max_ms;
+}
+
+u32 krep_param_close_log_interval_ms(void)
+{
+	return close_log_interval_ms;
+}
+
+/* every deadline within KREP_MS_MIN..KREP_MS_MAX */
+static int check_deadlines(void)
+{
+	static const struct {
+		const char *name;
+		unsigned int *val;
+	} d[] = {
+		{ "hello_timeout_ms", &hello_timeout_ms },
+		{ "fetch_timeout_ms", &fetch_timeout_ms },
+		{ "reconnect_backoff_max_ms", &reconnect_backoff_max_ms },
+		{ "close_log_interval_ms", &close_log_interval_ms },
+	};
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(d); i++) {
+		if (*d[i].val < KREP_MS_MIN || *d[i].val > KREP_MS_MAX) {
+			pr_err("bad %s %u: must be %u..%u\n", d[i].name,
+			       *d[i].val, KREP_MS_MIN, KREP_MS_MAX);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 /* parse an unsigned decimal from a counted string */
 static int parse_u64(const char *s, size_t len, u64 max, u64 *val)
 {
@@ -312,6 +383,8 @@ int krep_param_parse(struct krep_broker_cfg **cfgp, struct list_head *specs)
 		       log_memory_max);
 		goto fail;
 	}
+	if (check_deadlines())
+		goto fail;
 	if (broker_id < -1) {
 		pr_err("bad broker_id %d: must be 0..2147483647\n", broker_id);
 		goto fail;

@@ -31,6 +31,7 @@
 #include "broker.h"
 #include "net.h"
 #include "partition.h"
+#include "param.h"
 #include "replica.h"
 #include "topic.h"
 #include "wire.h"
@@ -497,7 +498,7 @@ fail:
 void krep_replica_hello_deadline(struct krep_conn *c)
 {
 	mod_delayed_work(krep_wq, &c->fetch_work,
-			 msecs_to_jiffies(KREP_HELLO_TIMEOUT_MS));
+			 msecs_to_jiffies(krep_param_hello_timeout_ms()));
 }
 
 void krep_replica_conn_init(struct krep_conn *c)

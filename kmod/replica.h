@@ -34,6 +34,4 @@ void krep_replica_cancel_delayed(struct krep_conn *c);
 void krep_replica_conn_init(struct krep_conn *c);
 void krep_replica_hello_deadline(struct krep_conn *c);
 
-#define KREP_HELLO_TIMEOUT_MS	5000
-
 #endif /* _KREP_REPLICA_H */
