@@ -39,11 +39,6 @@ CTRL = uapi_enum("krep_ctrl_attr")
 EP = uapi_enum("krep_epoch_attr")
 ROLES = {0: "leader", 1: "follower", 2: "offline"}
 NO_LEADER = 0xFFFFFFFF
-NLM_F_REQUEST = 1
-NLM_F_ACK = 4
-NLM_F_DUMP = 0x300
-NLMSG_ERROR = 2
-NLMSGERR_ATTR_MSG = 1
 
 
 def u32(v):
@@ -74,32 +69,7 @@ def part(topic, p):
 
 def request(g, cmd, attrs):
     """Send @cmd; its reply's attributes, {} for a bare ack."""
-    g.seq += 1
-    body = struct.pack("=BBH", C[cmd], 1, 0) + attrs
-    g.s.send(struct.pack("=IHHII", 16 + len(body), g.family,
-                         NLM_F_REQUEST | NLM_F_ACK, g.seq, 0) + body)
-    reply = None
-    while True:
-        data = g.s.recv(8 << 20)
-        off = 0
-        while off + 16 <= len(data):
-            mlen, mtype, _, seq, _ = struct.unpack_from("=IHHII", data, off)
-            payload = data[off + 16:off + mlen]
-            off += (mlen + 3) & ~3
-            if seq != g.seq:
-                continue
-            if mtype != NLMSG_ERROR:
-                reply = parse_attrs(payload[4:])
-                continue
-            err = struct.unpack_from("=i", payload)[0]
-            if err:
-                why = ""
-                olen = struct.unpack_from("=I", payload, 4)[0]
-                ext = parse_attrs(payload[4 + olen:])
-                why = ext.get(NLMSGERR_ATTR_MSG, [b""])[0].rstrip(
-                    b"\0").decode()
-                raise OSError(-err, "%s: %s" % (os.strerror(-err), why))
-            return reply if reply is not None else {}
+    return g.request(g.family, C[cmd], 1, attrs, ack=True)
 
 
 def do(g, cmd, attrs):
@@ -149,29 +119,8 @@ def topic_new(g, cepoch, topic, np, rf, assignment):
 
 def dump_partitions(g, topic):
     """Every PARTITION_GET message of @topic, as attribute dicts."""
-    g.seq += 1
-    body = struct.pack("=BBH", C["KREP_CMD_PARTITION_GET"], 1, 0) + \
-        nla(A["KREP_A_TOPIC"], topic.encode() + b"\0")
-    g.s.send(struct.pack("=IHHII", 16 + len(body), g.family,
-                         1 | NLM_F_DUMP, g.seq, 0) + body)
-    out = []
-    while True:
-        data = g.s.recv(8 << 20)
-        off = 0
-        while off + 16 <= len(data):
-            mlen, mtype, _, seq, _ = struct.unpack_from("=IHHII", data, off)
-            payload = data[off + 16:off + mlen]
-            off += (mlen + 3) & ~3
-            if seq != g.seq:
-                continue
-            if mtype == 3:          # NLMSG_DONE
-                return out
-            if mtype == 2:          # NLMSG_ERROR
-                err = struct.unpack_from("=i", payload)[0]
-                if err:
-                    raise OSError(-err, os.strerror(-err))
-                return out
-            out.append(parse_attrs(payload[4:]))
+    return g.dump(C["KREP_CMD_PARTITION_GET"],
+                  nla(A["KREP_A_TOPIC"], topic.encode() + b"\0"))
 
 
 def get(attrs, name, fmt="=I", dflt=None):

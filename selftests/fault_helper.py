@@ -27,11 +27,11 @@ import os
 import struct
 import sys
 import time
-import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from repl_helper import Genl, batch_values, nla, uapi_enum  # noqa: E402
-from ctl_helper import NLMSGERR_ATTR_MSG, dump_partitions, get, ids  # noqa: E402,F401
+from krep_record import batch, batch_values, batches  # noqa: E402
+from repl_helper import Genl, nla, uapi_enum  # noqa: E402
+from ctl_helper import dump_partitions, get  # noqa: E402
 import ctl_helper  # noqa: E402
 
 A = uapi_enum("krep_attr")
@@ -61,51 +61,6 @@ def sockets(names):
         _libc.setns(here, CLONE_NEWNET)
         os.close(here)
     return out
-
-
-# --- RecordBatch v2 with one record ----------------------------------------
-
-def _crc32c_table():
-    t = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        t.append(c)
-    return t
-
-
-_T = _crc32c_table()
-
-
-def crc32c(data):
-    c = 0xFFFFFFFF
-    for b in data:
-        c = _T[(c ^ b) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
-
-
-def zz(v):
-    v = (v << 1) ^ (v >> 63)
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def batch(value):
-    ts = int(time.time() * 1000)
-    rec = b"\0" + zz(0) + zz(0) + zz(-1) + zz(len(value)) + value + zz(0)
-    rec = zz(len(rec)) + rec
-    after_crc = struct.pack(">hiqqqhii", 0, 0, ts, ts, -1, -1, -1, 1) + rec
-    crc = crc32c(after_crc)
-    head = struct.pack(">qiiBI", 0, 4 + 1 + 4 + len(after_crc), -1, 2, crc)
-    return head + after_crc
 
 
 # --- requests -----------------------------------------------------------------
@@ -173,15 +128,12 @@ def fetch(g, topic, offset, follower=False):
     r = ctl_helper.request(g, "KREP_CMD_FETCH", attrs)
     hw = struct.unpack("=Q", r[A["KREP_A_HW"]][0])[0]
     recs = b"".join(r.get(A["KREP_A_RECORDS"], []))
-    out, pos = [], 0
-    while pos < len(recs):
-        base, blen = struct.unpack_from(">qi", recs, pos)
-        b = recs[pos:pos + 12 + blen]
+    out = []
+    for base, b in batches(recs):
         vals = []
         batch_values(b, vals)
         for i, v in enumerate(vals):
             out.append((base + i, v))
-        pos += len(b)
     return hw, out
 
 

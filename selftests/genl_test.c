@@ -18,8 +18,8 @@
  * in a network namespace of its own, so each starts from a broker with
  * nothing set and generation 0; the permission tests use the initial one.
  *
- * Requests are built by hand on a raw NETLINK_GENERIC socket so that they
- * can be malformed on purpose.
+ * Requests are built by hand on a raw NETLINK_GENERIC socket (krep_nl.c)
+ * so that they can be malformed on purpose.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -46,106 +46,7 @@
 #include "kselftest_harness.h"
 #pragma GCC diagnostic pop
 
-#ifndef NLA_F_NESTED
-#define NLA_F_NESTED		(1 << 15)
-#endif
-
-#define REQ_SIZE		16384
-#define RX_SIZE			65536
-
-/* ---------------------------------------------------------------------
- * Requests
- */
-
-struct req {
-	union {
-		struct nlmsghdr nlh;
-		char buf[REQ_SIZE];
-	};
-};
-
-static struct genlmsghdr *req_genl(struct req *r)
-{
-	return NLMSG_DATA(&r->nlh);
-}
-
-static void req_init(struct req *r, __u16 type, __u8 cmd)
-{
-	memset(r, 0, sizeof(*r));
-	r->nlh.nlmsg_len = NLMSG_LENGTH(GENL_HDRLEN);
-	r->nlh.nlmsg_type = type;
-	r->nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
-	req_genl(r)->cmd = cmd;
-	req_genl(r)->version = KREP_GENL_VERSION;
-}
-
-static struct nlattr *req_put(struct req *r, __u16 type, const void *data,
-			      size_t len)
-{
-	struct nlattr *nla = (void *)(r->buf + NLMSG_ALIGN(r->nlh.nlmsg_len));
-
-	if (NLMSG_ALIGN(r->nlh.nlmsg_len) + NLA_ALIGN(NLA_HDRLEN + len) >
-	    sizeof(r->buf)) {
-		fprintf(stderr, "# request buffer too small\n");
-		abort();
-	}
-	nla->nla_type = type;
-	nla->nla_len = NLA_HDRLEN + len;
-	if (len)
-		memcpy((char *)nla + NLA_HDRLEN, data, len);
-	r->nlh.nlmsg_len = NLMSG_ALIGN(r->nlh.nlmsg_len) +
-			   NLA_ALIGN(nla->nla_len);
-	return nla;
-}
-
-static struct nlattr *put_u8(struct req *r, __u16 type, __u8 v)
-{
-	return req_put(r, type, &v, sizeof(v));
-}
-
-static struct nlattr *put_u16(struct req *r, __u16 type, __u16 v)
-{
-	return req_put(r, type, &v, sizeof(v));
-}
-
-static struct nlattr *put_u32(struct req *r, __u16 type, __u32 v)
-{
-	return req_put(r, type, &v, sizeof(v));
-}
-
-static struct nlattr *put_u64(struct req *r, __u16 type, __u64 v)
-{
-	return req_put(r, type, &v, sizeof(v));
-}
-
-/* a string with its NUL */
-static struct nlattr *put_str(struct req *r, __u16 type, const char *s)
-{
-	return req_put(r, type, s, strlen(s) + 1);
-}
-
-/* a nest, with NLA_F_NESTED as the strict policy wants it */
-static struct nlattr *nest_start(struct req *r, __u16 type)
-{
-	return req_put(r, type | NLA_F_NESTED, NULL, 0);
-}
-
-/* a nest without NLA_F_NESTED, to be refused */
-static struct nlattr *nest_start_noflag(struct req *r, __u16 type)
-{
-	return req_put(r, type, NULL, 0);
-}
-
-static void nest_end(struct req *r, struct nlattr *nest)
-{
-	nest->nla_len = r->buf + r->nlh.nlmsg_len - (char *)nest;
-}
-
-/* offset of @nla in the request, as NLMSGERR_ATTR_OFFS reports it */
-static __u32 req_off(const struct req *r, const struct nlattr *nla)
-{
-	return (const char *)nla - r->buf;
-}
+#include "krep_nl.h"
 
 /* ---------------------------------------------------------------------
  * Endpoints and brokers, as the tests describe them and GET reports them
@@ -227,165 +128,8 @@ static struct ep ep_nth(int family, unsigned int n)
 }
 
 /* ---------------------------------------------------------------------
- * The socket
+ * Reading a broker
  */
-
-struct nl {
-	int fd;
-	__u16 family;		/* the "krep" family's id */
-	__u32 events;		/* the "events" multicast group's id */
-	__u32 version;
-	__u32 seq;
-};
-
-/* what the NLMSG_ERROR that ends a request said */
-struct ack {
-	int error;		/* 0 or a positive errno */
-	char msg[256];		/* NLMSGERR_ATTR_MSG, "" if none */
-	bool has_off, has_miss_type, has_miss_nest;
-	__u32 off, miss_type, miss_nest;
-};
-
-static int nl_open(struct nl *nl)
-{
-	int one = 1;
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
-
-	memset(nl, 0, sizeof(*nl));
-	nl->fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
-	if (nl->fd < 0)
-		return -errno;
-	if (setsockopt(nl->fd, SOL_NETLINK, NETLINK_EXT_ACK, &one,
-		       sizeof(one)) ||
-	    setsockopt(nl->fd, SOL_NETLINK, NETLINK_CAP_ACK, &one,
-		       sizeof(one)) ||
-	    bind(nl->fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		int err = -errno;
-
-		close(nl->fd);
-		return err;
-	}
-	nl->seq = 1;
-	return 0;
-}
-
-static void nl_close(struct nl *nl)
-{
-	if (nl->fd >= 0)
-		close(nl->fd);
-	nl->fd = -1;
-}
-
-static void parse_ack(const struct nlmsghdr *nlh, struct ack *ack)
-{
-	const struct nlmsgerr *e = NLMSG_DATA(nlh);
-	const struct nlattr *nla;
-	size_t off;
-	int rem;
-
-	memset(ack, 0, sizeof(*ack));
-	ack->error = -e->error;
-	if (!(nlh->nlmsg_flags & NLM_F_ACK_TLVS))
-		return;
-	/* the TLVs follow the request, of which NETLINK_CAP_ACK echoes
-	 * only the header
-	 */
-	off = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(*e));
-	if (!(nlh->nlmsg_flags & NLM_F_CAPPED))
-		off += NLMSG_ALIGN(e->msg.nlmsg_len) - NLMSG_HDRLEN;
-	nla = (const void *)((const char *)nlh + off);
-	rem = (int)nlh->nlmsg_len - (int)off;
-	while (rem >= NLA_HDRLEN && nla->nla_len >= NLA_HDRLEN &&
-	       nla->nla_len <= rem) {
-		const void *data = (const char *)nla + NLA_HDRLEN;
-		int len = nla->nla_len - NLA_HDRLEN;
-
-		switch (nla->nla_type & NLA_TYPE_MASK) {
-		case NLMSGERR_ATTR_MSG:
-			snprintf(ack->msg, sizeof(ack->msg), "%.*s", len,
-				 (const char *)data);
-			break;
-		case NLMSGERR_ATTR_OFFS:
-			ack->has_off = true;
-			memcpy(&ack->off, data, 4);
-			break;
-		case NLMSGERR_ATTR_MISS_TYPE:
-			ack->has_miss_type = true;
-			memcpy(&ack->miss_type, data, 4);
-			break;
-		case NLMSGERR_ATTR_MISS_NEST:
-			ack->has_miss_nest = true;
-			memcpy(&ack->miss_nest, data, 4);
-			break;
-		}
-		rem -= NLA_ALIGN(nla->nla_len);
-		nla = (const void *)((const char *)nla + NLA_ALIGN(nla->nla_len));
-	}
-}
-
-/*
- * Send @r and read until its NLMSG_ERROR. Every other message for the
- * request is handed to @cb. Returns 0 when the exchange completed (the
- * verdict is in @ack), -errno on a socket error.
- */
-static int nl_transact(struct nl *nl, struct req *r, struct ack *ack,
-		       void (*cb)(const struct nlmsghdr *, void *), void *arg)
-{
-	static char rx[RX_SIZE];
-	__u32 seq = nl->seq++;
-	ssize_t n;
-
-	r->nlh.nlmsg_seq = seq;
-	if (send(nl->fd, r->buf, r->nlh.nlmsg_len, 0) != r->nlh.nlmsg_len)
-		return -errno;
-	for (;;) {
-		const struct nlmsghdr *nlh;
-
-		n = recv(nl->fd, rx, sizeof(rx), 0);
-		if (n < 0)
-			return -errno;
-		for (nlh = (void *)rx; NLMSG_OK(nlh, n);
-		     nlh = NLMSG_NEXT(nlh, n)) {
-			if (nlh->nlmsg_seq != seq)
-				continue;
-			if (nlh->nlmsg_type == NLMSG_ERROR) {
-				parse_ack(nlh, ack);
-				return 0;
-			}
-			if (cb)
-				cb(nlh, arg);
-		}
-	}
-}
-
-/* walk the attributes of [@head, @head + @len) */
-#define for_each_nla(nla, head, len, rem)				\
-	for ((nla) = (const struct nlattr *)(head), (rem) = (len);	\
-	     (rem) >= NLA_HDRLEN && (nla)->nla_len >= NLA_HDRLEN &&	\
-	     (nla)->nla_len <= (rem);					\
-	     (rem) -= NLA_ALIGN((nla)->nla_len),			\
-	     (nla) = (const void *)((const char *)(nla) +		\
-				    NLA_ALIGN((nla)->nla_len)))
-
-#define nla_data_c(nla)		((const void *)((const char *)(nla) + NLA_HDRLEN))
-#define nla_plen(nla)		((int)(nla)->nla_len - NLA_HDRLEN)
-#define nla_kind(nla)		((nla)->nla_type & NLA_TYPE_MASK)
-
-static __u32 nla_u32(const struct nlattr *nla)
-{
-	__u32 v;
-
-	memcpy(&v, nla_data_c(nla), sizeof(v));
-	return v;
-}
-
-static __u64 nla_u64(const struct nlattr *nla)
-{
-	__u64 v;
-
-	memcpy(&v, nla_data_c(nla), sizeof(v));
-	return v;
-}
 
 /* a u64 attribute: counted bad unless it is exactly 8 bytes */
 static void parse_u64(const struct nlattr *nla, bool *has, __u64 *v,
@@ -398,84 +142,6 @@ static void parse_u64(const struct nlattr *nla, bool *has, __u64 *v,
 	*has = true;
 	*v = nla_u64(nla);
 }
-
-static __u16 nla_u16(const struct nlattr *nla)
-{
-	__u16 v;
-
-	memcpy(&v, nla_data_c(nla), sizeof(v));
-	return v;
-}
-
-struct family_info {
-	struct nl *nl;
-	bool found;
-};
-
-static void family_cb(const struct nlmsghdr *nlh, void *arg)
-{
-	const struct genlmsghdr *g = NLMSG_DATA(nlh);
-	struct family_info *fi = arg;
-	const struct nlattr *nla, *grp, *ga;
-	int rem, grem, garem;
-
-	for_each_nla(nla, (const char *)g + GENL_HDRLEN,
-		     (int)nlh->nlmsg_len - NLMSG_HDRLEN - GENL_HDRLEN, rem) {
-		switch (nla_kind(nla)) {
-		case CTRL_ATTR_FAMILY_ID:
-			fi->nl->family = nla_u16(nla);
-			fi->found = true;
-			break;
-		case CTRL_ATTR_VERSION:
-			fi->nl->version = nla_u32(nla);
-			break;
-		case CTRL_ATTR_MCAST_GROUPS:
-			for_each_nla(grp, nla_data_c(nla), nla_plen(nla), grem) {
-				const char *name = NULL;
-				__u32 id = 0;
-
-				for_each_nla(ga, nla_data_c(grp), nla_plen(grp),
-					     garem) {
-					if (nla_kind(ga) == CTRL_ATTR_MCAST_GRP_NAME)
-						name = nla_data_c(ga);
-					else if (nla_kind(ga) == CTRL_ATTR_MCAST_GRP_ID)
-						id = nla_u32(ga);
-				}
-				if (name && !strcmp(name, KREP_MCGRP_EVENTS))
-					fi->nl->events = id;
-			}
-			break;
-		}
-	}
-}
-
-/* open a socket and look the "krep" family up; -errno on failure */
-static int krep_open(struct nl *nl)
-{
-	struct family_info fi = { .nl = nl };
-	struct ack ack;
-	struct req r;
-	int err;
-
-	err = nl_open(nl);
-	if (err)
-		return err;
-	req_init(&r, GENL_ID_CTRL, CTRL_CMD_GETFAMILY);
-	req_genl(&r)->version = 2;
-	put_str(&r, CTRL_ATTR_FAMILY_NAME, KREP_GENL_NAME);
-	err = nl_transact(nl, &r, &ack, family_cb, &fi);
-	if (!err && ack.error)
-		err = -ack.error;
-	if (!err && !fi.found)
-		err = -ENOENT;
-	if (err)
-		nl_close(nl);
-	return err;
-}
-
-/* ---------------------------------------------------------------------
- * Reading a broker
- */
 
 static void parse_ep(const struct nlattr *nest, struct ep *ep,
 		     unsigned int *bad)
@@ -630,7 +296,7 @@ static int broker_get(struct nl *nl, struct broker *b)
 
 	memset(b, 0, sizeof(*b));
 	b->bad = 1;	/* until a reply arrives */
-	req_init(&r, nl->family, KREP_CMD_BROKER_GET);
+	req_init(&r, nl->family, KREP_CMD_BROKER_GET, 0);
 	err = nl_transact(nl, &r, &ack, broker_cb, b);
 	if (err)
 		return -err;
@@ -750,7 +416,7 @@ FIXTURE_TEARDOWN(broker)
 
 static void set_init(FIXTURE_DATA(broker) *self)
 {
-	req_init(&self->r, self->nl.family, KREP_CMD_BROKER_SET);
+	req_init(&self->r, self->nl.family, KREP_CMD_BROKER_SET, 0);
 }
 
 /* the broker of a new namespace has nothing set */
@@ -1111,11 +777,11 @@ TEST_F(broker, unknown_command)
 {
 	struct ack ack;
 
-	req_init(&self->r, self->nl.family, KREP_CMD_MAX + 1);
+	req_init(&self->r, self->nl.family, KREP_CMD_MAX + 1, 0);
 	ASSERT_EQ(0, nl_transact(&self->nl, &self->r, &ack, NULL, NULL));
 	EXPECT_EQ(EOPNOTSUPP, ack.error);
 
-	req_init(&self->r, self->nl.family, KREP_CMD_UNSPEC);
+	req_init(&self->r, self->nl.family, KREP_CMD_UNSPEC, 0);
 	ASSERT_EQ(0, nl_transact(&self->nl, &self->r, &ack, NULL, NULL));
 	EXPECT_EQ(EOPNOTSUPP, ack.error);
 }
@@ -1129,7 +795,7 @@ TEST_F(broker, get_with_attribute)
 	__u16 type;
 
 	for (type = KREP_A_BROKER_ID; type <= KREP_A_MAX + 1; type++) {
-		req_init(&self->r, self->nl.family, KREP_CMD_BROKER_GET);
+		req_init(&self->r, self->nl.family, KREP_CMD_BROKER_GET, 0);
 		a = put_u32(&self->r, type, 1);
 		memset(&b, 0, sizeof(b));
 		ASSERT_EQ(0, nl_transact(&self->nl, &self->r, &ack, broker_cb,
@@ -1494,7 +1160,7 @@ TEST_F(ep, set_listen)
 				       i % 2 ? variant->other : variant->addr,
 				       ports[i]);
 
-		req_init(&self->r, self->nl.family, KREP_CMD_BROKER_SET);
+		req_init(&self->r, self->nl.family, KREP_CMD_BROKER_SET, 0);
 		put_ep(&self->r, KREP_A_LISTEN, &ep);
 		expect_ok(&self->nl, &self->r);
 		ASSERT_EQ(0, broker_get(&self->nl, &b));
@@ -1511,10 +1177,10 @@ TEST_F(ep, listen_change_family)
 	struct ep a = ep_nth(variant->family, 3), c = ep_nth(other, 4);
 	struct broker b;
 
-	req_init(&self->r, self->nl.family, KREP_CMD_BROKER_SET);
+	req_init(&self->r, self->nl.family, KREP_CMD_BROKER_SET, 0);
 	put_ep(&self->r, KREP_A_LISTEN, &a);
 	expect_ok(&self->nl, &self->r);
-	req_init(&self->r, self->nl.family, KREP_CMD_BROKER_SET);
+	req_init(&self->r, self->nl.family, KREP_CMD_BROKER_SET, 0);
 	put_ep(&self->r, KREP_A_LISTEN, &c);
 	expect_ok(&self->nl, &self->r);
 	ASSERT_EQ(0, broker_get(&self->nl, &b));
@@ -1533,7 +1199,7 @@ TEST_F(ep, set_peers)
 	eps[1] = ep_make(variant->family, variant->other, 19092);
 	eps[2] = ep_nth(other, 7);	/* families may mix */
 
-	req_init(&self->r, self->nl.family, KREP_CMD_BROKER_SET);
+	req_init(&self->r, self->nl.family, KREP_CMD_BROKER_SET, 0);
 	put_u32(&self->r, KREP_A_BROKER_ID, 1);
 	nest = nest_start(&self->r, KREP_A_PEERS);
 	for (i = 0; i < 3; i++)
@@ -1551,7 +1217,7 @@ TEST_F(ep, set_peers)
 	}
 
 	/* a new list replaces the whole list */
-	req_init(&self->r, self->nl.family, KREP_CMD_BROKER_SET);
+	req_init(&self->r, self->nl.family, KREP_CMD_BROKER_SET, 0);
 	nest = nest_start(&self->r, KREP_A_PEERS);
 	put_peer(&self->r, 20, &eps[1]);
 	nest_end(&self->r, nest);
@@ -1562,7 +1228,7 @@ TEST_F(ep, set_peers)
 	EXPECT_TRUE(ep_equal(&eps[1], &b.peers[0].ep));
 
 	/* an empty nest clears it */
-	req_init(&self->r, self->nl.family, KREP_CMD_BROKER_SET);
+	req_init(&self->r, self->nl.family, KREP_CMD_BROKER_SET, 0);
 	nest = nest_start(&self->r, KREP_A_PEERS);
 	nest_end(&self->r, nest);
 	expect_ok(&self->nl, &self->r);
@@ -1579,7 +1245,7 @@ TEST_F(ep, set_everything)
 	struct nlattr *nest;
 	struct broker b;
 
-	req_init(&self->r, self->nl.family, KREP_CMD_BROKER_SET);
+	req_init(&self->r, self->nl.family, KREP_CMD_BROKER_SET, 0);
 	put_u32(&self->r, KREP_A_BROKER_ID, 42);
 	put_str(&self->r, KREP_A_CLUSTER_ID, "everything");
 	put_ep(&self->r, KREP_A_LISTEN, &l);
@@ -1612,7 +1278,7 @@ static void ep_nest_err(struct __test_metadata *_metadata,
 	struct nlattr *peers = NULL, *peer = NULL, *nest;
 	struct ack ack;
 
-	req_init(&self->r, self->nl.family, KREP_CMD_BROKER_SET);
+	req_init(&self->r, self->nl.family, KREP_CMD_BROKER_SET, 0);
 	if (in_peer) {
 		put_u32(&self->r, KREP_A_BROKER_ID, 1);
 		peers = nest_start(&self->r, KREP_A_PEERS);
@@ -1713,7 +1379,7 @@ TEST_F(ep, port_zero)
 			      .v4 = v4, .v6 = !v4, .port = true, .port_val = 0 };
 	struct nlattr *nest, *port;
 
-	req_init(&self->r, self->nl.family, KREP_CMD_BROKER_SET);
+	req_init(&self->r, self->nl.family, KREP_CMD_BROKER_SET, 0);
 	nest = nest_start(&self->r, KREP_A_LISTEN);
 	build_ep(&self->r, &p);
 	nest_end(&self->r, nest);
@@ -1771,12 +1437,12 @@ TEST_F(ep, unknown_ep_attribute)
  */
 static int drain_broker_events(struct nl *mon, struct broker *last)
 {
-	static char buf[RX_SIZE];
+	__u8 *buf = nl_rx_buf();
 	struct nlmsghdr *nlh;
 	int count = 0;
 	ssize_t n;
 
-	while ((n = recv(mon->fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+	while ((n = recv(mon->fd, buf, RX_SIZE, MSG_DONTWAIT)) > 0) {
 		for (nlh = (void *)buf; NLMSG_OK(nlh, n);
 		     nlh = NLMSG_NEXT(nlh, n)) {
 			const struct genlmsghdr *g = NLMSG_DATA(nlh);
@@ -1899,7 +1565,7 @@ static int unpriv_child(int how)
 		return CHILD_SETUP;
 	if (broker_get(&nl, &b) || b.bad)
 		return CHILD_GET;
-	req_init(&r, nl.family, KREP_CMD_BROKER_SET);
+	req_init(&r, nl.family, KREP_CMD_BROKER_SET, 0);
 	put_u32(&r, KREP_A_BROKER_ID, 99);
 	if (nl_transact(&nl, &r, &ack, NULL, NULL))
 		return CHILD_SETUP;
@@ -1975,7 +1641,7 @@ static int userns_admin_child(int unused)
 	(void)unused;
 	if (unshare_user(CLONE_NEWNET) || krep_open(&nl))
 		return CHILD_SETUP;
-	req_init(&r, nl.family, KREP_CMD_BROKER_SET);
+	req_init(&r, nl.family, KREP_CMD_BROKER_SET, 0);
 	put_u32(&r, KREP_A_BROKER_ID, 77);
 	if (nl_transact(&nl, &r, &ack, NULL, NULL))
 		return CHILD_SETUP;

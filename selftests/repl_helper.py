@@ -54,6 +54,8 @@ import struct
 import sys
 import time
 
+from krep_record import batch_values, batches
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 UAPI = os.path.join(HERE, "..", "uapi", "linux", "krep.h")
 
@@ -268,7 +270,10 @@ def uapi_enum(name):
 
 
 NLMSG_ERROR = 2
+NLMSG_DONE = 3
 NLM_F_REQUEST = 1
+NLM_F_ACK = 4
+NLM_F_DUMP = 0x300
 GENL_ID_CTRL = 16
 CTRL_CMD_GETFAMILY = 3
 CTRL_ATTR_FAMILY_ID = 1
@@ -296,7 +301,25 @@ def parse_attrs(buf):
     return out
 
 
+def check_ack(payload):
+    """An NLMSG_ERROR's payload: OSError(errno, "strerror: extack
+    message") unless it is an acknowledgement."""
+    err = struct.unpack_from("=i", payload)[0]
+    if err == 0:
+        return
+    why = ""
+    olen = struct.unpack_from("=I", payload, 4)[0]
+    try:
+        ext = parse_attrs(payload[4 + olen:])
+        why = ext.get(NLMSGERR_ATTR_MSG, [b""])[0].rstrip(b"\0").decode()
+    except ValueError:
+        pass
+    raise OSError(-err, "%s: %s" % (os.strerror(-err), why))
+
+
 class Genl:
+    """A NETLINK_GENERIC socket, the "krep" family's id in .family."""
+
     def __init__(self):
         self.s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 16)
         self.s.setsockopt(SOL_NETLINK, NETLINK_EXT_ACK, 1)
@@ -308,12 +331,14 @@ class Genl:
         self.family = struct.unpack("=H",
                                     reply[CTRL_ATTR_FAMILY_ID][0][:2])[0]
 
-    def request(self, ftype, cmd, version, attrs):
+    def send(self, ftype, cmd, version, flags, attrs):
         self.seq += 1
         body = struct.pack("=BBH", cmd, version, 0) + attrs
-        msg = struct.pack("=IHHII", 16 + len(body), ftype, NLM_F_REQUEST,
-                          self.seq, 0) + body
-        self.s.send(msg)
+        self.s.send(struct.pack("=IHHII", 16 + len(body), ftype,
+                                NLM_F_REQUEST | flags, self.seq, 0) + body)
+
+    def replies(self):
+        """(type, payload) of every message answering the last request."""
         while True:
             data = self.s.recv(8 << 20)
             off = 0
@@ -322,58 +347,36 @@ class Genl:
                                                             off)
                 payload = data[off + 16:off + mlen]
                 off += (mlen + 3) & ~3
-                if seq != self.seq:
-                    continue
-                if mtype == NLMSG_ERROR:
-                    err = struct.unpack_from("=i", payload)[0]
-                    if err == 0:
-                        continue
-                    why = ""
-                    olen = struct.unpack_from("=I", payload, 4)[0]
-                    try:
-                        ext = parse_attrs(payload[4 + olen:])
-                        why = ext.get(NLMSGERR_ATTR_MSG, [b""])[0].rstrip(
-                            b"\0").decode()
-                    except ValueError:
-                        pass
-                    raise OSError(-err, "%s: %s" %
-                                  (os.strerror(-err), why))
-                return parse_attrs(payload[4:])
+                if seq == self.seq:
+                    yield mtype, payload
 
+    def request(self, ftype, cmd, version, attrs, ack=False):
+        """Send a request: the attributes of its reply; OSError (check_ack)
+        when it is refused. Without @ack, the reply ends it (a reply of
+        a MiB of records may leave the receive buffer no room for an
+        ack: ENOBUFS); with it, the ack does, {} when there is no reply."""
+        self.send(ftype, cmd, version, NLM_F_ACK if ack else 0, attrs)
+        reply = {}
+        for mtype, payload in self.replies():
+            if mtype != NLMSG_ERROR:
+                reply = parse_attrs(payload[4:])
+                if not ack:
+                    return reply
+                continue
+            check_ack(payload)
+            return reply
 
-def varint(buf, off):
-    shift = val = 0
-    while True:
-        b = buf[off]
-        off += 1
-        val |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            break
-    return (val >> 1) ^ -(val & 1), off
-
-
-def batch_values(b, values):
-    """Append the values of one RecordBatch v2 to @values; its count."""
-    attributes = struct.unpack_from(">h", b, 21)[0]
-    if attributes & 7:
-        raise ValueError("compressed batch")
-    count = struct.unpack_from(">i", b, 57)[0]
-    if attributes & 0x20:		# control batch: no user records
-        return count
-    off = 61
-    for _ in range(count):
-        length, off = varint(b, off)
-        end = off + length
-        off += 1				# attributes
-        _, off = varint(b, off)		# timestamp delta
-        _, off = varint(b, off)		# offset delta
-        klen, off = varint(b, off)
-        off += max(klen, 0)
-        vlen, off = varint(b, off)
-        values.append(b[off:off + vlen] if vlen >= 0 else b"")
-        off = end
-    return count
+    def dump(self, cmd, attrs):
+        """A dump of the "krep" family: the attributes of each message."""
+        self.send(self.family, cmd, 1, NLM_F_DUMP, attrs)
+        out = []
+        for mtype, payload in self.replies():
+            if mtype == NLMSG_DONE:
+                return out
+            if mtype == NLMSG_ERROR:
+                check_ack(payload)
+                return out
+            out.append(parse_attrs(payload[4:]))
 
 
 def dump_one(g, a, c, topic, partition, path):
@@ -397,11 +400,9 @@ def dump_one(g, a, c, topic, partition, path):
         recs = b"".join(reply.get(a["KREP_A_RECORDS"], []))
         if not recs:
             break
-        pos = 0
-        while pos < len(recs):
-            base, blen = struct.unpack_from(">qi", recs, pos)
-            magic = recs[pos + 16]
-            b = recs[pos:pos + 12 + blen]
+        for base, b in batches(recs):
+            blen = struct.unpack_from(">i", b, 8)[0]
+            magic = b[16] if len(b) > 16 else -1
             if magic != 2 or len(b) != 12 + blen or base != offset:
                 die("%s-%d: bad batch at %d: base %d magic %d len %d" %
                     (topic, partition, offset, base, magic, blen))
@@ -410,7 +411,6 @@ def dump_one(g, a, c, topic, partition, path):
             offset = base + struct.unpack_from(">i", b, 23)[0] + 1
             nbytes += len(b)
             nbatches += 1
-            pos += len(b)
         if offset >= hw:
             break
     with open(path, "wb") as f:
