@@ -49,12 +49,16 @@ for ((n = 1; n <= STEPS; n++)); do
 	fi
 done
 grep -q '^demo: all steps behaved as narrated$' "$tmp/tour.out" && ended=1 || ended=0
+# the tour unloads krep itself; the clean-up would do it for a tour that
+# stopped half-way
+krep_mod_loaded && loaded=1 || loaded=0
 krep_cleanup_run
 bad=$(krep_kmsg_since "$mark" | krep_kernel_bad)
-if [ "$rc" = 0 ] && [ "$ended" = 1 ] && [ -z "$bad" ] && ! krep_mod_loaded; then
-	ktap_ok "the tour ends as narrated; no kernel warning; krep unloaded"
+if [ "$rc" = 0 ] && [ "$ended" = 1 ] && [ -z "$bad" ] && [ "$loaded" = 0 ]; then
+	ktap_ok "the tour ends as narrated; no kernel warning; the tour unloaded krep"
 else
-	ktap_diag "exit $rc" "$bad"
-	ktap_fail "the tour ends as narrated; no kernel warning; krep unloaded"
+	ktap_diag "exit $rc, krep loaded after the tour: $loaded"
+	[ -z "$bad" ] || ktap_diag "$bad"
+	ktap_fail "the tour ends as narrated; no kernel warning; the tour unloaded krep"
 fi
 ktap_finish

@@ -44,7 +44,10 @@
 #   krep_wait_for SECONDS CMD...  poll CMD every 0.1 s until it succeeds;
 #                            false on timeout
 #   krep_kmsg_mark NAME      write a marker line into the kernel log
-#   krep_kmsg_since NAME     the kernel log after that marker
+#   krep_kmsg_since NAME     the kernel log after that marker; without the
+#                            marker (or the log) a "BUG:" line saying so and
+#                            the whole log, and false: krep_kernel_bad then
+#                            reports it, so no check passes on an empty log
 #   krep_kernel_bad          filter stdin for kernel log lines that fail a
 #                            test (selftests/kernel-bad.ere: WARNING, BUG,
 #                            oops, slub_debug's reports, krep: leak, ...);
@@ -249,9 +252,30 @@ krep_kmsg_mark() {
 	echo "<6>krep-selftests: mark $1" >/dev/kmsg
 }
 
+# Never nothing when the log cannot tell: without the mark (the ring buffer
+# wrapped, the mark was never written) a first line saying so and then the
+# whole log, as run_all.sh does; without a log at all, that line alone. Each
+# such line has "BUG:", so krep_kernel_bad reports it and no "no kernel
+# warning" check passes for want of a log. False in both cases.
 krep_kmsg_since() {
-	dmesg | awk -v m="krep-selftests: mark $1" \
-		'found { print } index($0, m) && substr($0, index($0, m) + length(m)) == "" { found = 1 }'
+	local log
+
+	if ! log=$(dmesg 2>&1); then
+		echo "krep-selftests: BUG: cannot read the kernel log: $log"
+		return 1
+	fi
+	awk -v m="krep-selftests: mark $1" '
+	found { print; next }
+	index($0, m) && substr($0, index($0, m) + length(m)) == "" { found = 1; next }
+	{ before[n++] = $0 }
+	END {
+		if (found)
+			exit 0
+		print "krep-selftests: BUG: no \"" m "\" in the kernel log (wrapped, or never written); all of it follows"
+		for (i = 0; i < n; i++)
+			print before[i]
+		exit 1
+	}' <<<"$log"
 }
 
 krep_require_vm() {

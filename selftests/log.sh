@@ -37,7 +37,11 @@ krep_require_cmd awk cmp diff
 
 NREC=100000		# records in big-0, four chunks
 CHUNK=$((NREC / 4))
-WAKE_S=10		# a parked consumer must return this fast (max wait 30 s)
+# The longest a FETCH may wait and an acks=all PRODUCE may take (the
+# kernel's maximum for both): a parked request that returns sooner after
+# its client was started was woken, it did not time out. That is the
+# bound, not a guess at how fast a busy machine is.
+WAIT_MS=30000
 
 tmp=$(mktemp -d)
 krep_cleanup_push rm -rf "$tmp"
@@ -124,7 +128,7 @@ ms() {
 	echo $(($(date +%s%N) / 1000000))
 }
 
-ktap_plan 25
+ktap_plan 24
 
 krep_kmsg_mark log-$$
 krep_mod_unload
@@ -345,16 +349,17 @@ run_eq "read_uncommitted shows the aborted records too" $'p1\na1\na2\nc1\np2' \
 # A consumer parked at the end
 
 kc topic create wake >/dev/null || ktap_bail "topic create wake failed"
-"$KREPCTL" consume wake -o end -f -c 1 wait 30000 --format full \
+t0=$(ms)
+"$KREPCTL" consume wake -o end -f -c 1 wait "$WAIT_MS" --format full \
 	>"$tmp/wake.out" 2>&1 &
 cpid=$!
-if krep_wait_for 20 parked "$cpid"; then
-	t0=$(ms)
+if krep_wait_for 60 parked "$cpid"; then
+	t1=$(ms)
 	echo hello | kc produce wake acks 1 timestamp 5 >/dev/null
-	waited "$cpid" $((WAKE_S + 5))
+	waited "$cpid" $((WAIT_MS / 1000 + 30))
 	dt=$(($(ms) - t0))
-	ktap_diag "parked consumer returned ${dt} ms after the produce started"
-	if [ "$waited_rc" = 0 ] && [ "$dt" -lt $((WAKE_S * 1000)) ] &&
+	ktap_diag "parked consumer returned ${dt} ms after it started, $(($(ms) - t1)) ms after the produce started"
+	if [ "$waited_rc" = 0 ] && [ "$dt" -lt "$WAIT_MS" ] &&
 	   [ "$(cat "$tmp/wake.out")" = $'0\t5\t\thello\t' ]; then
 		ktap_ok "consume -f parked at the end is woken by a produce"
 	else
@@ -367,15 +372,16 @@ else
 	ktap_fail "consume -f parked at the end is woken by a produce"
 fi
 
-"$KREPCTL" consume wake -o end -f wait 30000 >"$tmp/del.out" 2>&1 &
+t0=$(ms)
+"$KREPCTL" consume wake -o end -f wait "$WAIT_MS" >"$tmp/del.out" 2>&1 &
 cpid=$!
-if krep_wait_for 20 parked "$cpid"; then
-	t0=$(ms)
+if krep_wait_for 60 parked "$cpid"; then
+	t1=$(ms)
 	kc topic delete wake
-	waited "$cpid" $((WAKE_S + 5))
+	waited "$cpid" $((WAIT_MS / 1000 + 30))
 	dt=$(($(ms) - t0))
-	ktap_diag "parked consumer returned ${dt} ms after the deletion started"
-	if [ "$waited_rc" = 1 ] && [ "$dt" -lt $((WAKE_S * 1000)) ] &&
+	ktap_diag "parked consumer returned ${dt} ms after it started, $(($(ms) - t1)) ms after the deletion started"
+	if [ "$waited_rc" = 1 ] && [ "$dt" -lt "$WAIT_MS" ] &&
 	   grep -qF "[UNKNOWN_TOPIC_OR_PARTITION]" "$tmp/del.out"; then
 		ktap_ok "consume -f ends with UNKNOWN_TOPIC_OR_PARTITION when its topic is deleted"
 	else
@@ -404,25 +410,27 @@ kc topic create stuck rf 3 config replica_lag_time_max_ms=3600000 >/dev/null || 
 [ "$ok" = 1 ] || ktap_diag "setting up the rmmod scenario failed"
 
 # background jobs run krepctl itself, so that $! is its pid
-"$KREPCTL" consume big -o end -f wait 30000 >"$tmp/rm.cons" 2>&1 &
+t0=$(ms)
+"$KREPCTL" consume big -o end -f wait "$WAIT_MS" >"$tmp/rm.cons" 2>&1 &
 cpid=$!
-"$KREPCTL" produce stuck acks all timeout 30000 <<<x >"$tmp/rm.prod" 2>&1 &
+"$KREPCTL" produce stuck acks all timeout "$WAIT_MS" <<<x >"$tmp/rm.prod" 2>&1 &
 ppid=$!
-if krep_wait_for 20 parked "$cpid" && krep_wait_for 20 parked "$ppid"; then
-	t0=$(ms)
+if krep_wait_for 60 parked "$cpid" && krep_wait_for 60 parked "$ppid"; then
+	t1=$(ms)
 	if out=$(rmmod krep 2>&1); then
 		ktap_ok "rmmod with full topics, a parked consumer and a parked produce"
 	else
 		ktap_diag "rmmod: $out"
 		ktap_fail "rmmod with full topics, a parked consumer and a parked produce"
 	fi
-	ktap_diag "rmmod took $(($(ms) - t0)) ms"
-	waited "$cpid" "$WAKE_S"
+	ktap_diag "rmmod took $(($(ms) - t1)) ms"
+	waited "$cpid" $((WAIT_MS / 1000 + 30))
 	crc=$waited_rc
-	waited "$ppid" "$WAKE_S"
+	waited "$ppid" $((WAIT_MS / 1000 + 30))
 	prc=$waited_rc
 	dt=$(($(ms) - t0))
-	if [ "$crc" = 1 ] && [ "$prc" = 1 ] && [ "$dt" -lt $((WAKE_S * 1000)) ]; then
+	ktap_diag "they returned ${dt} ms after they started"
+	if [ "$crc" = 1 ] && [ "$prc" = 1 ] && [ "$dt" -lt "$WAIT_MS" ]; then
 		ktap_ok "the parked consumer and produce return with an error"
 	else
 		ktap_diag "consumer exit $crc: $(cat "$tmp/rm.cons")"
@@ -436,8 +444,8 @@ else
 	ktap_fail "the parked consumer and produce return with an error"
 	kill "$cpid" "$ppid" 2>/dev/null
 	wait
+	krep_mod_unload
 fi
-ktap_expect_fail "module not loaded at the end" krep_mod_loaded
 
 log=$(krep_kmsg_since log-$$)
 if krep_kernel_bad <<<"$log" |

@@ -20,9 +20,12 @@
 # Topic "obs": 3 partitions, RF 3, replica_lag_time_max_ms=1000; partition
 # p is led by broker p+1. Everything is watched from broker 1 (obs-0). A
 # follower is cut off by taking broker 3's kr0 down. BPF tools attach
-# slowly under emulation (10-20 s): each is started in the background and
-# waited for ("Attaching" for bpftrace, a first line for watch), and every
-# one has exited before the module is unloaded.
+# slowly under emulation (10-20 s), and detach as slowly: all of them are
+# started side by side at first and waited for (what BEGIN prints for
+# bpftrace, a first line for watch), each is sent SIGINT as soon as its
+# part is done and reaped only when its output is needed, so they detach
+# while the suite goes on; every one must exit by itself, status 0, before
+# the module is unloaded.
 
 # shellcheck disable=SC2317 # the conditions krep_wait_for polls
 set -u
@@ -66,34 +69,64 @@ section() {
 }
 
 # Background BPF tools: bg_start NAME CMD... runs CMD with its output in
-# $tmp/NAME.out and its pid in BG_NAME; bg_stop NAME sends SIGINT (bpftrace
-# then prints its maps and detaches) and waits for it to exit.
+# $tmp/NAME.out and its pid in BG_NAME; bg_int NAME... sends SIGINT
+# (bpftrace then detaches and prints its maps, watch and krepd stop);
+# bg_reap NAME... waits for each to exit and records how in BG_RC_NAME: its
+# exit status, or "killed" if it was still there BG_DEADLINE seconds after
+# its SIGINT (it is then killed), and when in BG_END_NAME. The deadline
+# leaves the suite time to report within its time limit.
+BG_DEADLINE=120
+BG_ALL=()
 bg_start() {
 	local name=$1
 	shift
 	"$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
 	printf -v "BG_$name" %s "$!"
+	BG_ALL+=("$name")
 	krep_cleanup_push "kill -INT $! 2>/dev/null; wait $! 2>/dev/null"
 }
 
-bg_stop() { # NAME...
-	local n v pids=() i
+bg_int() { # NAME...
+	local n v
 
 	for n in "$@"; do
 		v=BG_$n
-		pids+=("${!v}")
+		kill -INT "${!v}" 2>/dev/null
+		printf -v "BG_INT_$n" %s "$SECONDS"
 	done
-	kill -INT "${pids[@]}" 2>/dev/null
-	# bpftrace detaches every probe before it prints its maps, which takes
-	# as long as attaching did (tens of seconds on a busy emulated VM): a
-	# kill before that would lose the maps. The suite's time limit bounds
-	# the wait.
-	for ((i = 0; i < 3000; i++)); do
-		kill -0 "${pids[@]}" 2>/dev/null || break
-		sleep 0.1
+}
+
+# exited PID: it has (bash reaps its children as they exit, and keeps
+# their status for wait)
+exited() {
+	! kill -0 "$1" 2>/dev/null
+}
+
+bg_reap() { # NAME...
+	local n v t r rc
+
+	for n in "$@"; do
+		v=BG_$n
+		t=BG_INT_$n
+		r=BG_RC_$n
+		[ -z "${!r:-}" ] || continue	# reaped already
+		# bpftrace detaches every probe before it prints its maps, which
+		# takes as long as attaching did (tens of seconds on a busy
+		# emulated VM): a kill before that would lose the maps
+		if krep_wait_for $((${!t} + BG_DEADLINE - SECONDS)) exited "${!v}"; then
+			wait "${!v}"
+			rc=$?
+		else
+			ktap_diag "$n (pid ${!v}) still runs ${BG_DEADLINE}s after its SIGINT:" \
+				"$(grep -E '^(State|SigBlk|SigIgn|SigCgt):' "/proc/${!v}/status" 2>&1 | tr '\n' ' ')" \
+				"$(head -n 8 "/proc/${!v}/stack" 2>&1 | tr '\n' ' ')"
+			kill -KILL "${!v}" 2>/dev/null
+			wait "${!v}" 2>/dev/null
+			rc=killed
+		fi
+		printf -v "BG_RC_$n" %s "$rc"
+		printf -v "BG_END_$n" %s "$SECONDS"
 	done
-	kill -KILL "${pids[@]}" 2>/dev/null
-	wait "${pids[@]}" 2>/dev/null
 }
 
 # bpftrace prints "Attaching N probes..." before it attaches them and runs
@@ -110,6 +143,10 @@ bt_wait() { # NAME PATTERN: wait until attached, or fail with its output
 
 lines() { # NAME: its number of output lines
 	wc -l <"$tmp/$1.out"
+}
+
+refreshed() { # NAME N: krepctl watch NAME has printed at least N lines
+	[ "$(lines "$1")" -ge "$2" ]
 }
 
 # scrape: GET /metrics from inside B1 (bash's /dev/tcp), checked as
@@ -291,31 +328,43 @@ tracepoint:krep:krep_hw_advance
 /args->netns == $NS1 && args->partition == 0 && str(args->topic) == \"obs\"/
 { printf(\"hw %llu %llu\\n\", args->old_hw, args->new_hw); }"
 bg_start lat bpftrace "$BT/commit-latency.bt"
-# isr-changes.bt is for section 4: attaching it with the others saves time
+# isr-changes.bt and the second watch are for section 4: attaching them
+# with the others saves time
 bg_start isr bpftrace "$BT/isr-changes.bt"
 bg_start watch1 "$KREPCTL" --netns "$B1" --json watch --interval 500
+bg_start watch2 "$KREPCTL" --netns "$B1" --json watch obs --interval 500
 bt_ok=0
 bt_wait hw '^ready' || bt_ok=1
 # BEGIN runs once every probe is attached; "Attaching" comes before
 bt_wait lat '^Tracing' || bt_ok=1
 bt_wait isr '^TIME(ms)' || bt_ok=1
 # watch is attached once it prints its first refresh
-krep_wait_for 60 test -s "$tmp/watch1.out" || {
-	ktap_diag "krepctl watch printed nothing"
-	head -n 5 "$tmp/watch1.err" | ktap_diag_stdin
-	bt_ok=1
+watch_wait() { # NAME
+	krep_wait_for 120 test -s "$tmp/$1.out" && return 0
+	ktap_diag "krepctl watch ($1) printed nothing"
+	head -n 5 "$tmp/$1.err" | ktap_diag_stdin
+	return 1
 }
+watch_wait watch1 || bt_ok=1
+watch2_ok=0
+watch_wait watch2 || watch2_ok=1
 
 seq -f "obs-%04.0f" 1 "$RECORDS" >"$tmp/records"
 kc "$B1" produce obs partition 0 acks all batch 10 <"$tmp/records" \
 	>"$tmp/produce.out" 2>&1 || bt_ok=1
 hw1=$(part "$B1" obs 0 | jq .hw)
 last_is_hw() { [ "$(tail -n 1 "$tmp/hw.out" | awk '{ print $3 }')" = "$hw1" ]; }
-krep_wait_for 20 last_is_hw
+krep_wait_for 60 last_is_hw || bt_ok=1
 # two more refreshes of watch, so it has read the maps after the produce
+# (the first may have read them before)
+watch_ok=0
 n=$(lines watch1)
-krep_wait_for 10 test "$(lines watch1)" -ge $((n + 2))
-bg_stop hw lat watch1
+krep_wait_for 60 refreshed watch1 $((n + 2)) || {
+	ktap_diag "krepctl watch did not refresh twice after the produce ($n lines)"
+	watch_ok=1
+}
+# done with these: they detach while the suite goes on
+bg_int hw lat watch1
 
 # every advance, in order: old < new, each starting where the last ended,
 # from the HW before the produce to the one PARTITION_GET reports after
@@ -339,21 +388,11 @@ else
 	ktap_fail "bpftrace one-liner: HW advances of obs-0 on broker 1, in order, old < new, contiguous, ending at PARTITION_GET's HW"
 fi
 
-# "@commit_us[obs, 0, B]: N" lines and the count in the stats line
-hist=$(grep -E '^@commit_us\[obs, 0, [0-9]+\]: [0-9]+$' "$tmp/lat.out")
-hsum=$(awk -F': ' '{ s += $2 } END { print s + 0 }' <<<"$hist")
-hcount=$(sed -nE 's/^@commit_us_stats\[obs, 0\]: count ([0-9]+),.*/\1/p' "$tmp/lat.out")
-if [ -n "$hist" ] && [ "$hsum" -gt 0 ] && [ "$hsum" = "${hcount:-x}" ]; then
-	ktap_ok "commit-latency.bt: a histogram of $hsum commits of obs-0 in $(wc -l <<<"$hist") buckets"
-else
-	head -n 20 "$tmp/lat.out" "$tmp/lat.err" | ktap_diag_stdin
-	ktap_fail "commit-latency.bt: a non-empty histogram for obs-0"
-fi
-
 # watch counted the same advances (only broker 1's: the netns filter),
 # and its histogram holds broker 1's commits and no others
+bg_reap watch1
 w=$(tail -n 1 "$tmp/watch1.out")
-if jq -e --argjson ns "$NS1" --argjson n "$nadv" --argjson hw "$hw1" \
+if [ "$watch_ok" = 0 ] && jq -e --argjson ns "$NS1" --argjson n "$nadv" --argjson hw "$hw1" \
 	--argjson hw0 "$hw0" '
 	(.partitions | length) == 3 and
 	all(.partitions[]; .netns == $ns and .broker == 1) and
@@ -371,6 +410,24 @@ else
 	head -n 5 "$tmp/watch1.err" | ktap_diag_stdin
 	ktap_fail "krepctl watch: counts the HW advances bpftrace saw, broker 1's partitions only, commit histogram"
 fi
+
+# "@commit_us[obs, 0, B]: N" lines and the count in the stats line, which
+# commit-latency.bt prints as it exits
+lat_check() {
+	local hist hsum hcount
+
+	bg_reap lat
+	hist=$(grep -E '^@commit_us\[obs, 0, [0-9]+\]: [0-9]+$' "$tmp/lat.out")
+	hsum=$(awk -F': ' '{ s += $2 } END { print s + 0 }' <<<"$hist")
+	hcount=$(sed -nE 's/^@commit_us_stats\[obs, 0\]: count ([0-9]+),.*/\1/p' "$tmp/lat.out")
+	if [ -n "$hist" ] && [ "$hsum" -gt 0 ] && [ "$hsum" = "${hcount:-x}" ]; then
+		ktap_ok "commit-latency.bt: a histogram of $hsum commits of obs-0 in $(wc -l <<<"$hist") buckets"
+	else
+		ktap_diag "commit-latency.bt: ${BG_RC_lat:-not reaped} (exit status)"
+		head -n 20 "$tmp/lat.out" "$tmp/lat.err" | ktap_diag_stdin
+		ktap_fail "commit-latency.bt: a non-empty histogram for obs-0"
+	fi
+}
 
 # --- 2. watch --once --json against PARTITION_GET --------------------------
 
@@ -457,14 +514,14 @@ else
 	ktap_fail "krepctl stats: 3 partitions, 1 led, none under-replicated"
 fi
 
+# commit-latency.bt has had sections 2 and 3 to detach
+lat_check
+
 # --- 4. a follower cut off and restored ------------------------------------
 
 section "4. broker 3 cut off and restored"
 
-bg_start watch2 "$KREPCTL" --netns "$B1" --json watch obs --interval 500
 isr_ok=0
-krep_wait_for 60 test -s "$tmp/watch2.out" || isr_ok=1
-
 ip -n "$B3" link set kr0 down
 # an acks=all produce waits for the expiration scan to drop broker 3
 seq 1 10 | kc "$B1" produce obs partition 0 acks all timeout 30000 \
@@ -515,12 +572,18 @@ fi
 expanded() {
 	grep -Eq '^[0-9]+ +1 +expand +obs-0 +3 ' "$tmp/isr.out"
 }
-krep_wait_for 10 expanded
+krep_wait_for 30 expanded || watch2_ok=1
+# two more refreshes, so that watch has read the maps after the expand
 n=$(lines watch2)
-krep_wait_for 10 test "$(lines watch2)" -ge $((n + 2))
-bg_stop isr watch2
+krep_wait_for 60 refreshed watch2 $((n + 2)) || {
+	ktap_diag "krepctl watch obs did not refresh twice after the expand ($n lines)"
+	watch2_ok=1
+}
+# the metrics were the last use of krepd
+bg_int isr watch2 krepd
+bg_reap watch2
 w=$(tail -n 1 "$tmp/watch2.out")
-if expanded && jq -e '(.partitions | length) == 3 and
+if [ "$watch2_ok" = 0 ] && expanded && jq -e '(.partitions | length) == 3 and
 	all(.partitions[]; .topic == "obs") and
 	(.partitions[] | select(.partition == 0) |
 	 .isr_shrinks >= 1 and .isr_expands >= 1 and .isr_size == 3 and
@@ -537,12 +600,21 @@ fi
 
 section "5. shutdown"
 
-bg_stop krepd
-if [ -z "$(jobs -p)" ]; then
-	ktap_ok "every bpftrace, krepctl watch and krepd exited"
+bg_reap "${BG_ALL[@]}"
+exits=
+for n in "${BG_ALL[@]}"; do
+	v=BG_RC_$n
+	t=BG_INT_$n
+	e=BG_END_$n
+	ktap_diag "$n: exit ${!v}, SIGINT at ${!t}s, reaped at ${!e}s"
+	[ "${!v}" = 0 ] && continue
+	exits+=" $n"
+	head -n 5 "$tmp/$n.err" | ktap_diag_stdin
+done
+if [ -z "$exits" ]; then
+	ktap_ok "every bpftrace, krepctl watch and krepd exited by itself on SIGINT, status 0 (${BG_ALL[*]})"
 else
-	jobs -l | ktap_diag_stdin
-	ktap_fail "every bpftrace, krepctl watch and krepd exited"
+	ktap_fail "every bpftrace, krepctl watch and krepd exited by itself on SIGINT, status 0:$exits did not"
 fi
 
 for n in B1 B2 B3 BR; do

@@ -38,7 +38,7 @@ NS=krep-test-ctl-none-$$
 B=(--broker "1@netns:$NS")
 S=(--state-file "$tmp/krepd.state" --socket "$tmp/krepd.sock")
 
-ktap_plan 45
+ktap_plan 46
 
 # --- command lines ---------------------------------------------------------
 
@@ -97,23 +97,31 @@ rc=$?
 [ $rc = 1 ] && [[ $err == *"cannot ask krepd"*"is krepd --controller running?"* ]]
 ok $? "krepctl elect without a krepd: exit 1, says why"
 
-start() { # start krepd --controller in the background; waits for its socket
-	"$D" --controller --foreground "${B[@]}" "${S[@]}" --poll-ms 50 \
-		--session-timeout-ms 300 >>"$tmp/krepd.out" 2>&1 &
-	pid=$!
-	for _ in $(seq 100); do
-		[ -S "$tmp/krepd.sock" ] && return 0
-		kill -0 "$pid" 2>/dev/null || return 1
-		sleep 0.05
-	done
-	return 1
+listening() { # the socket is there, or krepd is gone
+	[ -S "$tmp/krepd.sock" ] || ! kill -0 "$pid" 2>/dev/null
 }
 
-start
+start() { # SESSION_TIMEOUT_MS: start krepd --controller in the background; waits for its socket
+	"$D" --controller --foreground "${B[@]}" "${S[@]}" --poll-ms 50 \
+		--session-timeout-ms "$1" >>"$tmp/krepd.out" 2>&1 &
+	pid=$!
+	krep_wait_for 30 listening && [ -S "$tmp/krepd.sock" ]
+}
+
+brokers() { # elect --brokers into $out, its status into $rc
+	out=$("$K" elect --brokers --socket "$tmp/krepd.sock" 2>&1)
+	rc=$?
+}
+
+fenced() { # broker 1 is fenced
+	brokers
+	[ $rc = 0 ] && [[ $out == *'{"id":1,"reachable":false,"fenced":true,'* ]]
+}
+
+start 300
 ok $? "krepd --controller starts with an unreachable broker and listens"
-sleep 0.5
-out=$("$K" elect --brokers --socket "$tmp/krepd.sock")
-rc=$?
+# the session timeout (300 ms) passes, and broker 1 is fenced
+krep_wait_for 30 fenced
 [ $rc = 0 ] && [[ $(head -n 1 <<<"$out") == '{"controller_epoch":1,"owner":"'* ]] &&
 	[[ $out == *'{"id":1,"reachable":false,"fenced":true,"claimed":false,"incarnation":null}'* ]]
 ok $? "elect --brokers: epoch 1, broker 1 unreachable and fenced after the session timeout"
@@ -150,10 +158,6 @@ err=$("$K" topic create t --socket "$tmp/nosuch.sock" 2>&1)
 rc=$?
 [ $rc = 1 ] && [[ $err == *"cannot ask krepd at $tmp/nosuch.sock"* ]]
 ok $? "topic create --controller without a krepd: exit 1, says why"
-kill -USR1 "$pid"
-sleep 0.2
-kill -0 "$pid" 2>/dev/null
-ok $? "SIGUSR1 logs the view and krepd goes on"
 
 err=$("$D" --controller --foreground "${B[@]}" "${S[@]}" 2>&1)
 rc=$?
@@ -175,15 +179,34 @@ pid=
 ok $? "SIGTERM: exit 0, socket removed, state written (epoch 1, broker 1 fenced)"
 [ $rc = 0 ] || ktap_diag_stdin <"$tmp/krepd.out"
 
-start
-sleep 0.2
-out=$("$K" elect --brokers --socket "$tmp/krepd.sock")
-[[ $out == '{"controller_epoch":2,'* ]] &&
+# a partition for the view SIGUSR1 logs (one line per partition; krepd
+# knows none so far)
+cat >>"$tmp/krepd.state" <<EOF
+topic v min-isr 1 unclean 0 partitions 1 rf 1 config - held -
+partition v 0 leader none leader-epoch 0 partition-epoch 0 replicas 1 isr 1 elr -
+EOF
+# a session timeout this long fences no broker before the checks: fenced
+# can only come from the state file
+start 600000
+brokers
+[ $rc = 0 ] && [[ $out == '{"controller_epoch":2,'* ]] &&
 	[[ $out == *'{"id":1,"reachable":false,"fenced":true,'* ]]
 ok $? "restarted: controller epoch 2 (the state file's + 1), broker 1 still fenced"
+[ $rc = 0 ] || ktap_diag "exit $rc: $out"
+
+viewed() {
+	grep -qF 'view {"topic":"v","partition":0,"leader":null,' "$tmp/krepd.out"
+}
+kill -USR1 "$pid"
+krep_wait_for 30 viewed && kill -0 "$pid" 2>/dev/null
+ok $? "SIGUSR1 logs the view and krepd goes on"
 kill -TERM "$pid"
 wait "$pid"
+rc=$?
 pid=
+[ $rc = 0 ] && grep -qx "controller-epoch 2" "$tmp/krepd.state" &&
+	grep -qx "partition v 0 leader none leader-epoch 0 partition-epoch 0 replicas 1 isr 1 elr -" "$tmp/krepd.state"
+ok $? "SIGTERM again: exit 0, epoch 2 and the partition written"
 
 echo "broker 1 netns x" >"$tmp/corrupt.state"
 err=$("$D" --controller --foreground "${B[@]}" --state-file "$tmp/corrupt.state" \
