@@ -55,6 +55,12 @@
 #   krep_teardown_checks MARK  run the clean-up now, then two checks: the
 #                            module is unloaded, and the kernel log since
 #                            MARK has no line krep_kernel_bad reports
+#   krep_pyserve_start NAME NS MODULE  a long-lived selftests/pyserve.py
+#                            for selftests/MODULE.py in netns NS ("" for
+#                            this one), called NAME; stopped on exit
+#   krep_pyserve NAME ARGS...  MODULE's main(ARGS) in server NAME: its
+#                            output on stdout and stderr, its status
+#   krep_pyserve_stop NAME   end server NAME (before its netns goes)
 #   krep_require_vm          skip the whole suite outside the test VM
 #   krep_require_cmd CMD...  fail the whole suite if a command is missing
 #                            (scripts/deps.sh installs them all: in make
@@ -316,3 +322,49 @@ krep_teardown_checks() {
 		ktap_ok "no kernel warning, oops or leak"
 	fi
 }
+
+# Long-lived Python helpers: a Python start costs ~0.5 s in the VM. Each
+# server is selftests/pyserve.py on a pair of FIFOs; its fds are kept in
+# _krep_ps_in[NAME] and _krep_ps_out[NAME].
+declare -A _krep_ps_in _krep_ps_out _krep_ps_pid
+
+krep_pyserve_start() {
+	local name=$1 ns=$2 mod=$3 dir fin fout
+	local -a pre=()
+
+	dir=$(mktemp -d) || return 1
+	krep_cleanup_push rm -rf "$dir"
+	mkfifo "$dir/in" "$dir/out" || return 1
+	[ -z "$ns" ] || pre=(ip netns exec "$ns")
+	"${pre[@]}" /usr/bin/python3 "$KREP_ROOT/selftests/pyserve.py" "$mod" \
+		<"$dir/in" >"$dir/out" &
+	_krep_ps_pid[$name]=$!
+	exec {fin}>"$dir/in" {fout}<"$dir/out" || return 1
+	_krep_ps_in[$name]=$fin
+	_krep_ps_out[$name]=$fout
+	krep_cleanup_push "krep_pyserve_stop $name"
+}
+
+krep_pyserve() {
+	local name=$1 line rc=1
+	shift
+	[ -n "${_krep_ps_in[$name]:-}" ] || { echo "krep_pyserve: no server $name" >&2; return 2; }
+	(IFS=$'\x1f'; printf '%s\n' "$*") >&"${_krep_ps_in[$name]}" || return 1
+	while IFS= read -r line <&"${_krep_ps_out[$name]}"; do
+		case $line in
+		"1 "*) printf '%s\n' "${line#1 }" ;;
+		"2 "*) printf '%s\n' "${line#2 }" >&2 ;;
+		$'\x1e '*) rc=${line#$'\x1e '}; break ;;
+		esac
+	done
+	return "$rc"
+}
+
+krep_pyserve_stop() {
+	local name=$1
+	[ -n "${_krep_ps_in[$name]:-}" ] || return 0
+	eval "exec ${_krep_ps_in[$name]}>&- ${_krep_ps_out[$name]}<&-"
+	wait "${_krep_ps_pid[$name]}" 2>/dev/null
+	unset "_krep_ps_in[$name]" "_krep_ps_out[$name]" "_krep_ps_pid[$name]"
+}
+
