@@ -11,8 +11,11 @@
 # there gives a suite's typical time (secs=N); the suites are shared out
 # over VMS virtual machines (-j, KREP_CHECK_VMS, default 3) so that each
 # VM's total is about the same, longest first, and every VM runs its share
-# with selftests/run_all.sh. A VM's console goes to build/vm/console.K.log;
-# what every suite prints is shown prefixed with its VM's number.
+# with selftests/run_all.sh. Each run keeps its logs in a directory of its
+# own, build/vm/check.XXXXXX (VM K's output in vm.K.log, its console in
+# console.K.log; build/vm/check.last points at the newest), so that runs
+# side by side do not mix; what every suite prints is also shown, prefixed
+# with its VM's number.
 #
 # At the end comes a table of every suite (VM, seconds, passed, failed,
 # skipped, and the time suites.list expects), then the line
@@ -84,6 +87,8 @@ vm_timeout() { # NAMES...
 }
 
 mkdir -p "$vmdir"
+logdir=$(mktemp -d "$vmdir/check.XXXXXX") || exit 1
+ln -sfn "${logdir##*/}" "$vmdir/check.last"
 # One initramfs for all (run.sh would otherwise build it in every VM at once).
 "$here/vm/mkinitrd.sh" --outdir "$vmdir" "$("$here/vm/run.sh" --print-kernel)" >/dev/null ||
 	exit 1
@@ -94,9 +99,9 @@ for ((k = 0; k < vms; k++)); do
 	# shellcheck disable=SC2086 # the names are words
 	set -- ${share[k]}
 	echo "# vm $k: $* (about ${load[k]}s)"
-	log=$vmdir/check.$k.log
+	log=$logdir/vm.$k.log
 	{
-		"$here/vm/run.sh" --console "$vmdir/console.$k.log" \
+		"$here/vm/run.sh" --console "$logdir/console.$k.log" \
 			--timeout "$(vm_timeout "$@")" -- selftests/run_all.sh "$@" 2>&1
 		echo "KREP-CHECK-VM-RC=$?"
 	} >"$log" 2>&1 &
@@ -113,7 +118,7 @@ echo
 printf '%-22s %3s %6s %6s %6s %7s %8s\n' suite vm passed failed skipped seconds expected
 passed=0 failed=0 skipped=0 failed_suites=()
 for ((k = 0; k < vms; k++)); do
-	log=$vmdir/check.$k.log
+	log=$logdir/vm.$k.log
 	vmrc=$(sed -n 's/^KREP-CHECK-VM-RC=//p' "$log" | tail -n 1)
 	why=$(grep -a -m1 '^run.sh: ' "$log" | sed 's/^run.sh: \(FAIL: \)\{0,1\}//')
 	for name in ${share[k]}; do
@@ -123,7 +128,7 @@ for ((k = 0; k < vms; k++)); do
 			read -r p f s t < <(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped \(exit [0-9]+, ([0-9]+)s\).*/\1 \2 \3 \4/' <<<"$res")
 		elif grep -aqxF "# suite: $name" "$log"; then
 			p=0 f=1 s=0 t=-
-			echo "# suite $name: FAIL: did not finish: ${why:-VM exit status ${vmrc:-unknown}} (vm $k, build/vm/console.$k.log)"
+			echo "# suite $name: FAIL: did not finish: ${why:-VM exit status ${vmrc:-unknown}} (vm $k, ${logdir#"$root"/}/console.$k.log)"
 		else
 			p=0 f=1 s=0 t=-
 			echo "# suite $name: FAIL: never ran: ${why:-VM exit status ${vmrc:-unknown}} (vm $k)"
