@@ -70,23 +70,60 @@ wait_for() {	# wait_for SECONDS DESCRIPTION CMD...: poll CMD until it succeeds
 	done
 }
 
-bt_start() {	# bt_start NAME SCRIPT [ARGS]: bpftrace in the background
+bt_launch() {	# bt_launch NAME SCRIPT [ARGS]: bpftrace in the background
 	local name=$1
 	shift
 	bpftrace "$@" >"/tmp/demo-$name.out" 2>&1 &
 	eval "BT_$name=$!"
-	# BEGIN prints a header once every probe is attached. One at a time:
-	# attaching takes a CPU for many seconds under emulation, and with all
-	# of them taken the brokers' sessions time out.
-	wait_for 120 "bpftrace $name attaches" \
-		grep -qE '^(TIME|Tracing)' "/tmp/demo-$name.out"
 }
 
-bt_stop() {	# bt_stop NAME: stop it and wait, so the module can unload
-	local pid
-	eval "pid=\$BT_$1"
-	kill -INT "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
+bt_attached() {	# bt_attached NAME: wait until it has attached (BEGIN prints
+		# a header once every probe is)
+	wait_for 120 "bpftrace $1 attaches" \
+		grep -qE '^(TIME|Tracing)' "/tmp/demo-$1.out"
+}
+
+# bt_start NAME SCRIPT [ARGS]: both. One at a time: attaching takes a CPU
+# for many seconds under emulation, and with both taken the brokers'
+# sessions time out.
+bt_start() {
+	bt_launch "$@"
+	bt_attached "$1"
+}
+
+bt_int() {	# bt_int NAME...: SIGINT; bpftrace detaches (as slowly as it
+		# attached) and prints its maps, while the tour goes on
+	local name pid
+	for name in "$@"; do
+		eval "pid=\$BT_$name"
+		kill -INT "$pid" 2>/dev/null
+	done
+}
+
+# bt_wait NAME...: wait until each has exited (so the module can unload).
+# bpftrace 0.17 (Debian 12's) polls with epoll_wait(100 ms) and looks at
+# the flag its SIGINT handler sets only when epoll_wait was interrupted: a
+# SIGINT that comes between two calls is lost, and it polls on for ever.
+# One still found in epoll_wait for a second's worth of samples has lost
+# it and gets another (once out of that loop it is never in epoll_wait
+# again with SIGINT left to its default, so this never cuts it short).
+bt_wait() {
+	local name pid deadline polls
+	for name in "$@"; do
+		eval "pid=\$BT_$name"
+		deadline=$((SECONDS + 180)) polls=0
+		while kill -0 "$pid" 2>/dev/null; do
+			[ "$SECONDS" -lt "$deadline" ] || fail "bpftrace $name does not exit"
+			! grep -q do_epoll_wait "/proc/$pid/stack" 2>/dev/null ||
+				polls=$((polls + 1))
+			if [ "$polls" -ge 10 ]; then
+				kill -INT "$pid" 2>/dev/null
+				polls=0
+			fi
+			sleep 0.1
+		done
+		wait "$pid" 2>/dev/null
+	done
 }
 
 #------------------------------------------------------------------------
@@ -180,6 +217,8 @@ step 3 "a producer writes 50 records with acks=all while hw-advance.bt prints HW
 note "(bpftrace takes a while to attach under emulation)"
 bt_start hw "$BT/hw-advance.bt" orders
 bt_start lat "$BT/commit-latency.bt"
+# step 4's, attaching while this step goes on
+bt_launch isr "$BT/isr-changes.bt"
 seq 1 50 | sed 's/^/order-/' >/tmp/demo-in
 run k1 produce orders partition 0 acks all batch 5 </tmp/demo-in || fail "produce"
 # bpftrace prints what the tracepoints gave it a moment later
@@ -187,6 +226,7 @@ wait_for 20 "hw-advance.bt shows orders-0's HW reach 50" \
 	grep -q 'orders-0 .* -> *50 ' /tmp/demo-hw.out
 note "hw-advance.bt (first lines, all three brokers):"
 head -n 8 /tmp/demo-hw.out | sed 's/^/    | /'
+bt_int hw
 run k1 consume orders partition 0 -c 50 >/tmp/demo-out || fail "consume"
 cmp -s /tmp/demo-in /tmp/demo-out || { diff /tmp/demo-in /tmp/demo-out | head; fail "consumed records differ"; }
 note "consumed 50 records back, identical to what was produced"
@@ -197,7 +237,7 @@ note "HW is 50 on all three replicas"
 
 #------------------------------------------------------------------------
 step 4 "broker 3's link is cut: the ISR shrinks after the lag (${LAG_MS} ms), produces go on; the link comes back and broker 3 rejoins"
-bt_start isr "$BT/isr-changes.bt"
+bt_attached isr
 run ip link set v3 down
 run k1 produce orders partition 0 acks all timeout 30000 <<<"while-3-is-away" ||
 	fail "produce during the cut"
@@ -214,9 +254,9 @@ isr_traced() {
 }
 wait_for 20 "isr-changes.bt shows broker 1 shrink and expand orders-0's ISR by follower 3" \
 	isr_traced
-bt_stop isr
 note "isr-changes.bt:"
 sed 's/^/    | /' /tmp/demo-isr.out
+bt_int isr
 
 #------------------------------------------------------------------------
 step 5 "broker 2, the leader of orders-1, is cut off: krepd elects a new leader, the epoch bumps, nothing acknowledged is lost; broker 2 returns, truncates its uncommitted tail and follows"
@@ -279,8 +319,8 @@ note "after commit: hw=$(jqr .hw <<<"$p") lso=$(jqr .lso <<<"$p")"
 #------------------------------------------------------------------------
 step 7 "krepctl watch --once and the commit-latency histogram close the tour"
 run k1 watch --once || fail "krepctl watch --once"
-bt_stop lat
-bt_stop hw
+bt_int lat
+bt_wait lat hw isr
 sed 's/^/    | /' /tmp/demo-lat.out
 grep -q '@commit_us\[orders' /tmp/demo-lat.out || fail "no commit latencies"
 

@@ -96,10 +96,31 @@ bg_int() { # NAME...
 	done
 }
 
-# exited PID: it has (bash reaps its children as they exit, and keeps
-# their status for wait)
-exited() {
-	! kill -0 "$1" 2>/dev/null
+# exit_wait NAME PID DEADLINE: wait until PID has exited (bash reaps its
+# children as they exit, and keeps their status for wait), or until
+# $SECONDS reaches DEADLINE (false).
+#
+# bpftrace 0.17 (Debian 12's) polls with epoll_wait(100 ms) and looks at
+# the flag its SIGINT handler sets only when epoll_wait was interrupted: a
+# SIGINT that comes while it is between two calls is lost, and it polls on
+# for ever. One found in epoll_wait for a second's worth of samples, 2 s
+# after its last SIGINT, has lost it: it gets another (once it has left
+# that loop it is never in epoll_wait again with SIGINT left to its
+# default, so this never kills it half-way).
+exit_wait() {
+	local name=$1 pid=$2 deadline=$3 last=$SECONDS polls=0
+
+	while kill -0 "$pid" 2>/dev/null; do
+		[ "$SECONDS" -lt "$deadline" ] || return 1
+		! grep -q do_epoll_wait "/proc/$pid/stack" 2>/dev/null ||
+			polls=$((polls + 1))
+		if [ "$polls" -ge 10 ] && [ $((SECONDS - last)) -ge 2 ]; then
+			ktap_diag "$name (pid $pid) lost its SIGINT (still polling at ${SECONDS}s): SIGINT again"
+			kill -INT "$pid" 2>/dev/null
+			last=$SECONDS polls=0
+		fi
+		sleep 0.1
+	done
 }
 
 bg_reap() { # NAME...
@@ -113,7 +134,7 @@ bg_reap() { # NAME...
 		# bpftrace detaches every probe before it prints its maps, which
 		# takes as long as attaching did (tens of seconds on a busy
 		# emulated VM): a kill before that would lose the maps
-		if krep_wait_for $((${!t} + BG_DEADLINE - SECONDS)) exited "${!v}"; then
+		if exit_wait "$n" "${!v}" $((${!t} + BG_DEADLINE)); then
 			wait "${!v}"
 			rc=$?
 		else
@@ -416,7 +437,9 @@ fi
 lat_check() {
 	local hist hsum hcount
 
-	bg_reap lat
+	# (and the one-liner, so that both are waited for soon after their
+	# SIGINT: see exit_wait)
+	bg_reap lat hw
 	hist=$(grep -E '^@commit_us\[obs, 0, [0-9]+\]: [0-9]+$' "$tmp/lat.out")
 	hsum=$(awk -F': ' '{ s += $2 } END { print s + 0 }' <<<"$hist")
 	hcount=$(sed -nE 's/^@commit_us_stats\[obs, 0\]: count ([0-9]+),.*/\1/p' "$tmp/lat.out")
