@@ -43,23 +43,35 @@ tmp=$(mktemp -d)
 krep_cleanup_push rm -rf "$tmp"
 mark=epochs-$$
 
+# A Python start costs ~0.5 s in the VM: every broker's namespace has one
+# long-lived ctl_helper.py (ctlN), started once the namespaces exist, and
+# one repl_helper.py (replN), started in section 2 while it waits for
+# timeouts (selftests/pyserve.py).
 ctl() { # N ARGS...: the scripted controller on broker N
 	local n=$1
 	shift
-	ip netns exec "$(bns "$n")" /usr/bin/python3 "$here/ctl_helper.py" "$@"
+	krep_pyserve "ctl$n" "$@"
 }
 
 dump() { # N TOPIC: "records R ... sha256 H" of partition 0 up to HW;
 	# the values, one a line, in $tmp/dump.N.TOPIC.0
-	ip netns exec "$(bns "$1")" /usr/bin/python3 "$here/repl_helper.py" \
-		dump "$2" 0 "$tmp/dump.$1.$2" | sed 's/^partition 0 //'
+	local out
+	out=$(krep_pyserve "repl$1" dump "$2" 0 "$tmp/dump.$1.$2") || return
+	echo "${out#partition 0 }"
 }
 
 st() { ctl "$1" state "$2" 0; }
 
 # field F of a state line
 sf() { # N TOPIC FIELD
-	st "$1" "$2" | awk -v f="$3" '{ for (i = 1; i < NF; i++) if ($i == f) print $(i + 1) }'
+	local line i
+	local -a w
+	line=$(st "$1" "$2") || return
+	read -ra w <<<"$line"
+	for ((i = 0; i + 1 < ${#w[@]}; i += 2)); do	# KEY VALUE pairs
+		[ "${w[i]}" != "$3" ] || { echo "${w[i + 1]}"; return 0; }
+	done
+	return 1
 }
 
 lai() { # CEPOCH TOPIC LEADER LEPOCH PEPOCH ISR BROKER...
@@ -67,7 +79,7 @@ lai() { # CEPOCH TOPIC LEADER LEPOCH PEPOCH ISR BROKER...
 	shift 6
 	for n in "$@"; do
 		out=$(ctl "$n" lai "$ce" "$t" 0 "$l" "$le" "$pe" "$isr")
-		[ "$out" = ok ] || { echo "broker $n: $out"; rc=1; }
+		[ "$out" = ok ] || { ktap_diag "broker $n: lai $ce $t 0 $l $le $pe $isr: $out"; rc=1; }
 	done
 	return $rc
 }
@@ -90,7 +102,7 @@ expect() { # DESC WANT CMD...: ok when CMD prints WANT
 }
 
 same_logs() { # TOPIC N...: identical dumps (records up to HW) on all
-	local t=$1 first= n d
+	local t=$1 first='' n d
 	shift
 	for n in "$@"; do
 		d=$(dump "$n" "$t") || return 1
@@ -106,9 +118,15 @@ ktap_plan 25
 
 krep_kmsg_mark "$mark"
 krep_mod_unload
-# shellcheck disable=SC2119 # no module parameters: one broker per netns
-krep_mod_load || ktap_bail "insmod krep.ko failed"
+# short deadlines: a cut link is noticed within 2.5 s, a restored one is
+# used again within 0.5 s
+krep_mod_load fetch_timeout_ms=2000 reconnect_backoff_max_ms=500 ||
+	ktap_bail "insmod krep.ko failed"
 cluster_up kreps || ktap_bail "cannot set up three brokers"
+for n in 1 2 3; do
+	krep_pyserve_start "ctl$n" "$(bns "$n")" ctl_helper ||
+		ktap_bail "cannot start ctl_helper.py"
+done
 cluster_topic t partitions 1 replication-factor 3 \
 	config replica_lag_time_max_ms=$LAG || ktap_bail "topic t"
 cluster_topic r partitions 1 replication-factor 2 \
@@ -184,12 +202,13 @@ error 1 Operation not permitted: no controller claim with this epoch
 ok"
 if [ "$out" = "$want" ] && [ "$(sf 1 a role)" = follower ] &&
    [ "$(sf 1 a leader)" = 2 ] &&
-   [ "$(part "$(bns 1)" a 0 | jq -c .replicas)" = "[2,1]" ] &&
-   ! part "$(bns 1)" a 1 | grep -q .; then
+   describe "$(bns 1)" a |
+	jq -e 'map(.partition) == [0] and .[0].replicas == [2,1]' >/dev/null; then
 	ktap_ok "TOPIC_NEW with an assignment: bad ones refused; broker 1 hosts a-0 only, 2 preferred"
 else
 	ktap_diag "got: $out"
 	st 1 a | ktap_diag_stdin
+	describe "$(bns 1)" a 2>&1 | ktap_diag_stdin
 	ktap_fail "TOPIC_NEW with an assignment: bad ones refused; broker 1 hosts a-0 only, 2 preferred"
 fi
 kc "$(bns 1)" topic delete a
@@ -229,6 +248,10 @@ for n in 1 2 3; do kc "$(bns "$n")" topic delete ca; done
 # --- 2. pending ISR ---------------------------------------------------------
 
 ktap_diag "2. pending ISR (at ${SECONDS}s)"
+for n in 1 2 3; do	# for the dumps from section 3 on
+	krep_pyserve_start "repl$n" "$(bns "$n")" repl_helper ||
+		ktap_bail "cannot start repl_helper.py"
+done
 produce 1 t all a 5 >/dev/null
 link_down 3
 # a follower at the leader's LEO stays in sync: the next append starts its lag
@@ -275,7 +298,7 @@ ktap_diag "3. stale leader (at ${SECONDS}s)"
 base=$(sf 1 t hw)
 link_down 1
 produce 1 t 1 stale 4 >/dev/null
-out=$(produce 1 t all stale-all 1 2000 2>&1) && rc=0 || rc=$?
+out=$(produce 1 t all stale-all 1 1000 2>&1) && rc=0 || rc=$?
 if [ "$rc" != 0 ] && grep -q REQUEST_TIMED_OUT <<<"$out" &&
    [ "$(sf 1 t hw)" = "$base" ] && [ "$(sf 1 t leo)" = $((base + 5)) ]; then
 	ktap_ok "cut off, the old leader refuses acks=all (timeout) and HW stays at $base"
@@ -321,15 +344,23 @@ else
 	ktap_fail "the deposed leader refuses produces"
 fi
 isr3() { [ "$(sf 2 t pending)" = 1,2,3 ]; }
-krep_wait_for 20 isr3 && lai $CE t 2 1 $((PE + 4)) 1,2,3 1 2 3 >/dev/null
-produce 2 t all more 2 >/dev/null
-full() { [ "$(sf 1 t hw)" = "$(sf 2 t hw)" ] && [ "$(sf 3 t hw)" = "$(sf 2 t hw)" ]; }
-krep_wait_for 10 full
-if same_logs t 1 2 3 >"$tmp/same" && ! grep -q stale "$tmp/dump.1.t.0" &&
+hw_all() { # TOPIC HW BROKER...: every one of them at HW
+	local t=$1 h=$2 n
+	shift 2
+	for n in "$@"; do
+		[ "$(sf "$n" "$t" hw)" = "$h" ] || return 1
+	done
+}
+: >"$tmp/same"
+if krep_wait_for 20 isr3 && lai $CE t 2 1 $((PE + 4)) 1,2,3 1 2 3 &&
+   produce 2 t all more 2 >/dev/null &&
+   krep_wait_for 10 hw_all t $((base + 8)) 1 2 3 &&
+   same_logs t 1 2 3 >"$tmp/same" && ! grep -q stale "$tmp/dump.1.t.0" &&
    grep -q new-5 "$tmp/dump.1.t.0"; then
 	ktap_ok "all three logs identical, without the stale records"
 else
 	ktap_diag_stdin <"$tmp/same"
+	for n in 1 2 3; do st "$n" t | ktap_diag_stdin; done
 	ktap_fail "all three logs identical, without the stale records"
 fi
 
@@ -350,7 +381,8 @@ else
 	ktap_fail "broker 2 leads epoch 2 with all 20 acknowledged records (no truncation to its HW)"
 fi
 d=$(dump 2 r)
-if grep -q "^records 20 " <<<"$d" && [ "$(sed -n 20p "$tmp/dump.2.r.0")" = acked-19 ]; then
+if grep -q "^records 20 " <<<"$d" &&
+   seq -f 'acked-%g' 0 19 | cmp -s - "$tmp/dump.2.r.0"; then
 	ktap_ok "every acknowledged record is there, in order"
 else
 	ktap_diag "$d"
@@ -359,13 +391,15 @@ fi
 link_up 1
 lai $CE r 2 2 2 2 1 >/dev/null
 produce 2 r 1 after 3 >/dev/null
-hw_eq() { [ "$(sf 1 r hw)" = 23 ] && [ "$(sf 2 r hw)" = 23 ]; }
-if krep_wait_for 20 caught_up 1 r 23 && krep_wait_for 10 hw_eq &&
-   same_logs r 1 2 >"$tmp/same"; then
+: >"$tmp/same"
+if krep_wait_for 20 caught_up 1 r 23 && krep_wait_for 10 hw_all r 23 1 2 &&
+   same_logs r 1 2 >"$tmp/same" && klog=$(krep_kmsg_since "$mark") &&
+   ! grep -q 'r-0: truncated' <<<"$klog"; then
 	ktap_ok "broker 1 follows in epoch 2 without truncating: identical logs"
 else
 	ktap_diag_stdin <"$tmp/same"
 	st 1 r | ktap_diag_stdin
+	krep_kmsg_since "$mark" | grep 'r-0' | tail -5 | ktap_diag_stdin
 	ktap_fail "broker 1 follows in epoch 2 without truncating: identical logs"
 fi
 
@@ -402,14 +436,14 @@ else
 	ktap_fail "broker 3 truncates to epoch 1's end on the leader (10) and fetches epochs 2, 3"
 fi
 isr123() { [ "$(sf 2 d pending)" = 1,2,3 ]; }
-krep_wait_for 20 isr123 && lai $CE d 2 3 4 1,2,3 1 2 3 >/dev/null
-produce 2 d all tail 2 >/dev/null
-full() { [ "$(sf 1 d hw)" = 20 ] && [ "$(sf 3 d hw)" = 20 ]; }
-krep_wait_for 10 full
-if same_logs d 1 2 3 >"$tmp/same" && ! grep -q lost "$tmp/dump.3.d.0"; then
+: >"$tmp/same"
+if krep_wait_for 20 isr123 && lai $CE d 2 3 4 1,2,3 1 2 3 &&
+   produce 2 d all tail 2 >/dev/null && krep_wait_for 10 hw_all d 20 1 2 3 &&
+   same_logs d 1 2 3 >"$tmp/same" && ! grep -q lost "$tmp/dump.3.d.0"; then
 	ktap_ok "identical logs on all three, the lost tail gone"
 else
 	ktap_diag_stdin <"$tmp/same"
+	for n in 1 2 3; do st "$n" d | ktap_diag_stdin; done
 	ktap_fail "identical logs on all three, the lost tail gone"
 fi
 
