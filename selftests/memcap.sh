@@ -143,8 +143,8 @@ fi
 # the follower stopped short: its FETCH responses need more room than one
 # small batch)
 refused=0
-for ((i = 0; i < CAP / VSIZE / 10; i++)); do
-	if ! values more 10 | kc "$B2" produce fill partition 1 acks 1 \
+for ((i = 0; i < CAP / VSIZE / 100; i++)); do
+	if ! values more 100 | kc "$B2" produce fill partition 1 acks 1 batch 100 \
 		>"$tmp/more.out" 2>&1; then
 		refused=1
 		break
@@ -153,10 +153,10 @@ done
 read -r used max < <(mem 2)
 if [ "$refused" = 1 ] && grep -q "memory cap" "$tmp/more.out" &&
    [ "$used" -le "$CAP" ]; then
-	ktap_ok "a producer to broker 2's own partition is refused after $((i * 10)) more records: $(head -n 1 "$tmp/more.out"); log memory $used of $max B"
+	ktap_ok "a producer to broker 2's own partition is refused after $((i * 100)) more records: $(head -n 1 "$tmp/more.out"); log memory $used of $max B"
 else
 	ktap_diag_stdin <"$tmp/more.out"
-	ktap_diag "log memory: $used of $max after $((i * 10)) more records"
+	ktap_diag "log memory: $used of $max after $((i * 100)) more records"
 	ktap_fail "a producer to broker 2's own partition is refused with the memory cap's error"
 fi
 

@@ -41,7 +41,7 @@ while IFS= read -r line || [ -n "$line" ]; do
 	case $secs in
 	''|*[!0-9]*) echo "suites.sh: suites.list:$n: $p has no secs=N" >&2; exit 2 ;;
 	esac
-	[ -n "$t" ] || t=$((2 * secs + 30))
+	[ -n "$t" ] || t=$((2 * secs + 60))
 	if [ -e "$here/$p" ] || [ ! -e "$root/$p" ]; then
 		path=$here/$p
 		name=$p
