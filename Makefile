@@ -25,7 +25,7 @@ VM := selftests/vm/run.sh
 # make check's suites (selftests/suites.list names; all when empty) and
 # how many VMs share them out (selftests/check.sh)
 SUITES ?=
-CHECK_VMS ?= 3
+CHECK_VMS ?= 2
 
 # trace.h is written in the TRACE_EVENT macro language, which checkpatch
 # does not parse (the kernel's own trace headers draw the same complaints)

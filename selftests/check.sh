@@ -9,7 +9,7 @@
 # The suites are those of selftests/suites.list (SUITE arguments, or the
 # SUITES variable, pick some by name; ".sh" may be left out). Each line
 # there gives a suite's typical time (secs=N); the suites are shared out
-# over VMS virtual machines (-j, KREP_CHECK_VMS, default 3) so that each
+# over VMS virtual machines (-j, KREP_CHECK_VMS, default 2) so that each
 # VM's total is about the same, longest first, and every VM runs its share
 # with selftests/run_all.sh. Each run keeps its logs in a directory of its
 # own, build/vm/check.XXXXXX (VM K's output in vm.K.log, its console in
@@ -33,7 +33,7 @@ set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 root=$(cd "$here/.." && pwd -P)
 vmdir=$root/build/vm
-vms=${KREP_CHECK_VMS:-3}
+vms=${KREP_CHECK_VMS:-2}
 
 usage() {
 	sed -n '/^# Usage:/,/^# The suites/{/^# The suites/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}" >&2
