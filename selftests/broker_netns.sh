@@ -175,8 +175,9 @@ ok=1
 churn=()
 for ((i = 0; i < NCHURN; i++)); do
 	churn+=("krep-churn-$$-$i")	# unique: this suite's pid
-	krep_cleanup_push "ip netns del ${churn[i]}"
 done
+# (one process at exit, whatever is left)
+krep_cleanup_push "printf 'netns del %s\n' ${churn[*]} | ip -force -b -"
 printf 'netns add %s\n' "${churn[@]}" | ip -b - ||
 	{ ok=0; ktap_diag "ip netns add of the churn namespaces failed"; }
 for ((i = 0; i < NCHURN; i++)); do

@@ -11,15 +11,16 @@
 #
 # Load/unload cycles without parameters and with every kind of parameter:
 # each parameter set twice, the second time with netlink traffic before
-# the rmmod. After every load and every unload the module and its genl
-# family are checked to exist exactly while it is loaded. Two rounds
-# find what more would: what an unload leaves registered makes the next
-# insmod fail (genl_register_family refuses a name twice), and every unload
-# checks the module's own allocation counters ("krep: leak"). A namespace
-# whose broker was configured over netlink may outlive the module;
-# afterwards the kernel log has no "krep: leak", no WARNING, no BUG or
-# oops, and as many "krep: unloaded" as "krep: loaded" lines. Prints KTAP;
-# leaves the module unloaded.
+# the rmmod. After every load the module and its genl family exist, after
+# every unload the module does not; a family an unload leaves registered
+# makes the next insmod fail (genl_register_family refuses a name twice),
+# and the last one is looked for at the end. Two rounds find what more
+# would: what an unload leaves behind fails the next load, and every
+# unload checks the module's own allocation counters ("krep: leak"). A
+# namespace whose broker was configured over netlink may outlive the
+# module; afterwards the kernel log has no "krep: leak", no WARNING, no
+# BUG or oops, and as many "krep: unloaded" as "krep: loaded" lines.
+# Prints KTAP; leaves the module unloaded.
 
 set -u
 
@@ -62,13 +63,16 @@ krep_mod_unload || ktap_bail "krep is loaded and rmmod fails"
 ktap_check "module alias lets a genl lookup autoload it" \
 	sh -c "modinfo -F alias '$KREP_KO' | grep -qx net-pf-16-proto-16-family-krep"
 
-# the cycles
+# the cycles (no $(...) around insmod and rmmod: a fork is slow in an
+# emulated VM)
+errf=$(mktemp)
+krep_cleanup_push rm -f "$errf"
 fail=""
 for ((i = 0; i < CYCLES; i++)); do
 	params=${PARAM_SETS[i % ${#PARAM_SETS[@]}]}
 	# shellcheck disable=SC2086 # the parameters are words
-	if ! out=$(insmod "$KREP_KO" $params 2>&1); then
-		fail="cycle $i: insmod $params: $out"
+	if ! insmod "$KREP_KO" $params 2>"$errf"; then
+		fail="cycle $i: insmod $params: $(<"$errf")"
 		break
 	fi
 	# (a family left behind by the last rmmod would have made this insmod
@@ -82,14 +86,12 @@ for ((i = 0; i < CYCLES; i++)); do
 		fail="cycle $i: krepctl broker show failed"
 		break
 	fi
-	if ! out=$(rmmod krep 2>&1); then
-		fail="cycle $i: rmmod: $out"
+	if ! rmmod krep 2>"$errf"; then
+		fail="cycle $i: rmmod: $(<"$errf")"
 		break
 	fi
-	family_present
-	present=$?
-	if [ -d /sys/module/krep ] || [ "$present" != 1 ]; then
-		fail="cycle $i: unloaded, but /sys/module/krep or the genl family remains (or genl failed)"
+	if [ -d /sys/module/krep ]; then
+		fail="cycle $i: unloaded, but /sys/module/krep remains"
 		break
 	fi
 done
