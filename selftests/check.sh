@@ -115,7 +115,7 @@ elapsed=$((SECONDS - start))
 
 # Per suite: passed failed skipped seconds, or why it has no result.
 echo
-printf '%-22s %3s %6s %6s %6s %7s %8s\n' suite vm passed failed skipped seconds expected
+printf '%-26s %3s %6s %6s %6s %7s %8s\n' suite vm passed failed skipped seconds expected
 passed=0 failed=0 skipped=0 failed_suites=()
 for ((k = 0; k < vms; k++)); do
 	log=$logdir/vm.$k.log
@@ -134,7 +134,7 @@ for ((k = 0; k < vms; k++)); do
 			echo "# suite $name: FAIL: never ran: ${why:-VM exit status ${vmrc:-unknown}} (vm $k)"
 		fi
 		[ "$f" = 0 ] || failed_suites+=("$name")
-		printf '%-22s %3s %6s %6s %6s %7s %8s\n' "$name" "$k" "$p" "$f" "$s" "$t" "$secs"
+		printf '%-26s %3s %6s %6s %6s %7s %8s\n' "$name" "$k" "$p" "$f" "$s" "$t" "$secs"
 		passed=$((passed + p))
 		failed=$((failed + f))
 		skipped=$((skipped + s))
