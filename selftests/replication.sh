@@ -23,31 +23,43 @@
 #   | (repl_helper.py badpeer and flood)       |
 #   +------------------------------------------+
 #
-# Every broker peers with the other two and creates the same topics, all
-# with replica_lag_time_max_ms=1000 (so the ISR scan runs every 500 ms):
+# The brokers are cluster.sh's; every broker peers with the other two and
+# creates the same topics, all with replica_lag_time_max_ms=1000 (so the
+# ISR scan runs every 500 ms):
 #   bulk    3 partitions, RF 3: partition p led by broker p+1
 #   acks    1 partition,  RF 3, led by broker 1
 #   minisr  1 partition,  RF 3, led by broker 1, min_insync_replicas=2
+#   steady  1 partition,  RF 3, led by broker 1, replica_lag_time_max_ms=2000:
+#           the checks that no follower leaves the ISR use it, so that a
+#           VM starved for a second (by others side by side) cannot fail
+#           them; the ISR scan still runs every 500 ms
 # A broker is frozen by taking its kr0 down: its TCP connections stall
-# without closing, as on a lost link.
+# without closing, as on a lost link. The module is loaded with shorter
+# deadlines (HELLO_MS, FETCH_MS, BACKOFF_MS, CLOSE_MS below), and the waits
+# that depend on them follow from them.
 #
-# 1. bulk: 50,000 records (acks=all, batch 500) to bulk-0 while all three
-#    brokers are sampled: leader HW = min(LEO, ISR followers' LEO) in each
-#    PARTITION_GET, follower HW <= own LEO and <= the leader's next HW;
-#    then every replica byte for byte (FETCH with KREP_A_FOLLOWER_READ).
+# 1. bulk: 10,000 records (acks=all, 40 batches) to bulk-0, fed in chunks
+#    with every broker sampled after each: leader HW = min(LEO, ISR
+#    followers' LEO) in each PARTITION_GET, follower HW <= own LEO and <=
+#    the leader's next HW; then every replica byte for byte (FETCH with
+#    KREP_A_FOLLOWER_READ).
 # 2. acks=all needs both followers: with broker 3 frozen it times out,
-#    the ISR shrink comes after LAG (and by 1.5 x LAG + slack), acks=all
+#    the ISR shrink comes after LAG (and well before 10 x LAG), acks=all
 #    then completes on {1,2}, and broker 3 rejoins once its link is back.
-# 3. a follower keeping up with one record per 100 ms stays in the ISR.
+# 3. a follower keeping up with one record per 100 ms stays in the ISR
+#    (steady, for 2 x its lag).
 # 4. min_insync_replicas=2, ISR {1}: NOT_ENOUGH_REPLICAS(_AFTER_APPEND),
 #    acks=1 appends without moving HW, past retention_bytes; once HW
 #    catches up, retention shrinks the log with no further append.
 # 5. garbage, truncated, oversized, unknown and impostor frames, and a
 #    flood of silent connections, each dropped with a logged reason while
-#    replication goes on.
+#    replication (steady) goes on.
 # 6. a follower's namespace deleted mid-replication, then rmmod with the
 #    other connections up and a consumer parked in FETCH: no leak, no WARN.
-# Prints KTAP; leaves the module unloaded and no namespace behind.
+# Every wait is for a condition, with a deadline; the only timed waits are
+# for a window of the kernel's own clocks (the close-log rate limit, one
+# ISR scan that must change nothing). Prints KTAP; leaves the module
+# unloaded and no namespace behind.
 
 # shellcheck disable=SC2317 # the conditions krep_wait_for polls
 set -u
@@ -59,51 +71,95 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 krep_require_vm
 krep_require_cmd jq ip /usr/bin/python3
 
-HELPER=$here/repl_helper.py
 CLUSTER=krepr
 NET=10.201.0
 PORT=9092
-LAG=1000		# replica_lag_time_max_ms of every topic
-# ISR shrink deadline: the scan runs every LAG/2, so a follower goes at most
-# 1.5 x LAG after it was last caught up; SLACK is for the emulated VM
-SLACK=1500
-BULK=50000		# records to bulk-0
-SIDE=2000		# records to bulk-1 and bulk-2
-STEADY=40		# records, one every 100 ms, in the steady stream
+# shellcheck source=selftests/cluster.sh
+. "$here/cluster.sh"
+
+LAG=1000		# replica_lag_time_max_ms of every topic but ...
+SLAG=2000		# ... steady's
+# module parameters (kmod/param.c), shorter than the defaults:
+HELLO_MS=2000		# hello_timeout_ms: a flood of silent connections must
+			# outlast an acks=all produce; and >= CLOSE_MS (see 5.)
+FETCH_MS=1000		# fetch_timeout_ms: a cut peer's connection closes
+BACKOFF_MS=500		# reconnect_backoff_max_ms: a peer back is soon retried
+CLOSE_MS=1000		# close_log_interval_ms: the "closed:" lines' window
+BULK=10000		# records to bulk-0 ...
+BATCH=250		# ... in batches of this many ...
+CHUNKS=4		# ... fed in this many chunks, sampled after each
+SIDE=1000		# records to bulk-1 and bulk-2 (batch 50)
+STEADY=40		# records, one every 100 ms, in the steady stream (2 x SLAG)
 FLOOD=150		# connections that never say HELLO
 RSEG=16384		# minisr's segment_bytes ...
 RKEEP=65536		# ... and retention_bytes
-
 
 tmp=$(mktemp -d)
 krep_cleanup_push rm -rf "$tmp"
 mark=replication-$$
 
 # --- helpers --------------------------------------------------------------
+# (cluster.sh: kc NS ARGS..., describe NS [TOPIC], bns N)
 
-kc() { # NS ARGS...: krepctl in broker namespace NS
-	local ns=$1
-	shift
-	"$KREPCTL" --netns "$ns" "$@"
+# dump_all: repl_helper.py dump bulk 0,1,2 on each broker, into
+# $tmp/dump.B.P and $tmp/sum.B (its output): one Python for the three, in
+# each broker's namespace in turn (a Python start costs ~0.5 s in the VM)
+dump_all() {
+	/usr/bin/python3 - "$here" "$tmp" "$B1" "$B2" "$B3" <<'EOF'
+import contextlib
+import ctypes
+import os
+import sys
+
+here, tmp = sys.argv[1], sys.argv[2]
+sys.path.insert(0, here)
+import repl_helper  # noqa: E402
+
+CLONE_NEWNET = 0x40000000
+libc = ctypes.CDLL(None, use_errno=True)
+rc = 0
+for b, ns in enumerate(sys.argv[3:], 1):
+    with open("%s/sum.%d" % (tmp, b), "w") as out, \
+            contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        fd = os.open("/run/netns/" + ns, os.O_RDONLY)
+        if libc.setns(fd, CLONE_NEWNET):
+            print("setns %s: %s" % (ns, os.strerror(ctypes.get_errno())))
+            sys.exit(1)
+        os.close(fd)
+        try:
+            r = repl_helper.dump("bulk", [0, 1, 2], "%s/dump.%d" % (tmp, b))
+        except SystemExit as e:
+            r = 1 if e.code else 0
+        rc = rc or r
+sys.exit(rc)
+EOF
 }
 
-describe() { # NS [TOPIC]: the JSON array of the broker's replicas
-	"$KREPCTL" --netns "$1" --json topic describe ${2:+"$2"}
+# The helper's calls in netns X go to one long-lived selftests/pyserve.py
+# (a Python start costs ~0.5 s in the VM), started in section 4:
+#   pyx_send ARGS...  ask for repl_helper.py ARGS
+#   pyx_recv          its output (stdout, stderr) and status, once done
+#   pyx ARGS...       both
+pyx_send() {
+	local IFS=$'\x1f'
+	# in a subshell: a write to a Python that died fails, it does not
+	# kill this shell
+	(printf '%s\n' "$*" >&"$PYIN") 2>/dev/null
 }
-
-# part NS TOPIC P: one partition's replica, compact JSON
-part() {
-	describe "$1" "$2" | jq -c --argjson p "$3" '.[] | select(.partition == $p)'
+pyx_recv() {
+	local line
+	while IFS= read -r -t 120 -u "$PYOUT" line; do
+		case $line in
+		$'\x1e '*) return "${line#$'\x1e '}" ;;
+		"1 "*) printf '%s\n' "${line#1 }" ;;
+		"2 "*) printf '%s\n' "${line#2 }" >&2 ;;
+		esac
+	done
+	echo "repl_helper.py in pyserve.py: no answer ($(cat "$tmp/pyx.err"))" >&2
+	return 125
 }
-
-py() { # NS ARGS...: the helper in namespace NS
-	local ns=$1
-	shift
-	ip netns exec "$ns" /usr/bin/python3 "$HELPER" "$@"
-}
-
-jf() { # JSON FILTER
-	jq -r "$2" <<<"$1"
+pyx() {
+	pyx_send "$@" && pyx_recv
 }
 
 section() { # NAME: a "# " line with the time since the start
@@ -115,29 +171,88 @@ now_ms() {
 	echo $((t / 1000))
 }
 
-# ready_all: every partition a broker leads has its whole AR in the ISR and
-# knows every follower's LEO, on all three brokers
-ready_one() {
-	describe "$1" | jq -e 'all(.[] | select(.role == "leader");
-		(.isr | length) == (.replicas | length) and
-		all(.remotes[]; .in_isr and .leo != null))' >/dev/null 2>&1
+# Fields of krepctl's compact JSON without a jq process (0.3 s each in the
+# VM). In a one-partition describe the first match is the partition's own
+# field: its numbers come before those of its remotes.
+#   jv JSON KEY...  J[KEY] = the first number, null or string under "KEY"
+#                   (for isr: the ISR as "1,2,3"), or "" when there is none
+declare -A J=()
+jv() {
+	local _j=$1 _k _re
+	shift
+	for _k in "$@"; do
+		case $_k in
+		isr) _re='"isr":\[([0-9,]*)\]' ;;
+		*) _re="\"$_k\":(-?[0-9]+|null|\"[^\"]*\")" ;;
+		esac
+		J[$_k]=
+		if [[ $_j =~ $_re ]]; then
+			J[$_k]=${BASH_REMATCH[1]//\"/}
+		fi
+	done
 }
-ready_all() {
-	ready_one "$B1" && ready_one "$B2" && ready_one "$B3"
+# isnum VALUE...: every VALUE is a number
+isnum() {
+	local v
+	for v in "$@"; do
+		[[ $v =~ ^-?[0-9]+$ ]] || return 1
+	done
+}
+
+# ready B...: on every broker B, the partitions it leads are those it
+# should (LEADS[B]), and each has its whole AR in the ISR and knows every
+# follower's LEO. One describe per broker, one jq.
+LEADS=([1]='["acks-0","bulk-0","minisr-0","steady-0"]' [2]='["bulk-1"]' [3]='["bulk-2"]')
+ready() {
+	local b v want=
+	: >"$tmp/ready"
+	for b in "$@"; do
+		v=B$b
+		describe "${!v}" >>"$tmp/ready" 2>/dev/null || return 1
+		want+="${want:+,}${LEADS[b]}"
+	done
+	jq -e -s --argjson want "[$want]" '
+		length == ($want | length) and
+		([range(0; length) as $i | .[$i] as $d |
+		  ([$d[] | select(.role == "leader") | "\(.topic)-\(.partition)"] | sort) ==
+			($want[$i] | sort) and
+		  all($d[] | select(.role == "leader");
+			(.isr | length) == (.replicas | length) and
+			all(.remotes[]; .in_isr and .leo != null))] | all)' \
+		"$tmp/ready" >/dev/null 2>&1
+}
+
+# peers_up: every broker has both its peers up
+peers_up() {
+	local ns
+	: >"$tmp/peers"
+	for ns in "$B1" "$B2" "$B3"; do
+		kc "$ns" --json broker show >>"$tmp/peers" 2>/dev/null || return 1
+	done
+	jq -e -s 'length == 3 and all(.[]; (.peers | length) == 2 and
+		all(.peers[]; .state == "up"))' "$tmp/peers" >/dev/null 2>&1
 }
 
 # sleep without a process: read on a FIFO nobody writes
 mkfifo "$tmp/nap"
 exec {napfd}<>"$tmp/nap"
 nap() { read -r -t "$1" -u "$napfd" _ || true; }
+nap_ms() { nap "$(($1 / 1000)).$(printf %03d $(($1 % 1000)))"; }
 
 # A producer fed through a FIFO, started ahead so that its records go out
 # at once when written (no process start in between).
 #   fifo_producer NAME NS ARGS...  start krepctl --json NS produce ARGS;
-#                                  sets FP_PID and FP_FD
+#                                  sets FP_PID and FP_FD; false (with a
+#                                  diagnostic) unless it is then blocked
+#                                  reading its standard input
+#   fifo_write LINE...             write the lines to it (in a subshell: a
+#                                  producer that died costs an EPIPE, not
+#                                  this shell)
 #   fifo_producer_end              close its input, wait; status in FP_RC
+# Until then, a job started in the background must not inherit FP_FD
+# (run it with {FP_FD}>&-): the producer would wait for its end.
 fifo_producer() {
-	local name=$1 ns=$2 w i
+	local name=$1 ns=$2 w deadline=$((SECONDS + 30))
 	shift 2
 	rm -f "$tmp/$name.fifo"
 	mkfifo "$tmp/$name.fifo"
@@ -147,15 +262,23 @@ fifo_producer() {
 	krep_cleanup_push "kill $FP_PID 2>/dev/null"
 	exec {FP_FD}>"$tmp/$name.fifo"
 	# ready once it sleeps reading its standard input
-	for ((i = 0; i < 50; i++)); do
+	while :; do
 		w=
 		read -r w <"/proc/$FP_PID/wchan" 2>/dev/null || true
 		case $w in
 		*pipe_read*) return 0 ;;
 		esac
-		nap 0.1
+		if ! kill -0 "$FP_PID" 2>/dev/null || [ "$SECONDS" -ge "$deadline" ]; then
+			ktap_diag "producer $name never waited for its input (wchan ${w:-none}): $(cat "$tmp/$name.err")"
+			return 1
+		fi
+		nap 0.05
 	done
-	return 0
+}
+fifo_write() {
+	local _b
+	printf -v _b '%s\n' "$@"
+	(printf %s "$_b" >&"$FP_FD") 2>/dev/null
 }
 fifo_producer_end() {
 	exec {FP_FD}>&-
@@ -165,72 +288,146 @@ fifo_producer_end() {
 
 # kernel log lines since our mark NAME
 klog() { krep_kmsg_since "$1"; }
+# klogm NAME: the same, after the marker's own line (for its timestamp)
+klogm() {
+	dmesg | awk -v m="krep-selftests: mark $1" '
+		found { print; next }
+		index($0, m) && substr($0, index($0, m) + length(m)) == "" { found = 1; print }'
+}
 
-# kernel timestamp (seconds) of the marker NAME
-kmark_ts() {
-	dmesg | grep -F "krep-selftests: mark $1" | grep -vF "mark $1-" |
-		sed -nE '1s/^\[ *([0-9.]+)\].*/\1/p'
+# line_us VAR LINE: VAR = the timestamp of a kernel log line in
+# microseconds, or ""
+line_us() {
+	local _re='^\[ *([0-9]+)\.([0-9]+)\]'
+	printf -v "$1" %s ""
+	if [[ $2 =~ $_re ]]; then
+		printf -v "$1" %d "$((10#${BASH_REMATCH[1]}${BASH_REMATCH[2]}))"
+	fi
+}
+
+# fresh_close_window: wait until the next connection-close line of any
+# broker starts a fresh rate-limit window (30 lines per CLOSE_MS). A
+# window begins with a line that is printed, so the current one has ended
+# once CLOSE_MS passed since the last printed "closed:" line; the kernel's
+# own clock (a marker's timestamp) tells how long that is still.
+nwin=0
+fresh_close_window() {
+	local s
+	nwin=$((nwin + 1))
+	krep_kmsg_mark "$mark-window-$nwin"
+	s=$(dmesg | awk -v m="krep-selftests: mark $mark-window-$nwin" \
+		-v win=$((CLOSE_MS + 100)) '
+		!match($0, /^\[ *[0-9]+\.[0-9]+\]/) { next }
+		{ t = substr($0, RSTART + 1, RLENGTH - 2) + 0 }
+		/ krep: connection (to|from) broker .* closed: / { last = t }
+		index($0, m) && substr($0, index($0, m) + length(m)) == "" { now = t }
+		END {
+			d = (last == "" || now == "") ? 0 : last + win / 1000 - now
+			printf "%.3f\n", d > 0 ? d : 0
+		}')
+	[ "${s:-0}" = 0.000 ] || nap "$s"
+}
+
+# The watchdog: a loop that wakes every 50 ms and notes each time it woke
+# STALL_MS or more late ("END_US LATE_MS" in $tmp/stalls). Then the VM
+# stood still, or had no CPU for us (others side by side on the machine):
+# the brokers' clocks ran on while they could not fetch, and a follower
+# that keeps up looks out of sync for that long. Checks that nothing
+# changed tell that from a fault by it (explained below).
+STALL_MS=250
+watchdog() {
+	local t n late
+	while :; do
+		t=${EPOCHREALTIME/./}
+		read -r -t 0.05 -u "$napfd" _
+		n=${EPOCHREALTIME/./}
+		late=$(((n - t) / 1000 - 50))
+		[ "$late" -lt "$STALL_MS" ] || echo "$n $late" >>"$tmp/stalls"
+	done
+}
+# stall_since US VAR: VAR = the longest stall (ms) that ended after US
+stall_since() {
+	local -a _l
+	local _x _m=0
+	mapfile -t _l <"$tmp/stalls"
+	for _x in "${_l[@]}"; do
+		if [ "${_x%% *}" -gt "$1" ] && [ "${_x#* }" -gt "$_m" ]; then
+			_m=${_x#* }
+		fi
+	done
+	printf -v "$2" %d "$_m"
+}
+# explained LINES STALL: LINES (kernel log) hold ISR shrinks, and every
+# one of them says its follower was out of sync for at most STALL + 1000
+# ms: the VM stood still that long (STALL, the watchdog's), and a follower
+# that keeps up is caught up again within a fetch wait (500 ms) and a round
+# trip. Such a shrink says nothing of the code under test.
+explained() {
+	local l n=0 re='ISR shrink: broker [0-9]+ out of sync for ([0-9]+) ms'
+	[ "$2" -ge $((SLAG / 2)) ] || return 1
+	while IFS= read -r l; do
+		[[ $l =~ $re ]] || continue
+		[ "${BASH_REMATCH[1]}" -le $(($2 + 1000)) ] || return 1
+		n=$((n + 1))
+	done <<<"$1"
+	[ "$n" -gt 0 ]
 }
 
 ktap_plan 39
 
 # --- set-up ---------------------------------------------------------------
 
+section "set-up"
+: >"$tmp/stalls"
+watchdog &
+wdog=$!
+krep_cleanup_push "kill $wdog 2>/dev/null"
 krep_kmsg_mark "$mark"
 krep_mod_unload
-modprobe veth 2>/dev/null
-modprobe bridge 2>/dev/null
-# shellcheck disable=SC2119 # no module parameters: one broker per netns
-krep_mod_load || ktap_bail "insmod krep.ko failed"
-
-for n in B1 B2 B3 BR X; do
-	krep_netns_add "$n" "${n,,}" || ktap_bail "ip netns add failed"
-done
-
-{
-	for i in 1 2 3; do
-		v=B$i
-		echo "link add kr0 netns ${!v} type veth peer name p$i netns $BR"
-	done
-	echo "link add kr0 netns $X type veth peer name px netns $BR"
-} | ip -b - || ktap_bail "cannot create the veth links"
-printf '%s\n' "link add krbr type bridge" "link set krbr up" \
-	"link set p1 master krbr up" "link set p2 master krbr up" \
-	"link set p3 master krbr up" "link set px master krbr up" |
-	ip -n "$BR" -b - || ktap_bail "cannot set up the bridge"
-for i in 1 2 3 9; do
-	case $i in 9) ns=$X ;; *) v=B$i; ns=${!v} ;; esac
-	printf '%s\n' "link set lo up" "addr add $NET.$i/24 dev kr0" \
-		"link set kr0 up" | ip -n "$ns" -b - ||
-		ktap_bail "cannot address netns $ns"
-done
-
+params="hello_timeout_ms=$HELLO_MS fetch_timeout_ms=$FETCH_MS"
+params+=" reconnect_backoff_max_ms=$BACKOFF_MS close_log_interval_ms=$CLOSE_MS"
+# shellcheck disable=SC2086 # the parameters are words
+krep_mod_load $params || ktap_bail "insmod krep.ko failed"
 setup_ok=0
+for p in $params; do
+	v=
+	read -r v <"/sys/module/krep/parameters/${p%%=*}"
+	[ "$v" = "${p#*=}" ] || {
+		ktap_diag "module parameter ${p%%=*} is '$v', not ${p#*=}"
+		setup_ok=1
+	}
+done
+
+cluster_up "$CLUSTER" || ktap_bail "cannot set up the three brokers"
+krep_netns_add X x || ktap_bail "ip netns add failed"
+if ! ip link add kr0 netns "$X" type veth peer name px netns "$BR" ||
+   ! ip -n "$BR" link set px master krbr up ||
+   ! printf '%s\n' "link set lo up" "addr add $NET.9/24 dev kr0" \
+	"link set kr0 up" | ip -n "$X" -b -; then
+	ktap_bail "cannot connect netns $X to the bridge"
+fi
+
+# the topics, the three brokers side by side
 for i in 1 2 3; do
 	v=B$i
-	peers=
-	for j in 1 2 3; do
-		[ "$j" = "$i" ] || peers+="${peers:+,}$j@$NET.$j:$PORT"
-	done
-	kc "${!v}" broker set id "$i" cluster "$CLUSTER" \
-		listen "$NET.$i:$PORT" peers "$peers" || setup_ok=1
-	kc "${!v}" topic create bulk partitions 3 replication-factor 3 \
-		config replica_lag_time_max_ms=$LAG || setup_ok=1
-	kc "${!v}" topic create acks partitions 1 replication-factor 3 \
-		config replica_lag_time_max_ms=$LAG || setup_ok=1
-	kc "${!v}" topic create minisr partitions 1 replication-factor 3 \
-		config replica_lag_time_max_ms=$LAG,min_insync_replicas=2,segment_bytes=$RSEG,retention_bytes=$RKEEP ||
-		setup_ok=1
+	{
+		kc "${!v}" topic create bulk partitions 3 replication-factor 3 \
+			config replica_lag_time_max_ms=$LAG &&
+		kc "${!v}" topic create acks partitions 1 replication-factor 3 \
+			config replica_lag_time_max_ms=$LAG &&
+		kc "${!v}" topic create minisr partitions 1 replication-factor 3 \
+			config replica_lag_time_max_ms=$LAG,min_insync_replicas=2,segment_bytes=$RSEG,retention_bytes=$RKEEP &&
+		kc "${!v}" topic create steady partitions 1 replication-factor 3 \
+			config replica_lag_time_max_ms=$SLAG
+	} >/dev/null &
+	tpid[i]=$!
 done
-peers_up() {
-	local ns
-	for ns in "$B1" "$B2" "$B3"; do
-		kc "$ns" --json broker show |
-			jq -e 'all(.peers[]; .state == "up")' >/dev/null || return 1
-	done
-}
-krep_wait_for 60 peers_up || setup_ok=1
-krep_wait_for 60 ready_all || setup_ok=1
+for i in 1 2 3; do
+	wait "${tpid[i]}" || setup_ok=1
+done
+# every leader knows all its followers' LEO: they all connected to it
+krep_wait_for 60 ready 1 2 3 || setup_ok=1
+krep_wait_for 30 peers_up || setup_ok=1
 if [ "$setup_ok" = 0 ]; then
 	ktap_ok "3 brokers up: every peer connected, every ISR full"
 else
@@ -242,31 +439,43 @@ else
 	ktap_bail "the cluster did not come up"
 fi
 
-# --- 1. bulk: 50,000 records, byte-exact followers, watermarks ------------
+# --- 1. bulk: byte-exact followers, watermarks ------------------------------
 
 section "1. bulk replication"
 
-seq -f "bulk0-%06.0f-abcdefghijklmnopqrstuvwxyz" 0 $((BULK - 1)) >"$tmp/in0"
-seq -f "bulk1-%06.0f" 0 $((SIDE - 1)) >"$tmp/in1"
-seq -f "bulk2-%06.0f-0123456789" 0 $((SIDE - 1)) >"$tmp/in2"
+# the records, without a process (printf repeats its format) and in one
+# write each
+nums=()
+eval "nums=({0..$((BULK - 1))})"
+printf -v x 'bulk0-%06d-abcdefghijklmnopqrstuvwxyz\n' "${nums[@]}"
+printf %s "$x" >"$tmp/in0"
+mapfile -t in0 <"$tmp/in0"
+eval "nums=({0..$((SIDE - 1))})"
+printf -v x 'bulk1-%06d\n' "${nums[@]}"
+printf %s "$x" >"$tmp/in1"
+printf -v x 'bulk2-%06d-0123456789\n' "${nums[@]}"
+printf %s "$x" >"$tmp/in2"
+CHUNK=$((BULK / CHUNKS))
 
-kc "$B1" --json produce bulk partition 0 batch 500 acks all <"$tmp/in0" \
-	>"$tmp/prod0" 2>&1 &
-pid0=$!
-kc "$B2" --json produce bulk partition 1 batch 100 acks all <"$tmp/in1" \
-	>"$tmp/prod1" 2>&1 &
+bulk_fp=0
+fifo_producer bulk0 "$B1" bulk partition 0 batch "$BATCH" acks all || bulk_fp=1
+pid0=$FP_PID
+kc "$B2" --json produce bulk partition 1 batch 50 acks all <"$tmp/in1" \
+	>"$tmp/prod1" 2>&1 {FP_FD}>&- &
 pid1=$!
-kc "$B3" --json produce bulk partition 2 batch 100 acks all <"$tmp/in2" \
-	>"$tmp/prod2" 2>&1 &
+kc "$B3" --json produce bulk partition 2 batch 50 acks all <"$tmp/in2" \
+	>"$tmp/prod2" 2>&1 {FP_FD}>&- &
 pid2=$!
-krep_cleanup_push "kill $pid0 $pid1 $pid2 2>/dev/null"
+krep_cleanup_push "kill $pid1 $pid2 2>/dev/null"
 
 # Samplers, one per broker, in parallel while bulk-0 is produced and for two
 # dumps after: each line one PARTITION_GET dump (atomic per partition) with
-# the times (us) it was asked for and answered.
+# the times (us) it was asked for and answered. A failed dump is "d":null.
+# A pause of 250 ms between dumps leaves the CPU to the replication.
 sampler() { # BROKER-NUMBER
 	local v=B$1 n=0 after=0 running d t0 t1
-	while [ "$n" -lt 200 ]; do
+	while [ "$n" -lt 1000 ]; do
+		[ "$n" = 0 ] || nap 0.25
 		running=false
 		kill -0 "$pid0" 2>/dev/null && running=true
 		t0=${EPOCHREALTIME/./}
@@ -278,134 +487,197 @@ sampler() { # BROKER-NUMBER
 	done >"$tmp/samples.$1"
 }
 for b in 1 2 3; do
-	sampler "$b" &
+	: >"$tmp/samples.$b"
+	sampler "$b" {FP_FD}>&- &
 	spid[b]=$!
 done
+# last_t0 B VAR: VAR = the time broker B's last dump so far was asked for
+# (t0 leads its line, so a line being written counts), or 0
+last_t0() {
+	local -a _l
+	local _re='^\{"t0":([0-9]+),'
+	mapfile -t _l <"$tmp/samples.$1"
+	printf -v "$2" %s 0
+	if [ ${#_l[@]} -gt 0 ] && [[ ${_l[-1]} =~ $_re ]]; then
+		printf -v "$2" %s "${BASH_REMATCH[1]}"
+	fi
+}
+# gate T: every broker has had a dump asked for after T (us)
+gate() {
+	local b t deadline=$((SECONDS + 60))
+	for b in 1 2 3; do
+		while last_t0 "$b" t && [ "$t" -le "$1" ]; do
+			kill -0 "${spid[b]}" 2>/dev/null || return 1
+			[ "$SECONDS" -lt "$deadline" ] || return 1
+			nap 0.05
+		done
+	done
+}
+# bulk-0 in CHUNKS chunks of whole batches; after each, every broker is
+# sampled: the dumps interleave with the replication however fast
+# either side runs
+gated=0
+for ((c = 0; c < CHUNKS && bulk_fp == 0; c++)); do
+	fifo_write "${in0[@]:c * CHUNK:CHUNK}" || { gated=1; break; }
+	gate "${EPOCHREALTIME/./}" || { gated=1; break; }
+done
+fifo_producer_end
+rc0=$FP_RC
 wait "${spid[1]}" "${spid[2]}" "${spid[3]}"
-jq -c -s 'sort_by(.t0) | to_entries[] | .value + {seq: .key}' \
-	"$tmp"/samples.[123] >"$tmp/samples"
-during=$(jq -s '[.[] | select(.running)] | length' "$tmp/samples")
-wait "$pid0"; rc0=$?
 wait "$pid1"; rc1=$?
 wait "$pid2"; rc2=$?
 
 want0="{\"topic\":\"bulk\",\"partition\":0,\"records\":$BULK,\"first_offset\":0,\"last_offset\":$((BULK - 1))}"
 want1="{\"topic\":\"bulk\",\"partition\":1,\"records\":$SIDE,\"first_offset\":0,\"last_offset\":$((SIDE - 1))}"
 want2="{\"topic\":\"bulk\",\"partition\":2,\"records\":$SIDE,\"first_offset\":0,\"last_offset\":$((SIDE - 1))}"
-if [ "$rc0$rc1$rc2" = 000 ] && [ "$(cat "$tmp/prod0")" = "$want0" ] &&
-   [ "$(cat "$tmp/prod1")" = "$want1" ] && [ "$(cat "$tmp/prod2")" = "$want2" ]; then
-	ktap_ok "bulk: $BULK records to bulk-0 (batch 500) and $SIDE to bulk-1, bulk-2, acks=all"
+if [ "$bulk_fp$rc0$rc1$rc2" = 0000 ] && [ "$(<"$tmp/bulk0.out")" = "$want0" ] &&
+   [ "$(<"$tmp/prod1")" = "$want1" ] && [ "$(<"$tmp/prod2")" = "$want2" ]; then
+	ktap_ok "bulk: $BULK records to bulk-0 (batch $BATCH) and $SIDE to bulk-1, bulk-2, acks=all"
 else
 	ktap_diag "exit $rc0 $rc1 $rc2"
-	cat "$tmp/prod0" "$tmp/prod1" "$tmp/prod2" | ktap_diag_stdin
-	ktap_fail "bulk: $BULK records to bulk-0 (batch 500) and $SIDE to bulk-1, bulk-2, acks=all"
+	cat "$tmp/bulk0.out" "$tmp/bulk0.err" "$tmp/prod1" "$tmp/prod2" | ktap_diag_stdin
+	ktap_fail "bulk: $BULK records to bulk-0 (batch $BATCH) and $SIDE to bulk-1, bulk-2, acks=all"
 fi
 
+# every replica catches up: LEO = HW = the end, same log bytes
+final_ok() {
+	describe "$B1" bulk >"$tmp/final" && describe "$B2" bulk >>"$tmp/final" &&
+		describe "$B3" bulk >>"$tmp/final" || return 1
+	jq -e -s --argjson a "$BULK" --argjson b "$SIDE" '
+		length == 3 and ([.[][]] | length == 9 and
+		all(.[]; (if .partition == 0 then $a else $b end) as $e |
+			.leo == $e and .hw == $e and .lso == $e) and
+		(group_by(.partition) | all(.[]; map(.log_bytes) | unique | length == 1)))
+		' "$tmp/final" >/dev/null
+}
+final=0
+krep_wait_for 30 final_ok || final=1
+
+# the counters, with the final dumps of bulk (nothing moves any more):
+# a follower receives replicated batches straight into its log's pages,
+# one copy (socket to log) per byte, none through a buffer; the leaders
+# counted the FETCH responses that carried records: at least one, and no
+# more than the records the followers hold (each carries >= 1)
+: >"$tmp/stats"
+stats=0
+for ns in "$B1" "$B2" "$B3"; do
+	kc "$ns" --json stats >>"$tmp/stats" || stats=1
+done
+# every replica read with FETCH + KREP_A_FOLLOWER_READ (the helper; krepctl
+# consume reads from the leader only), the three side by side and while
+# the rest is checked: the raw batches must be identical on all three, the
+# values those produced
+dump_ok=0
+dump_all >"$tmp/dump.err" 2>&1 &
+dpid=$!
+
+# One jq over all dumps: a "stats" line (dumps, real ones while bulk-0 was
+# produced, failed ones), then L lines (leader checks) and F lines
+# (follower checks, monotony).
 # leader: HW = min(LEO, LEO of every ISR follower), in one PARTITION_GET;
-# the ISR holds the leader and matches the remotes' in_isr
-viol=$(jq -r -s '
-	.[] | . as $s | select($s.d != null) | $s.d[] | select(.role == "leader") |
-	([.leo] + [.remotes[] | select(.in_isr) | .leo]) as $m |
-	if ($m | any(. == null)) then
-		"sample \($s.seq) bulk-\(.partition): an ISR follower without LEO"
-	elif .hw != ($m | min) then
-		"sample \($s.seq) bulk-\(.partition) on \($s.broker): hw \(.hw) != min \($m)"
-	elif (.leader as $ld | .isr | any(. == $ld) | not) then
-		"sample \($s.seq) bulk-\(.partition): leader not in ISR \(.isr)"
-	elif (.isr | sort) != ([.leader] + [.remotes[] | select(.in_isr) | .id] | sort) then
-		"sample \($s.seq) bulk-\(.partition): ISR \(.isr) vs remotes in_isr"
-	else empty end' "$tmp/samples" 2>&1)
-nsamp=$(grep -c . "$tmp/samples")
-if [ -z "$viol" ] && [ "$during" -ge 3 ]; then
-	ktap_ok "bulk: leader HW = min(leader LEO, ISR followers' LEO) at every sample ($nsamp dumps, $during while producing)"
-else
-	[ "$during" -ge 3 ] || ktap_diag "only $during dumps while bulk-0 was being produced"
-	head -n 20 <<<"$viol" | ktap_diag_stdin
-	ktap_fail "bulk: leader HW = min(leader LEO, ISR followers' LEO) at every sample ($nsamp dumps, $during while producing)"
-fi
-
+# the ISR holds the leader and matches the remotes' in_isr.
 # followers: HW <= own LEO, HW <= the leader's HW in its next sample;
-# everywhere LSO <= HW <= LEO; no HW ever moves backward on a replica
-viol=$(jq -r -s '
-	. as $all |
+# everywhere LSO <= HW <= LEO; no HW ever moves backward on a replica.
+jq -r -s '
+	sort_by(.t0) | to_entries | map(.value + {seq: .key}) | . as $all |
+	"stats \(length) \([.[] | select(.running and .d != null)] | length) \([.[] | select(.d == null)] | length)",
+	(.[] | . as $s | select($s.d != null) | $s.d[] | select(.role == "leader") |
+	 ([.leo] + [.remotes[] | select(.in_isr) | .leo]) as $m |
+	 if ($m | any(. == null)) then
+		"L sample \($s.seq) bulk-\(.partition): an ISR follower without LEO"
+	 elif .hw != ($m | min) then
+		"L sample \($s.seq) bulk-\(.partition) on \($s.broker): hw \(.hw) != min \($m)"
+	 elif (.leader as $ld | .isr | any(. == $ld) | not) then
+		"L sample \($s.seq) bulk-\(.partition): leader not in ISR \(.isr)"
+	 elif (.isr | sort) != ([.leader] + [.remotes[] | select(.in_isr) | .id] | sort) then
+		"L sample \($s.seq) bulk-\(.partition): ISR \(.isr) vs remotes in_isr"
+	 else empty end),
 	(range(0; length) as $i | $all[$i] as $s | select($s.d != null) |
 	 $s.d[] | . as $r |
 	 (if .lso > .hw or .hw > .leo then
-		"sample \($s.seq) bulk-\(.partition) on \($s.broker): lso \(.lso) hw \(.hw) leo \(.leo)"
+		"F sample \($s.seq) bulk-\(.partition) on \($s.broker): lso \(.lso) hw \(.hw) leo \(.leo)"
 	  else empty end),
 	 (select(.role == "follower") |
 	  first($all[$i + 1:][] | select(.broker == $r.leader and .d != null and .t0 > $s.t1) |
 		.d[] | select(.partition == $r.partition)) as $l |
 	  if $r.hw > $l.hw then
-		"sample \($s.seq) bulk-\($r.partition) follower \($s.broker) hw \($r.hw) > leader hw \($l.hw) sampled after"
+		"F sample \($s.seq) bulk-\($r.partition) follower \($s.broker) hw \($r.hw) > leader hw \($l.hw) sampled after"
 	  else empty end)),
 	([.[] | select(.d != null) | .broker as $b | .d[] |
 	  {k: "\($b)/\(.partition)", hw}] | group_by(.k)[] |
 	 . as $g | range(1; length) as $j |
 	 select($g[$j].hw < $g[$j - 1].hw) |
-	 "replica \($g[$j].k): hw went back from \($g[$j - 1].hw) to \($g[$j].hw)")
-	' "$tmp/samples" 2>&1)
-if [ -z "$viol" ]; then
+	 "F replica \($g[$j].k): hw went back from \($g[$j - 1].hw) to \($g[$j].hw)")
+	' "$tmp"/samples.[123] >"$tmp/viol" 2>&1
+nsamp='' during='' nnull='' viol_l='' viol_f=''
+while IFS= read -r line; do
+	case $line in
+	"stats "*) read -r _ nsamp during nnull <<<"$line" ;;
+	"L "*) viol_l+="${line#L }"$'\n' ;;
+	"F "*) viol_f+="${line#F }"$'\n' ;;
+	*) viol_l+="$line"$'\n'; viol_f+="$line"$'\n' ;;
+	esac
+done <"$tmp/viol"
+# enough real dumps: none failed, and at least one per broker and chunk
+# while bulk-0 was produced
+if isnum "$nsamp" "$during" "$nnull" && [ "$nnull" = 0 ] &&
+   [ "$gated" = 0 ] && [ "$during" -ge $((3 * CHUNKS)) ]; then
+	samples_ok=0
+else
+	samples_ok=1
+	ktap_diag "dumps: ${nsamp:-?}, ${during:-?} real ones while producing (want >= $((3 * CHUNKS))), ${nnull:-?} failed; every chunk sampled: $([ "$gated" = 0 ] && echo yes || echo no)"
+	grep -h '"d":null' "$tmp"/samples.[123] | head -n 3 | ktap_diag_stdin
+fi
+if [ "$samples_ok" = 0 ] && [ -z "$viol_l" ]; then
+	ktap_ok "bulk: leader HW = min(leader LEO, ISR followers' LEO) at every sample ($nsamp dumps, $during while producing)"
+else
+	head -n 20 <<<"$viol_l" | ktap_diag_stdin
+	ktap_fail "bulk: leader HW = min(leader LEO, ISR followers' LEO) at every sample (${nsamp:-?} dumps, ${during:-?} while producing)"
+fi
+if [ "$samples_ok" = 0 ] && [ -z "$viol_f" ]; then
 	ktap_ok "bulk: followers' HW <= own LEO and <= the leader's HW sampled after; LSO <= HW <= LEO; HW never backward"
 else
-	head -n 20 <<<"$viol" | ktap_diag_stdin
+	head -n 20 <<<"$viol_f" | ktap_diag_stdin
 	ktap_fail "bulk: followers' HW <= own LEO and <= the leader's HW sampled after; LSO <= HW <= LEO; HW never backward"
 fi
 
-# every replica catches up: LEO = HW = the end, same log bytes
-final_ok() {
-	local ns
-	: >"$tmp/final"
-	for ns in "$B1" "$B2" "$B3"; do
-		describe "$ns" bulk >>"$tmp/final" || return 1
-	done
-	jq -e -s --argjson a "$BULK" --argjson b "$SIDE" '
-		[.[][]] | length == 9 and
-		all(.[]; (if .partition == 0 then $a else $b end) as $e |
-			.leo == $e and .hw == $e and .lso == $e) and
-		(group_by(.partition) | all(.[]; map(.log_bytes) | unique | length == 1))
-		' "$tmp/final" >/dev/null
-}
-if krep_wait_for 30 final_ok; then
+if [ "$final" = 0 ]; then
 	ktap_ok "bulk: every replica of bulk-0..2 ends with LEO = HW = LSO = the end and the same log bytes"
 else
 	jq -c '.[] | {partition, role, leo, hw, lso, log_bytes}' "$tmp/final" | ktap_diag_stdin
 	ktap_fail "bulk: every replica of bulk-0..2 ends with LEO = HW = LSO = the end and the same log bytes"
 fi
 
-# a follower receives replicated batches straight into its log's pages:
-# one copy (socket to log) per byte, none through a buffer
-copy_viol=
-for ns in "$B2" "$B3"; do
-	held=$(jq -s --arg ns "$ns" '[.[][] | select(.role == "follower") | .log_bytes] | add // 0' \
-		<(describe "$ns" bulk))
-	counters=$(kc "$ns" --json stats | jq -c '.counters')
-	jq -e --argjson held "$held" \
-		'.follower_bytes == 0 and .rx_copy_bytes >= $held and $held > 0' \
-		<<<"$counters" >/dev/null ||
-		copy_viol+="$ns: holds $held follower log bytes, counters $counters; "
-done
-if [ -z "$copy_viol" ]; then
+jq -r -n --slurpfile f "$tmp/final" --slurpfile s "$tmp/stats" '
+	"copy " + ([1, 2] | map(. as $i |
+		([$f[$i][] | select(.role == "follower") | .log_bytes] | add // 0) as $held |
+		$s[$i].counters as $c |
+		if $c.follower_bytes == 0 and $c.rx_copy_bytes >= $held and $held > 0
+		then empty
+		else "broker \($i + 1): holds \($held) follower log bytes, counters \($c | tojson)"
+		end) | join("; ")),
+	"resps \([$s[].counters.fetch_responses] | add) \([$f[][] | select(.role == "follower") | .leo] | add // 0)"
+	' >"$tmp/counts" 2>&1
+copy_viol=unknown resps='' held=''
+while IFS= read -r line; do
+	case $line in
+	"copy "*) copy_viol=${line#copy } ;;
+	"resps "*) read -r _ resps held <<<"$line" ;;
+	esac
+done <"$tmp/counts"
+if [ "$final$stats" = 00 ] && [ -z "$copy_viol" ]; then
 	ktap_ok "bulk: followers copied each replicated byte once, socket to log (follower_bytes 0, rx_copy_bytes >= the bytes they hold)"
 else
 	ktap_diag "$copy_viol"
+	ktap_diag_stdin <"$tmp/counts"
 	ktap_fail "bulk: followers copied each replicated byte once, socket to log (follower_bytes 0, rx_copy_bytes >= the bytes they hold)"
 fi
-
-# the leaders counted the FETCH responses that carried records: at least
-# one, and no more than the records the followers hold (each carries >= 1)
-resps=0
-held=0
-for ns in "$B1" "$B2" "$B3"; do
-	n=$(kc "$ns" --json stats | jq '.counters.fetch_responses')
-	h=$(describe "$ns" bulk | jq '[.[] | select(.role == "follower") | .leo] | add // 0')
-	resps=$((resps + ${n:-0}))
-	held=$((held + ${h:-0}))
-done
-if [ "$resps" -gt 0 ] && [ "$resps" -le "$held" ]; then
+if [ "$final$stats" = 00 ] && isnum "$resps" "$held" && [ "$resps" -gt 0 ] &&
+   [ "$resps" -le "$held" ]; then
 	ktap_ok "bulk: leaders counted $resps FETCH responses with records for $held replicated records (fetch_responses)"
 else
-	ktap_fail "bulk: leaders counted FETCH responses with records: $resps for $held replicated records"
+	ktap_diag_stdin <"$tmp/counts"
+	ktap_fail "bulk: leaders counted FETCH responses with records: ${resps:-?} for ${held:-?} replicated records"
 fi
 
 kc "$B1" consume bulk partition 0 -c "$BULK" max-bytes 65531 >"$tmp/out0" 2>"$tmp/cons.err"
@@ -417,13 +689,8 @@ else
 	ktap_fail "bulk: consume from the leader returns the $BULK records byte-exact"
 fi
 
-# every replica read with FETCH + KREP_A_FOLLOWER_READ (the helper; krepctl
-# consume reads from the leader only): the raw batches must be identical
-# on all three, the values those produced
-dump_ok=0
+wait "$dpid" || dump_ok=1
 for b in 1 2 3; do
-	v=B$b
-	py "${!v}" dump bulk 0,1,2 "$tmp/dump.$b" >"$tmp/sum.$b" 2>&1 || dump_ok=1
 	for p in 0 1 2; do
 		cmp -s "$tmp/in$p" "$tmp/dump.$b.$p" || {
 			ktap_diag "broker $b bulk-$p: values differ from the input"
@@ -439,6 +706,7 @@ else
 	for b in 1 2 3; do
 		sed "s/^/broker $b: /" "$tmp/sum.$b"
 	done | ktap_diag_stdin
+	ktap_diag_stdin <"$tmp/dump.err"
 	ktap_fail "bulk: all 3 replicas of bulk-0..2 hold the same batches byte for byte (follower read), values as produced"
 fi
 
@@ -446,74 +714,89 @@ fi
 
 section "2. acks=all and ISR shrink/expand"
 
-krep_wait_for 30 ready_all || ktap_diag "ISR not full before the acks test"
+krep_wait_for 30 ready 1 || ktap_diag "ISR not full before the acks test"
+# the producer for the acks=all while broker 3 is frozen, ahead: it waits
+# on its standard input
+fp=0
+fifo_producer frozen "$B1" acks acks all timeout 300 || fp=1
 
 out=$(echo one | kc "$B1" --json produce acks acks all timeout 5000 2>&1)
 rc=$?
-off=$(jq -r .last_offset <<<"$out" 2>/dev/null)
-l=$(part "$B1" acks 0)
-f2=$(part "$B2" acks 0)
-f3=$(part "$B3" acks 0)
-if [ "$rc" = 0 ] && [ -n "$off" ] && [ "$off" != null ] &&
-   jq -e --argjson o "$off" '.hw > $o and all(.remotes[]; .in_isr and .leo > $o)' <<<"$l" >/dev/null &&
-   jq -e --argjson o "$off" '.leo > $o' <<<"$f2" >/dev/null &&
-   jq -e --argjson o "$off" '.leo > $o' <<<"$f3" >/dev/null; then
+jv "$out" last_offset
+off=${J[last_offset]}
+describe "$B1" acks >"$tmp/one" && describe "$B2" acks >>"$tmp/one" &&
+	describe "$B3" acks >>"$tmp/one"
+if [ "$rc" = 0 ] && isnum "$off" &&
+   jq -e -s --argjson o "$off" '.[0][0] as $l |
+	$l.hw > $o and all($l.remotes[]; .in_isr and .leo > $o) and
+	.[1][0].leo > $o and .[2][0].leo > $o' "$tmp/one" >/dev/null 2>&1; then
 	ktap_ok "acks=all with the full ISR completes with both followers holding the record"
 else
 	ktap_diag "exit $rc: $out"
-	ktap_diag "leader: $l"
-	ktap_diag "followers: $f2 $f3"
+	ktap_diag_stdin <"$tmp/one"
 	ktap_fail "acks=all with the full ISR completes with both followers holding the record"
 fi
 
 # freeze broker 3; the producer is already waiting on its standard input
-fifo_producer frozen "$B1" acks acks all timeout 300
 krep_kmsg_mark "$mark-freeze"
 t_down=$(now_ms)
 ip -n "$B3" link set kr0 down
-echo two >&"$FP_FD"
+fifo_write two
 fifo_producer_end
-l9=$(part "$B1" acks 0)
+l9=$(describe "$B1" acks)
 t_after=$(now_ms)
-err=$(jq -r .error "$tmp/frozen.out" 2>/dev/null)
-tout_off=$(($(jf "$l9" .leo) - 1))
+jv "$(<"$tmp/frozen.out")" error
+err=${J[error]}
+jv "$l9" leo hw isr
+leo9=${J[leo]} hw9=${J[hw]} isr9=${J[isr]}
 
-# watch the shrink: every sample has broker 3 in the ISR only while it was
-# caught up within LAG (+ the scan period + SLACK), and out of it only
-# after more than LAG
+# watch the shrink, until a deadline of 10 x LAG: every sample has broker 3
+# in the ISR only while it was caught up within 10 x LAG, and out of it
+# only after more than LAG
 : >"$tmp/shrink"
 shrunk=1
-for ((i = 0; i < 60; i++)); do
-	l=$(part "$B1" acks 0) || continue
-	echo "$l" >>"$tmp/shrink"
-	if jq -e '.remotes[] | select(.id == 3) | .in_isr | not' <<<"$l" >/dev/null; then
-		shrunk=0
-		break
+deadline=$((SECONDS + 10 * LAG / 1000))
+while :; do
+	if l=$(describe "$B1" acks); then
+		echo "$l" >>"$tmp/shrink"
+		if [[ $l == *'"isr":[1,2]'* ]]; then
+			shrunk=0
+			break
+		fi
 	fi
+	[ "$SECONDS" -lt "$deadline" ] || break
+	nap 0.05
 done
-viol=$(jq -r --argjson lag "$LAG" --argjson slack "$SLACK" '
-	. as $l | .remotes[] | select(.id == 3) |
+viol=$(jq -r --argjson lag "$LAG" '
+	.[0] as $l | $l.remotes[] | select(.id == 3) |
 	if .in_isr | not then
 		(if .caught_up_age_ms <= $lag then
 		  "out of the ISR after only \(.caught_up_age_ms) ms" else empty end)
-	elif .caught_up_age_ms > ($lag * 3 / 2 + $slack) and .leo != $l.leo then
+	elif .caught_up_age_ms > 10 * $lag and .leo != $l.leo then
 		"still in the ISR \(.caught_up_age_ms) ms after it was caught up"
-	else empty end' "$tmp/shrink")
-sline=$(klog "$mark-freeze" | grep -E "acks-0: ISR shrink: broker 3 out of sync for [0-9]+ ms" | head -n 1)
-sms=$(sed -nE 's/.*out of sync for ([0-9]+) ms.*/\1/p' <<<"$sline")
-ts_mark=$(kmark_ts "$mark-freeze")
-ts_shrink=$(sed -nE 's/^\[ *([0-9.]+)\].*/\1/p' <<<"$sline")
-since_cut=$(awk -v a="$ts_mark" -v b="$ts_shrink" 'BEGIN { if (a == "" || b == "") print -1; else printf "%d", (b - a) * 1000 }')
+	else empty end' "$tmp/shrink" 2>&1)
+nshrink=$(grep -c . "$tmp/shrink")
+us_mark='' us_shrink=''
+klogm "$mark-freeze" >"$tmp/klog.freeze"
+sline=$(grep -m1 -E "acks-0: ISR shrink: broker 3 out of sync for [0-9]+ ms" "$tmp/klog.freeze")
+sms=
+[[ $sline =~ out\ of\ sync\ for\ ([0-9]+)\ ms ]] && sms=${BASH_REMATCH[1]}
+read -r line <"$tmp/klog.freeze"
+line_us us_mark "$line"
+line_us us_shrink "$sline"
+since_cut=-1
+isnum "$us_mark" "$us_shrink" && since_cut=$(((us_shrink - us_mark) / 1000))
 # the timed-out produce: HW stayed below its record while broker 3 was in
 # the ISR (a sample after the shrink cannot tell: HW then moved on)
-if jq -e '.remotes[] | select(.id == 3) | .in_isr' <<<"$l9" >/dev/null; then
-	held=$(jq -e --argjson o "$tout_off" '.hw <= $o' <<<"$l9" >/dev/null && echo 0 || echo 1)
-	where="broker 3 still in the ISR $((t_after - t_down)) ms after the cut, HW held at $(jf "$l9" .hw)"
+if [ "$isr9" = 1,2,3 ]; then
+	held=1
+	isnum "$leo9" "$hw9" && [ "$hw9" -le $((leo9 - 1)) ] && held=0
+	where="broker 3 still in the ISR $((t_after - t_down)) ms after the cut, HW held at $hw9"
 else
 	held=0
 	where="broker 3 out of the ISR $since_cut ms after the cut"
 fi
-if [ "$FP_RC" = 1 ] && [ "$err" = REQUEST_TIMED_OUT ] && [ "$held" = 0 ]; then
+if [ "$fp" = 0 ] && [ "$FP_RC" = 1 ] && [ "$err" = REQUEST_TIMED_OUT ] && [ "$held" = 0 ]; then
 	ktap_ok "broker 3 frozen: acks=all times out with REQUEST_TIMED_OUT, exit 1 ($where)"
 else
 	ktap_diag "exit $FP_RC: $(cat "$tmp/frozen.out" "$tmp/frozen.err")"
@@ -525,7 +808,7 @@ fi
 # caught up; and from outside, that was at most one fetch period (a parked
 # FETCH is answered within replica_fetch_wait_max_ms, 500, plus a round
 # trip: 250 here) before the cut, whose mark comes just before it
-if [ "$shrunk" = 0 ] && [ -z "$viol" ] && [ -n "$sms" ] && [ "$sms" -gt "$LAG" ] &&
+if [ "$shrunk" = 0 ] && [ -z "$viol" ] && isnum "$sms" && [ "$sms" -gt "$LAG" ] &&
    [ "$since_cut" -ge $((LAG - 500 - 250)) ]; then
 	ktap_ok "ISR shrink of broker 3 only after > ${LAG} ms out of sync (kernel: $sms ms; $since_cut ms after the cut)"
 else
@@ -534,16 +817,21 @@ else
 	tail -n 3 "$tmp/shrink" | ktap_diag_stdin
 	ktap_fail "ISR shrink of broker 3 only after > ${LAG} ms out of sync (kernel: ${sms:-?} ms; $since_cut ms after the cut)"
 fi
-if [ "$shrunk" = 0 ] && [ -n "$sms" ] && [ "$sms" -le $((LAG * 3 / 2 + SLACK)) ] && [ -z "$viol" ]; then
-	ktap_ok "ISR shrink within 1.5 x lag + ${SLACK} ms slack ($sms ms)"
+# the scan every LAG/2 makes it 1.5 x LAG on an idle machine: the bound is
+# a generous 10 x LAG, the figure a diagnostic
+if [ "$shrunk" = 0 ] && isnum "$sms" && [ "$sms" -le $((10 * LAG)) ] && [ -z "$viol" ]; then
+	ktap_diag "shrink after $sms ms out of sync (1.5 x lag is $((LAG * 3 / 2)) ms); $nshrink samples"
+	ktap_ok "ISR shrink within 10 x lag ($sms ms)"
 else
-	ktap_fail "ISR shrink within 1.5 x lag + ${SLACK} ms slack (${sms:-no shrink} ms)"
+	ktap_fail "ISR shrink within 10 x lag (${sms:-no shrink} ms)"
 fi
 
 out=$(echo three | kc "$B1" --json produce acks acks all timeout 5000 2>&1)
 rc=$?
-l=$(part "$B1" acks 0)
-if [ "$rc" = 0 ] && jq -e '.isr == [1, 2] and .hw == .leo' <<<"$l" >/dev/null; then
+l=$(describe "$B1" acks)
+jv "$l" hw leo isr
+hw=${J[hw]} leo=${J[leo]} isr=${J[isr]}
+if [ "$rc" = 0 ] && [ "$isr" = 1,2 ] && isnum "$hw" && [ "$hw" = "$leo" ]; then
 	ktap_ok "acks=all completes on the smaller ISR {1,2}"
 else
 	ktap_diag "exit $rc: $out"
@@ -551,25 +839,29 @@ else
 	ktap_fail "acks=all completes on the smaller ISR {1,2}"
 fi
 
-t_up=$SECONDS
+t_up=$(now_ms)
 ip -n "$B3" link set kr0 up
 rejoined() {
-	part "$B1" acks 0 | jq -e '.isr == [1, 2, 3]' >/dev/null
+	local d
+	d=$(describe "$B1" acks) && [[ $d == *'"isr":[1,2,3]'* ]]
 }
-krep_wait_for 90 rejoined
+krep_wait_for 60 rejoined
 rj=$?
-t_up=$((SECONDS - t_up))
+t_up=$(($(now_ms) - t_up))
 out=$(echo four | kc "$B1" --json produce acks acks all timeout 10000 2>&1)
 rc=$?
-off=$(jq -r .last_offset <<<"$out" 2>/dev/null)
-f3=$(part "$B3" acks 0)
+jv "$out" last_offset
+off=${J[last_offset]}
+f3=$(describe "$B3" acks)
+jv "$f3" leo
+leo3=${J[leo]}
 eline=$(klog "$mark-freeze" | grep -cE "acks-0: ISR expand: broker 3 caught up at [0-9]+")
-if [ "$rj" = 0 ] && [ "$eline" -ge 1 ] && [ "$rc" = 0 ] &&
-   jq -e --argjson o "$off" '.leo > $o' <<<"$f3" >/dev/null; then
-	ktap_ok "link restored: broker 3 rejoins the ISR (expand, within ${t_up}s) and acks=all needs it again"
+if [ "$rj" = 0 ] && [ "$eline" -ge 1 ] && [ "$rc" = 0 ] && isnum "$off" "$leo3" &&
+   [ "$leo3" -gt "$off" ]; then
+	ktap_ok "link restored: broker 3 rejoins the ISR (expand, within $t_up ms) and acks=all needs it again"
 else
 	ktap_diag "rejoined=$rj expand lines=$eline produce exit $rc: $out"
-	ktap_diag "leader: $(part "$B1" acks 0)"
+	ktap_diag "leader: $(describe "$B1" acks)"
 	ktap_diag "broker 3: $f3"
 	ktap_fail "link restored: broker 3 rejoins the ISR (expand) and acks=all needs it again"
 fi
@@ -578,52 +870,104 @@ fi
 
 section "3. steady stream"
 
-krep_wait_for 60 ready_all || ktap_diag "ISR not full before the steady stream"
-l0=$(part "$B1" acks 0)
-krep_kmsg_mark "$mark-steady"
-fifo_producer steady "$B1" acks acks 1
-(
-	for ((i = 0; i < STEADY; i++)); do
-		echo "steady-$i" >&"$FP_FD"
-		nap 0.1
-	done
-) &
-gen=$!
-krep_cleanup_push "kill $gen 2>/dev/null"
-: >"$tmp/steady"
-while kill -0 "$gen" 2>/dev/null; do
-	part "$B1" acks 0 >>"$tmp/steady"
-done
-wait "$gen"
-fifo_producer_end
-l1=$(part "$B1" acks 0)
-echo "$l1" >>"$tmp/steady"
-nst=$(grep -c . "$tmp/steady")
-bad=$(jq -r 'select(.isr != [1, 2, 3]) | "isr \(.isr) at leo \(.leo)"' "$tmp/steady")
-shr=$(klog "$mark-steady" | grep -E "acks-0: ISR shrink" || true)
-pe0=$(jf "$l0" .partition_epoch)
-pe1=$(jf "$l1" .partition_epoch)
-if [ "$FP_RC" = 0 ] && [ -z "$bad" ] && [ -z "$shr" ] && [ "$pe0" = "$pe1" ]; then
-	ktap_ok "steady stream ($STEADY records, one per 100 ms, acks=1): no follower leaves the ISR ($nst samples, partition epoch $pe0)"
-else
-	ktap_diag "producer exit $FP_RC $(cat "$tmp/steady.err"); partition epoch $pe0 -> $pe1"
-	[ -z "$bad" ] || head -n 5 <<<"$bad" | ktap_diag_stdin
-	[ -z "$shr" ] || ktap_diag "$shr"
-	ktap_fail "steady stream ($STEADY records, one per 100 ms, acks=1): no follower leaves the ISR ($nst samples, partition epoch $pe0)"
-fi
-caught() {
-	local l
-	l=$(part "$B1" acks 0)
-	jq -e --argjson n "$(jf "$l0" .leo)" --argjson k "$STEADY" \
-		'. as $l | .leo == $n + $k and .hw == .leo and all(.remotes[]; .leo == $l.leo)' \
-		<<<"$l" >/dev/null &&
-	[ "$(part "$B2" acks 0 | jq .hw)" = "$(jf "$l" .leo)" ] &&
-	[ "$(part "$B3" acks 0 | jq .hw)" = "$(jf "$l" .leo)" ]
+# ndumps VAR: VAR = the dumps of this attempt so far
+ndumps() {
+	local -a _l
+	mapfile -t _l <"$tmp/steady"
+	printf -v "$1" %d "${#_l[@]}"
 }
-if krep_wait_for 20 caught; then
+# steady_try N: attempt N of the stream, while this shell samples the
+# leader; each of its thirds (and so the whole stream) is sampled at least
+# once: a third that went by without a dump waits for one, however slow
+# dumps are
+steady_try() {
+	local d
+	fp=0
+	fifo_producer "steady$1" "$B1" steady acks 1 || fp=1
+	krep_wait_for 30 ready 1 || ktap_diag "ISR not full before the steady stream"
+	l0=$(describe "$B1" steady)
+	krep_kmsg_mark "$mark-steady-$1"
+	t_steady=${EPOCHREALTIME/./}
+	: >"$tmp/steady"
+	(
+		seen=0
+		deadline=$((SECONDS + 60))
+		for ((i = 1; i <= STEADY; i++)); do
+			echo "steady-$i" >&"$FP_FD" || exit 1
+			nap 0.1
+			if [ $((i * 3 % STEADY)) -lt 3 ]; then
+				while ndumps k && [ "$k" -le "$seen" ]; do
+					[ "$SECONDS" -lt "$deadline" ] || exit 1
+					nap 0.05
+				done
+				seen=$k
+			fi
+		done
+	) 2>/dev/null &
+	gen=$!
+	krep_cleanup_push "kill $gen 2>/dev/null"
+	while kill -0 "$gen" 2>/dev/null; do
+		if d=$(describe "$B1" steady); then
+			echo "$d"
+		else
+			echo null
+		fi >>"$tmp/steady"
+	done
+	wait "$gen"
+	genrc=$?
+	fifo_producer_end
+	l1=$(describe "$B1" steady)
+	res=$(jq -r -s --argjson l0 "${l0:-null}" --argjson l1 "${l1:-null}" '
+		"n \([.[] | select(. != null)] | length) failed \([.[] | select(. == null)] | length) pe0 \($l0[0].partition_epoch // "none") pe1 \($l1[0].partition_epoch // "none")",
+		(.[], $l1 | select(. != null) | .[0] | select(.isr != [1, 2, 3]) | "isr \(.isr) at leo \(.leo)")
+		' "$tmp/steady" 2>&1)
+	nst='' nfail='' pe0='' pe1=''
+	read -r _ nst _ nfail _ pe0 _ pe1 <<<"$res"
+	bad=$(tail -n +2 <<<"$res")
+	klog "$mark-steady-$1" >"$tmp/klog.steady"
+	shr=$(grep -E "steady-0: ISR shrink" "$tmp/klog.steady")
+	stall_since "$t_steady" stall
+}
+stall=0
+# a stream in which the ISR changed while the VM stood still for more than
+# half the lag is tried again (three times at most): it cannot tell
+for ((att = 1; att <= 3; att++)); do
+	steady_try "$att"
+	if [ -z "$bad$shr" ] && [ "$pe0" = "$pe1" ] || ! explained "$shr" "$stall"; then
+		break
+	fi
+	ktap_diag "attempt $att: $shr, while the VM stood still for $stall ms: once more"
+done
+# enough real samples: none failed, one in each third of the stream (it
+# lasts 2 x SLAG); the partition epoch moves with every ISR change
+if [ "$fp" = 0 ] && [ "$genrc" = 0 ] && [ "$FP_RC" = 0 ] &&
+   isnum "$nst" "$nfail" "$pe0" && [ "$nfail" = 0 ] && [ "$nst" -ge 3 ] &&
+   [ -z "$bad" ] && [ -z "$shr" ] && [ "$pe0" = "$pe1" ]; then
+	ktap_diag "the VM stood still for $stall ms at most during the stream"
+	ktap_ok "steady stream ($STEADY records, one per 100 ms, acks=1, lag $SLAG ms): no follower leaves the ISR ($nst samples, partition epoch $pe0)"
+else
+	ktap_diag "producer exit $FP_RC $(cat "$tmp/steady$att.err"); stream exit $genrc; samples ${nst:-?}, failed ${nfail:-?}; partition epoch ${pe0:-?} -> ${pe1:-?}"
+	[ -z "$bad" ] || head -n 5 <<<"$bad" | ktap_diag_stdin
+	ktap_diag "the VM stood still for $stall ms at most during the stream; the kernel log:"
+	grep -E "connection|ISR|suppressed" "$tmp/klog.steady" | ktap_diag_stdin
+	ktap_fail "steady stream ($STEADY records, one per 100 ms, acks=1, lag $SLAG ms): no follower leaves the ISR (${nst:-?} samples, partition epoch ${pe0:-?})"
+fi
+jv "$l0" leo
+leo0=${J[leo]}
+caught() {
+	describe "$B1" steady >"$tmp/caught" && describe "$B2" steady >>"$tmp/caught" &&
+		describe "$B3" steady >>"$tmp/caught" || return 1
+	jq -e -s --argjson n "${leo0:-null}" --argjson k "$STEADY" '
+		.[0][0] as $l |
+		$l.leo == $n + $k and $l.hw == $l.leo and
+		all($l.remotes[]; .leo == $l.leo) and
+		.[1][0].hw == $l.leo and .[2][0].hw == $l.leo' \
+		"$tmp/caught" >/dev/null 2>&1
+}
+if isnum "$leo0" && krep_wait_for 20 caught; then
 	ktap_ok "steady stream: every record replicated, HW = LEO on all replicas"
 else
-	ktap_diag "leader: $(part "$B1" acks 0)"
+	ktap_diag_stdin <"$tmp/caught"
 	ktap_fail "steady stream: every record replicated, HW = LEO on all replicas"
 fi
 
@@ -631,7 +975,17 @@ fi
 
 section "4. min_insync_replicas"
 
-krep_wait_for 60 ready_all || ktap_diag "ISR not full before the min ISR test"
+# the bad peers' Python (section 5): it starts while this section waits
+# for the ISR
+coproc PYX {
+	FLOOD_READY=$tmp/flood.ready exec ip netns exec "$X" /usr/bin/python3 \
+		"$here/pyserve.py" repl_helper 2>"$tmp/pyx.err"
+}
+krep_cleanup_push "kill $PYX_PID 2>/dev/null"
+# its pipes as ordinary descriptors (a subshell has none of a coproc's)
+exec {PYIN}>&"${PYX[1]}" {PYOUT}<&"${PYX[0]}"
+
+krep_wait_for 30 ready 1 || ktap_diag "ISR not full before the min ISR test"
 echo m1 | kc "$B1" produce minisr acks all timeout 10000 >/dev/null 2>&1 ||
 	ktap_diag "acks=all to minisr with the full ISR failed"
 krep_kmsg_mark "$mark-minisr"
@@ -639,33 +993,44 @@ ip -n "$B2" link set kr0 down
 ip -n "$B3" link set kr0 down
 # an acks=all produce waits for the cut followers until the ISR shrinks
 # below min_insync_replicas under it
-l0=$(part "$B1" minisr 0)
+l0=$(describe "$B1" minisr)
 out=$(echo m2 | kc "$B1" --json produce minisr acks all timeout 20000 2>/dev/null)
 rc=$?
 alone() {
-	part "$B1" minisr 0 >"$tmp/alone" && jq -e '.isr == [1]' "$tmp/alone" >/dev/null
+	la=$(describe "$B1" minisr) && [[ $la == *'"isr":[1]'* ]]
 }
 krep_wait_for 30 alone
 al=$?
-if [ "$al" = 0 ] && [ "$rc" = 1 ] &&
-   [ "$(jq -r .error <<<"$out")" = NOT_ENOUGH_REPLICAS_AFTER_APPEND ] &&
-   [ "$(jq -r .code <<<"$out")" = 20 ] &&
-   jq -e --argjson a "$l0" '.leo == $a.leo + 1 and .hw == $a.hw' "$tmp/alone" >/dev/null; then
+jv "$out" error code
+e=${J[error]} code=${J[code]}
+jv "$la" leo hw
+leoa=${J[leo]} hwa=${J[hw]}
+jv "$l0" leo hw
+leo0=${J[leo]} hw0=${J[hw]}
+if [ "$al" = 0 ] && [ "$rc" = 1 ] && [ "$e" = NOT_ENOUGH_REPLICAS_AFTER_APPEND ] &&
+   [ "$code" = 20 ] && isnum "$leo0" "$hw0" "$leoa" "$hwa" &&
+   [ "$leoa" = $((leo0 + 1)) ] && [ "$hwa" = "$hw0" ]; then
 	ktap_ok "minisr: both followers cut, ISR shrinks to {1}; the waiting acks=all fails with NOT_ENOUGH_REPLICAS_AFTER_APPEND"
 else
 	ktap_diag "produce exit $rc: $out"
 	ktap_diag "before: $l0"
-	ktap_diag "after:  $(cat "$tmp/alone")"
+	ktap_diag "after:  $la"
 	ktap_fail "minisr: both followers cut, ISR shrinks to {1}; the waiting acks=all fails with NOT_ENOUGH_REPLICAS_AFTER_APPEND"
 fi
-la=$(cat "$tmp/alone")
 out=$(echo m3 | kc "$B1" --json produce minisr acks all timeout 2000 2>/dev/null)
 rc=$?
-lb=$(part "$B1" minisr 0)
-if [ "$rc" = 1 ] && [ "$(jq -r .error <<<"$out")" = NOT_ENOUGH_REPLICAS ] &&
-   [ "$(jq -r .code <<<"$out")" = 19 ] &&
-   [ "$(jf "$la" .leo)" = "$(jf "$lb" .leo)" ] && [ "$(jf "$lb" .isr)" = "$(jf "$la" .isr)" ]; then
-	ktap_ok "minisr: acks=all fails with NOT_ENOUGH_REPLICAS, nothing appended (LEO $(jf "$lb" .leo))"
+lb=$(describe "$B1" minisr)
+jv "$out" error code
+e=${J[error]} code=${J[code]}
+jv "$lb" leo hw
+leob=${J[leo]} hwb=${J[hw]}
+jv "$la" isr
+isra=${J[isr]}
+jv "$lb" isr
+isrb=${J[isr]}
+if [ "$rc" = 1 ] && [ "$e" = NOT_ENOUGH_REPLICAS ] && [ "$code" = 19 ] &&
+   isnum "$leob" && [ "$leoa" = "$leob" ] && [ "$isrb" = 1 ] && [ "$isra" = "$isrb" ]; then
+	ktap_ok "minisr: acks=all fails with NOT_ENOUGH_REPLICAS, nothing appended (LEO $leob)"
 else
 	ktap_diag "exit $rc: $out"
 	ktap_diag "before: $la"
@@ -674,12 +1039,15 @@ else
 fi
 out=$(printf 'm4\nm5\nm6\n' | kc "$B1" --json produce minisr acks 1 2>&1)
 rc=$?
-nap 1.2
-lc=$(part "$B1" minisr 0)
-if [ "$rc" = 0 ] &&
-   jq -e --argjson b "$lb" '.leo == $b.leo + 3 and .hw == $b.hw and .hw < $b.leo and .isr == [1]' \
-	<<<"$lc" >/dev/null; then
-	ktap_ok "minisr: acks=1 appends (LEO $(jf "$lb" .leo) -> $(jf "$lc" .leo)) but HW stays at $(jf "$lc" .hw) below min ISR"
+# HW must not move: give it just over one ISR scan (every LAG/2) to try
+nap_ms $((LAG / 2 + 100))
+lc=$(describe "$B1" minisr)
+jv "$lc" leo hw isr
+leoc=${J[leo]} hwc=${J[hw]} isrc=${J[isr]}
+if [ "$rc" = 0 ] && isnum "$leob" "$hwb" "$leoc" "$hwc" &&
+   [ "$leoc" = $((leob + 3)) ] && [ "$hwc" = "$hwb" ] && [ "$hwc" -lt "$leob" ] &&
+   [ "$isrc" = 1 ]; then
+	ktap_ok "minisr: acks=1 appends (LEO $leob -> $leoc) but HW stays at $hwc below min ISR"
 else
 	ktap_diag "exit $rc: $out"
 	ktap_diag "before: $lb"
@@ -691,41 +1059,50 @@ fi
 head -c 240000 /dev/urandom | base64 -w 1000 |
 	kc "$B1" produce minisr acks 1 >/dev/null 2>&1 ||
 	ktap_diag "the acks=1 burst to minisr failed"
-lburst=$(part "$B1" minisr 0)
-t_up=$SECONDS
+lburst=$(describe "$B1" minisr)
+t_up=$(now_ms)
 ip -n "$B2" link set kr0 up
 ip -n "$B3" link set kr0 up
 full_minisr() {
-	part "$B1" minisr 0 >"$tmp/full" &&
-		jq -e '.isr == [1, 2, 3] and .hw == .leo' "$tmp/full" >/dev/null
+	lfull=$(describe "$B1" minisr) && [[ $lfull == *'"isr":[1,2,3]'* ]] &&
+		jv "$lfull" hw leo && isnum "${J[hw]}" && [ "${J[hw]}" = "${J[leo]}" ]
 }
-krep_wait_for 90 full_minisr
+krep_wait_for 60 full_minisr
 rj=$?
-t_up=$((SECONDS - t_up))
+t_up=$(($(now_ms) - t_up))
 # no append since the burst: only the HW move can apply retention, on
-# the leader, and the followers adopt its log start
-lr=$(part "$B1" minisr 0)
-kept=1
-for ns in "$B1" "$B2" "$B3"; do
-	part "$ns" minisr 0 | jq -e --argjson l "$lr" --argjson max $((RKEEP + RSEG)) \
-		'.log_bytes <= $max and .log_start == $l.log_start and .log_start > 0' \
-		>/dev/null || kept=0
-done
-if [ "$rj" = 0 ] && [ "$kept" = 1 ] &&
-   jq -e --argjson max $((RKEEP + RSEG)) '.log_bytes > $max and .hw < .leo' <<<"$lburst" >/dev/null; then
-	ktap_ok "minisr: a log past retention_bytes while HW was held ($(jf "$lburst" .log_bytes) B) shrinks to $(jf "$lr" .log_bytes) B once HW catches up, with no append; followers adopt log start $(jf "$lr" .log_start)"
+# the leader, and the followers adopt its log start (from the next FETCH
+# answers: waited for)
+jv "$lburst" log_bytes hw leo
+bytesb=${J[log_bytes]} hwburst=${J[hw]} leoburst=${J[leo]}
+max=$((RKEEP + RSEG))
+kept=''
+shrunk_all() {
+	describe "$B1" minisr >"$tmp/kept" && describe "$B2" minisr >>"$tmp/kept" &&
+		describe "$B3" minisr >>"$tmp/kept" || return 1
+	kept=$(jq -r -s -e --argjson max "$max" --argjson leo "${leoburst:-null}" '
+	.[0][0] as $l |
+	if length == 3 and $l.leo == $leo and all(.[]; .[0] |
+		.log_bytes <= $max and .log_start == $l.log_start and .log_start > 0)
+	then "\($l.log_bytes) \($l.log_start)" else empty end' "$tmp/kept" 2>/dev/null)
+}
+if [ "$rj" = 0 ] && isnum "$bytesb" "$hwburst" "$leoburst" && [ "$bytesb" -gt "$max" ] &&
+   [ "$hwburst" -lt "$leoburst" ] && krep_wait_for 30 shrunk_all; then
+	read -r kbytes kstart <<<"$kept"
+	ktap_ok "minisr: a log past retention_bytes while HW was held ($bytesb B) shrinks to $kbytes B once HW catches up, with no append; followers adopt log start $kstart"
 else
 	ktap_diag "after the burst: $lburst"
-	for ns in "$B1" "$B2" "$B3"; do ktap_diag "after the rejoin: $(part "$ns" minisr 0)"; done
+	ktap_diag "after the rejoin:"
+	ktap_diag_stdin <"$tmp/kept"
 	ktap_fail "minisr: a log past retention_bytes while HW was held shrinks once HW catches up, followers adopt its log start"
 fi
 out=$(echo m7 | kc "$B1" --json produce minisr acks all timeout 10000 2>&1)
 rc=$?
 if [ "$rj" = 0 ] && [ "$rc" = 0 ]; then
-	ktap_ok "minisr: links restored, ISR {1,2,3} within ${t_up}s, HW = LEO again, acks=all completes"
+	ktap_ok "minisr: links restored, ISR {1,2,3} within $t_up ms, HW = LEO again, acks=all completes"
 else
 	ktap_diag "rejoined=$rj, produce exit $rc: $out"
-	ktap_diag "leader: $(cat "$tmp/full")"
+	ktap_diag "leader: $lfull"
 	ktap_fail "minisr: links restored, ISR {1,2,3}, HW = LEO again, acks=all completes"
 fi
 
@@ -733,38 +1110,115 @@ fi
 
 section "5. bad peers"
 
-krep_wait_for 60 ready_all || ktap_diag "ISR not full before the bad peers"
-nap 5.5		# a fresh window for the rate-limited "closed:" lines
-l0=$(part "$B1" acks 0)
-krep_kmsg_mark "$mark-bad"
-py "$X" badpeer "$NET.1:$PORT" "$CLUSTER" 1 2 garbage short-hello oversized \
-	bad-type fetch-first bad-cluster unknown-id bad-fetch hello trunc-hold \
-	>"$tmp/bad" 2>&1
-bad_rc=$?
-log=$(klog "$mark-bad")
-badcase() { # CASE DESC REASON MAXSEC [MINSEC]
-	local t line
-	line=$(grep "^$1 " "$tmp/bad")
-	t=$(sed -nE "s/^$1 closed ([0-9.]+)$/\\1/p" <<<"$line")
-	if [ -n "$t" ] &&
-	   awk -v t="$t" -v lo="${5:-0}" -v hi="$4" 'BEGIN { exit !(t >= lo && t <= hi) }' &&
-	   grep -qE "krep: connection from broker [-0-9]+ \($NET\.9:[0-9]+\) closed: $3\$" <<<"$log"; then
+# bad_try N: round N of the bad peers, the flood (with an acks=all to
+# steady meanwhile), a good HELLO and an acks=all after it all; what it
+# found in files and variables, checked below
+bad_try() {
+	krep_wait_for 30 ready 1 || ktap_diag "ISR not full before the bad peers"
+	fresh_close_window	# room for every "closed:" line of the bad peers
+	l0=$(describe "$B1" steady)
+	# the producer for the acks=all during the flood, ahead
+	fp=0
+	fpname=flood$1
+	fifo_producer "$fpname" "$B1" steady acks all timeout 10000 || fp=1
+	krep_kmsg_mark "$mark-bad-$1"
+	t_bad=${EPOCHREALTIME/./}
+	pyx badpeer "$NET.1:$PORT" "$CLUSTER" 1 2 garbage short-hello oversized \
+		bad-type fetch-first bad-cluster unknown-id bad-fetch hello trunc-hold \
+		>"$tmp/bad" 2>&1
+	bad_rc=$?
+	log=$(klog "$mark-bad-$1")
+
+	# The flood: $FLOOD connections that never say HELLO. No wait for a
+	# fresh close-log window here: the first flood connection closed by
+	# its HELLO deadline comes HELLO_MS >= CLOSE_MS after the flood
+	# began, so the window it falls in began with the flood (refusals are
+	# not "closed:" lines).
+	krep_kmsg_mark "$mark-flood-$1"
+	t_flood=${EPOCHREALTIME/./}
+	rm -f "$tmp/flood.ready"
+	pyx_send flood "$NET.1:$PORT" "$FLOOD" 25
+	krep_wait_for 30 test -e "$tmp/flood.ready"
+	frc=$?
+	if [ "$frc" = 0 ]; then
+		fifo_write during-flood
+	fi
+	fifo_producer_end
+	# the flood still holds its connections after the produce returned:
+	# the helper answers once all are closed
+	falive=0
+	if read -r -t 0 -u "$PYOUT"; then
+		falive=1
+	fi
+	stall_since "$t_flood" fstall
+	pyx_recv >"$tmp/flood.res" 2>&1
+	flog=$(klogm "$mark-flood-$1")
+
+	hello=$(pyx badpeer "$NET.1:$PORT" "$CLUSTER" 1 3 hello 2>&1)
+	hrc=$?
+	out2=$(echo after-bad | kc "$B1" --json produce steady acks all timeout 10000 2>&1)
+	prc=$?
+	l1=$(describe "$B1" steady)
+	shr=$(klog "$mark-bad-$1" | grep -E "steady-0: ISR shrink")
+	stall_since "$t_bad" stall
+}
+# A round in which the VM stood still long enough to explain an ISR
+# change, or (half the HELLO deadline) the flood ending before the
+# acks=all did, is tried again (three times at most): it cannot tell.
+stall=0 fstall=0
+for ((att = 1; att <= 3; att++)); do
+	bad_try "$att"
+	jv "$l0" partition_epoch
+	pe0=${J[partition_epoch]}
+	jv "$l1" partition_epoch hw leo isr
+	pe1=${J[partition_epoch]} hw1=${J[hw]} leo1=${J[leo]} isr1=${J[isr]}
+	if [ "$pe0" != "$pe1" ] && explained "$shr" "$stall"; then
+		ktap_diag "round $att: $shr, while the VM stood still for $stall ms: once more"
+	elif [ "$falive" != 0 ] && [ "$fstall" -ge $((HELLO_MS / 2)) ]; then
+		ktap_diag "round $att: the flood ended before the acks=all, while the VM stood still for $fstall ms: once more"
+	else
+		break
+	fi
+done
+# done with the bad peer's Python
+kill "$PYX_PID" 2>/dev/null
+wait "$PYX_PID" 2>/dev/null
+
+declare -A badt=()
+while read -r c what t; do
+	[ "$what" = closed ] && badt[$c]=$t
+done <"$tmp/bad"
+# badcase CASE DESC REASON [MIN_MS MAX_MS]: the broker closed the
+# connection, for REASON (so before the HELLO deadline, had it been
+# another); its time is a diagnostic unless bounded
+badcase() {
+	local t=${badt[$1]:-} ms re
+	re="krep: connection from broker [-0-9]+ \\(${NET//./\\.}\\.9:[0-9]+\\) closed: $3"$'(\n|$)'
+	ms=
+	[[ $t =~ ^([0-9]+)\.([0-9]{2})$ ]] &&
+		ms=$((10#${BASH_REMATCH[1]} * 1000 + 10#${BASH_REMATCH[2]} * 10))
+	if [ -n "$ms" ] && [ "$ms" -ge "${4:-0}" ] && [ "$ms" -le "${5:-$ms}" ] &&
+	   [[ $log =~ $re ]]; then
 		ktap_ok "bad peer: $2: dropped in ${t}s, '$3'"
 	else
-		ktap_diag "helper: ${line:-nothing} (exit $bad_rc)"
+		ktap_diag "helper: $(grep "^$1 " "$tmp/bad" || echo nothing) (exit $bad_rc)"
+		[ -z "${4:-}" ] || ktap_diag "want ${4}..${5} ms"
 		grep -E "connection from|suppressed" <<<"$log" | ktap_diag_stdin
 		ktap_fail "bad peer: $2: dropped, '$3'"
 	fi
 }
-badcase garbage "garbage bytes" "bad frame magic" 3
-badcase short-hello "a HELLO with a truncated payload" "malformed or repeated HELLO" 3
-badcase oversized "a header announcing 4 MiB + 1" "oversized frame" 3
-badcase bad-type "an unknown frame type" "unknown frame type" 3
-badcase fetch-first "a FETCH before HELLO" "first frame is not HELLO" 3
-badcase bad-cluster "a HELLO with the wrong cluster id" "cluster id mismatch" 3
-badcase unknown-id "a HELLO from an unknown broker id" "broker id is not a configured peer" 3
-badcase bad-fetch "a malformed FETCH after a good HELLO" "malformed FETCH header" 3
-badcase trunc-hold "a truncated frame, then silence" "no HELLO in time" 12 4
+badcase garbage "garbage bytes" "bad frame magic"
+badcase short-hello "a HELLO with a truncated payload" "malformed or repeated HELLO"
+badcase oversized "a header announcing 4 MiB + 1" "oversized frame"
+badcase bad-type "an unknown frame type" "unknown frame type"
+badcase fetch-first "a FETCH before HELLO" "first frame is not HELLO"
+badcase bad-cluster "a HELLO with the wrong cluster id" "cluster id mismatch"
+badcase unknown-id "a HELLO from an unknown broker id" "broker id is not a configured peer"
+badcase bad-fetch "a malformed FETCH after a good HELLO" "malformed FETCH header"
+# not before the HELLO deadline (3/4 of it: the helper's clock starts
+# after its connect, the broker's at the accept)
+badcase trunc-hold "a truncated frame, then silence" "no HELLO in time" \
+	$((HELLO_MS * 3 / 4)) $((HELLO_MS * 10))
 if grep -qx "hello answered" "$tmp/bad"; then
 	ktap_ok "a well-formed HELLO is answered with broker 1's HELLO"
 else
@@ -772,47 +1226,38 @@ else
 	ktap_fail "a well-formed HELLO is answered with broker 1's HELLO"
 fi
 
-# the flood: $FLOOD connections that never say HELLO; meanwhile acks=all
-nap 5.5
-krep_kmsg_mark "$mark-flood"
-FLOOD_READY=$tmp/flood.ready py "$X" flood "$NET.1:$PORT" "$FLOOD" 25 \
-	>"$tmp/flood" 2>&1 &
-fpid=$!
-krep_cleanup_push "kill $fpid 2>/dev/null"
-krep_wait_for 30 test -e "$tmp/flood.ready"
-out=$(echo during-flood | kc "$B1" --json produce acks acks all timeout 10000 2>&1)
-prc=$?
-wait "$fpid"
-log=$(klog "$mark-flood")
-read -r _ _ opened _ closed _ early _ open _ tmax <"$tmp/flood" 2>/dev/null
+read -r _ _ opened _ closed _ early _ open _ tmax <"$tmp/flood.res" 2>/dev/null
+# the first connection closed for want of a HELLO: not before HELLO_MS
+# after the flood began
+us_mark='' us_first=''
+line_us us_mark "${flog%%$'\n'*}"
+line_us us_first "$(grep -m1 -E "closed: no HELLO in time" <<<"$flog")"
+first_ms=-1
+isnum "$us_mark" "$us_first" && first_ms=$(((us_first - us_mark) / 1000))
 if [ "${opened:-0}" = "$FLOOD" ] && [ "${closed:-0}" = "$FLOOD" ] && [ "${open:-1}" = 0 ] &&
-   [ "${early:-0}" -ge 1 ] && grep -q "krep: refusing a connection" <<<"$log" &&
-   grep -qE "closed: no HELLO in time" <<<"$log"; then
-	ktap_ok "flood of $FLOOD silent connections: all dropped ($early refused at once, the rest after the HELLO deadline, last at ${tmax}s)"
+   [ "${early:-0}" -ge 1 ] && grep -q "krep: refusing a connection" <<<"$flog" &&
+   [ "$first_ms" -ge "$HELLO_MS" ]; then
+	ktap_ok "flood of $FLOOD silent connections: all dropped ($early within 1 s, refused at once; the first HELLO deadline $first_ms ms after the flood began, the last close at ${tmax}s)"
 else
-	ktap_diag "helper: $(cat "$tmp/flood")"
-	grep -E "refusing|no HELLO|suppressed" <<<"$log" | head -n 5 | ktap_diag_stdin
+	ktap_diag "helper: $(cat "$tmp/flood.res"); first no-HELLO close $first_ms ms after the mark (want >= $HELLO_MS)"
+	grep -E "refusing|no HELLO|suppressed" <<<"$flog" | head -n 5 | ktap_diag_stdin
 	ktap_fail "flood of $FLOOD silent connections: all dropped"
 fi
-if [ "$prc" = 0 ]; then
+if [ "$fp" = 0 ] && [ "$frc" = 0 ] && [ "$FP_RC" = 0 ] && [ "$falive" = 0 ]; then
 	ktap_ok "acks=all completes while the flood holds the listener"
 else
-	ktap_diag "exit $prc: $out"
+	ktap_diag "flood ready: $frc; produce exit $FP_RC: $(cat "$tmp/$fpname.out" "$tmp/$fpname.err"); flood still on when it returned: $([ "$falive" = 0 ] && echo yes || echo no); the VM stood still for $fstall ms at most meanwhile"
 	ktap_fail "acks=all completes while the flood holds the listener"
 fi
-out=$(py "$X" badpeer "$NET.1:$PORT" "$CLUSTER" 1 3 hello 2>&1)
-hrc=$?
-out2=$(echo after-bad | kc "$B1" --json produce acks acks all timeout 10000 2>&1)
-prc=$?
-l1=$(part "$B1" acks 0)
-if [ "$hrc" = 0 ] && [ "$out" = "hello answered" ] && [ "$prc" = 0 ] &&
-   jq -e --argjson a "$l0" '.isr == [1, 2, 3] and .partition_epoch == $a.partition_epoch and .hw == .leo' \
-	<<<"$l1" >/dev/null; then
+if [ "$hrc" = 0 ] && [ "$hello" = "hello answered" ] && [ "$prc" = 0 ] &&
+   [ "$isr1" = 1,2,3 ] && isnum "$pe0" "$hw1" && [ "$pe1" = "$pe0" ] &&
+   [ "$hw1" = "$leo1" ]; then
 	ktap_ok "after the bad peers: new peers are answered, the ISR never changed, acks=all completes"
 else
-	ktap_diag "hello: $out (exit $hrc); produce exit $prc: $out2"
+	ktap_diag "hello: $hello (exit $hrc); produce exit $prc: $out2"
 	ktap_diag "before: $l0"
 	ktap_diag "after:  $l1"
+	ktap_diag "the VM stood still for $stall ms at most meanwhile; $shr"
 	ktap_fail "after the bad peers: new peers are answered, the ISR never changed, acks=all completes"
 fi
 
@@ -822,6 +1267,9 @@ section "6. netns deletion and rmmod"
 
 # acks=all records, one every ~20 ms, from a producer restarted on errors;
 # in a process group of its own (set -m) to be stopped as a whole
+l=$(describe "$B1" acks)
+jv "$l" leo
+leos=${J[leo]}
 set -m
 (
 	exec {fd}<>"$tmp/nap"
@@ -841,23 +1289,32 @@ set -m
 loop=$!
 set +m
 krep_cleanup_push "kill -- -$loop 2>/dev/null; kill $loop 2>/dev/null"
-nap 2
-la=$(part "$B1" acks 0)
+# the loop is running: acks-0 grew by 20 records
+loop_running() {
+	local d
+	d=$(describe "$B1" acks) && jv "$d" leo && isnum "${J[leo]}" "$leos" &&
+		[ "${J[leo]}" -ge $((leos + 20)) ]
+}
+krep_wait_for 30 loop_running || ktap_diag "the producer loop did not get going: $(cat "$tmp/loop.err" 2>/dev/null)"
+la=$(describe "$B1" acks)
+jv "$la" leo hw
+leoa=${J[leo]} hwa=${J[hw]}
 krep_kmsg_mark "$mark-delete"
 ip netns del "$B3"
 dele=$?
-nap 1
 progress() {
-	part "$B1" acks 0 >"$tmp/prog" &&
-		jq -e --argjson a "$la" '.isr == [1, 2] and .hw > $a.leo + 20' "$tmp/prog" >/dev/null
+	lp=$(describe "$B1" acks) && [[ $lp == *'"isr":[1,2]'* ]] &&
+		jv "$lp" hw && isnum "${J[hw]}" "$leoa" && [ "${J[hw]}" -gt $((leoa + 20)) ]
 }
 krep_wait_for 30 progress
 prog=$?
+jv "$lp" hw
+hwp=${J[hw]}
 if [ "$dele" = 0 ] && [ "$prog" = 0 ]; then
-	ktap_ok "follower's namespace deleted mid-replication: ISR {1,2}, HW keeps advancing ($(jf "$la" .hw) -> $(jq .hw "$tmp/prog"))"
+	ktap_ok "follower's namespace deleted mid-replication: ISR {1,2}, HW keeps advancing ($hwa -> $hwp)"
 else
 	ktap_diag "ip netns del: $dele; before: $la"
-	ktap_diag "now: $(cat "$tmp/prog")"
+	ktap_diag "now: $lp"
 	ktap_fail "follower's namespace deleted mid-replication: ISR {1,2}, HW keeps advancing"
 fi
 
@@ -865,24 +1322,42 @@ fi
 # 1<->2 connections up
 kill -- -"$loop" 2>/dev/null
 wait "$loop" 2>/dev/null
-up2=$(kc "$B1" --json broker show | jq -r '.peers[] | select(.id == 2) | .state')
-kc "$B1" consume acks -o end -f wait 30000 >/dev/null 2>"$tmp/parked.err" &
+up2=$(kc "$B1" --json broker show)
+re='"id":2,[^}]*"state":"([a-z_]+)"'
+[[ $up2 =~ $re ]] && up2=${BASH_REMATCH[1]}
+# krepctl itself in the background, so that $! is its pid
+"$KREPCTL" --netns "$B1" consume acks -o end -f wait 30000 >/dev/null \
+	2>"$tmp/parked.err" &
 cpid=$!
 krep_cleanup_push "kill $cpid 2>/dev/null"
-nap 2
+# parked: it sleeps in krep.ko's FETCH wait
+parked() {
+	grep -qE 'krep_partition_fetch' "/proc/$1/stack" 2>/dev/null
+}
+gone() {
+	! kill -0 "$1" 2>/dev/null
+}
+krep_wait_for 30 parked "$cpid"
+pk=$?
+kill -0 "$cpid" 2>/dev/null
+calive=$?
 t0=$(now_ms)
 timeout 60 rmmod krep
 rmrc=$?
 t1=$(now_ms)
-krep_wait_for 10 eval '! kill -0 '"$cpid"' 2>/dev/null'
-cgone=$?
-if [ "$rmrc" = 0 ] && [ "$up2" = up ] && [ "$cgone" = 0 ]; then
-	ktap_ok "rmmod with peers up and a consumer parked in FETCH: done in $((t1 - t0)) ms, the consumer ends"
+crc=none
+if krep_wait_for 10 gone "$cpid"; then
+	wait "$cpid"
+	crc=$?
+fi
+cerr=$(<"$tmp/parked.err")
+if [ "$rmrc" = 0 ] && [ "$up2" = up ] && [ "$pk" = 0 ] && [ "$calive" = 0 ] &&
+   [ "$crc" = 1 ] && [[ $cerr == *"[UNKNOWN_TOPIC_OR_PARTITION]"* ]]; then
+	ktap_ok "rmmod with peers up and a consumer parked in FETCH: done in $((t1 - t0)) ms, the consumer ends with an error"
 else
-	ktap_diag "rmmod exit $rmrc; peer 2 was $up2; consumer gone: $cgone ($(cat "$tmp/parked.err"))"
+	ktap_diag "rmmod exit $rmrc; peer 2 was $up2; consumer parked: $pk, alive before rmmod: $calive, exit $crc: $cerr"
 	ktap_fail "rmmod with peers up and a consumer parked in FETCH"
 fi
-wait "$cpid" 2>/dev/null
 ok=0
 for ns in "$B1" "$B2" "$BR" "$X"; do
 	ip netns del "$ns" || ok=1
@@ -900,5 +1375,6 @@ elif ! grep -q "krep: unloaded" <<<"$log"; then
 else
 	ktap_ok "kernel log: no WARNING, BUG, oops or leak in the whole suite"
 fi
+section "done"
 
 ktap_finish
