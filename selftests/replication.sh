@@ -82,7 +82,9 @@ SLAG=2000		# ... steady's
 # module parameters (kmod/param.c), shorter than the defaults:
 HELLO_MS=2000		# hello_timeout_ms: a flood of silent connections must
 			# outlast an acks=all produce; and >= CLOSE_MS (see 5.)
-FETCH_MS=1000		# fetch_timeout_ms: a cut peer's connection closes
+FETCH_MS=2000		# fetch_timeout_ms: a cut peer's connection closes; with
+			# the 500 ms wait longer than steady's lag, so that a
+			# VM standing still for less closes no connection
 BACKOFF_MS=500		# reconnect_backoff_max_ms: a peer back is soon retried
 CLOSE_MS=1000		# close_log_interval_ms: the "closed:" lines' window
 BULK=10000		# records to bulk-0 ...
@@ -252,7 +254,7 @@ nap_ms() { nap "$(($1 / 1000)).$(printf %03d $(($1 % 1000)))"; }
 # Until then, a job started in the background must not inherit FP_FD
 # (run it with {FP_FD}>&-): the producer would wait for its end.
 fifo_producer() {
-	local name=$1 ns=$2 w deadline=$((SECONDS + 30))
+	local name=$1 ns=$2 w deadline=$((SECONDS + 60))
 	shift 2
 	rm -f "$tmp/$name.fifo"
 	mkfifo "$tmp/$name.fifo"
@@ -288,7 +290,7 @@ fifo_producer_end() {
 
 # kernel log lines since our mark NAME
 klog() { krep_kmsg_since "$1"; }
-# klogm NAME: the same, after the marker's own line (for its timestamp)
+# klogm NAME: the same, the marker's own line first (for its timestamp)
 klogm() {
 	dmesg | awk -v m="krep-selftests: mark $1" '
 		found { print; next }
@@ -358,16 +360,17 @@ stall_since() {
 	printf -v "$2" %d "$_m"
 }
 # explained LINES STALL: LINES (kernel log) hold ISR shrinks, and every
-# one of them says its follower was out of sync for at most STALL + 1000
-# ms: the VM stood still that long (STALL, the watchdog's), and a follower
-# that keeps up is caught up again within a fetch wait (500 ms) and a round
-# trip. Such a shrink says nothing of the code under test.
+# one of them says its follower was out of sync for at most STALL + 1500
+# ms: the VM stood still that long (STALL, the watchdog's, at least half
+# the lag), and a follower that keeps up is caught up again within a fetch
+# wait (500 ms) and a round trip, or a reconnection if the stall outlasted
+# the fetch timeout. Such a shrink says nothing of the code under test.
 explained() {
 	local l n=0 re='ISR shrink: broker [0-9]+ out of sync for ([0-9]+) ms'
 	[ "$2" -ge $((SLAG / 2)) ] || return 1
 	while IFS= read -r l; do
 		[[ $l =~ $re ]] || continue
-		[ "${BASH_REMATCH[1]}" -le $(($2 + 1000)) ] || return 1
+		[ "${BASH_REMATCH[1]}" -le $(($2 + 1500)) ] || return 1
 		n=$((n + 1))
 	done <<<"$1"
 	[ "$n" -gt 0 ]
@@ -427,7 +430,7 @@ for i in 1 2 3; do
 done
 # every leader knows all its followers' LEO: they all connected to it
 krep_wait_for 60 ready 1 2 3 || setup_ok=1
-krep_wait_for 30 peers_up || setup_ok=1
+krep_wait_for 60 peers_up || setup_ok=1
 if [ "$setup_ok" = 0 ]; then
 	ktap_ok "3 brokers up: every peer connected, every ISR full"
 else
@@ -551,7 +554,7 @@ final_ok() {
 		' "$tmp/final" >/dev/null
 }
 final=0
-krep_wait_for 30 final_ok || final=1
+krep_wait_for 60 final_ok || final=1
 
 # the counters, with the final dumps of bulk (nothing moves any more):
 # a follower receives replicated batches straight into its log's pages,
@@ -714,7 +717,7 @@ fi
 
 section "2. acks=all and ISR shrink/expand"
 
-krep_wait_for 30 ready 1 || ktap_diag "ISR not full before the acks test"
+krep_wait_for 60 ready 1 || ktap_diag "ISR not full before the acks test"
 # the producer for the acks=all while broker 3 is frozen, ahead: it waits
 # on its standard input
 fp=0
@@ -884,7 +887,7 @@ steady_try() {
 	local d
 	fp=0
 	fifo_producer "steady$1" "$B1" steady acks 1 || fp=1
-	krep_wait_for 30 ready 1 || ktap_diag "ISR not full before the steady stream"
+	krep_wait_for 60 ready 1 || ktap_diag "ISR not full before the steady stream"
 	l0=$(describe "$B1" steady)
 	krep_kmsg_mark "$mark-steady-$1"
 	t_steady=${EPOCHREALTIME/./}
@@ -964,7 +967,7 @@ caught() {
 		.[1][0].hw == $l.leo and .[2][0].hw == $l.leo' \
 		"$tmp/caught" >/dev/null 2>&1
 }
-if isnum "$leo0" && krep_wait_for 20 caught; then
+if isnum "$leo0" && krep_wait_for 60 caught; then
 	ktap_ok "steady stream: every record replicated, HW = LEO on all replicas"
 else
 	ktap_diag_stdin <"$tmp/caught"
@@ -985,7 +988,7 @@ krep_cleanup_push "kill $PYX_PID 2>/dev/null"
 # its pipes as ordinary descriptors (a subshell has none of a coproc's)
 exec {PYIN}>&"${PYX[1]}" {PYOUT}<&"${PYX[0]}"
 
-krep_wait_for 30 ready 1 || ktap_diag "ISR not full before the min ISR test"
+krep_wait_for 60 ready 1 || ktap_diag "ISR not full before the min ISR test"
 echo m1 | kc "$B1" produce minisr acks all timeout 10000 >/dev/null 2>&1 ||
 	ktap_diag "acks=all to minisr with the full ISR failed"
 krep_kmsg_mark "$mark-minisr"
@@ -999,7 +1002,7 @@ rc=$?
 alone() {
 	la=$(describe "$B1" minisr) && [[ $la == *'"isr":[1]'* ]]
 }
-krep_wait_for 30 alone
+krep_wait_for 60 alone
 al=$?
 jv "$out" error code
 e=${J[error]} code=${J[code]}
@@ -1087,7 +1090,7 @@ shrunk_all() {
 	then "\($l.log_bytes) \($l.log_start)" else empty end' "$tmp/kept" 2>/dev/null)
 }
 if [ "$rj" = 0 ] && isnum "$bytesb" "$hwburst" "$leoburst" && [ "$bytesb" -gt "$max" ] &&
-   [ "$hwburst" -lt "$leoburst" ] && krep_wait_for 30 shrunk_all; then
+   [ "$hwburst" -lt "$leoburst" ] && krep_wait_for 60 shrunk_all; then
 	read -r kbytes kstart <<<"$kept"
 	ktap_ok "minisr: a log past retention_bytes while HW was held ($bytesb B) shrinks to $kbytes B once HW catches up, with no append; followers adopt log start $kstart"
 else
@@ -1114,7 +1117,7 @@ section "5. bad peers"
 # steady meanwhile), a good HELLO and an acks=all after it all; what it
 # found in files and variables, checked below
 bad_try() {
-	krep_wait_for 30 ready 1 || ktap_diag "ISR not full before the bad peers"
+	krep_wait_for 60 ready 1 || ktap_diag "ISR not full before the bad peers"
 	fresh_close_window	# room for every "closed:" line of the bad peers
 	l0=$(describe "$B1" steady)
 	# the producer for the acks=all during the flood, ahead
@@ -1138,7 +1141,7 @@ bad_try() {
 	t_flood=${EPOCHREALTIME/./}
 	rm -f "$tmp/flood.ready"
 	pyx_send flood "$NET.1:$PORT" "$FLOOD" 25
-	krep_wait_for 30 test -e "$tmp/flood.ready"
+	krep_wait_for 60 test -e "$tmp/flood.ready"
 	frc=$?
 	if [ "$frc" = 0 ]; then
 		fifo_write during-flood
@@ -1234,10 +1237,13 @@ line_us us_mark "${flog%%$'\n'*}"
 line_us us_first "$(grep -m1 -E "closed: no HELLO in time" <<<"$flog")"
 first_ms=-1
 isnum "$us_mark" "$us_first" && first_ms=$(((us_first - us_mark) / 1000))
+# Refused at once: the kernel logs the refusal as it closes; how soon the
+# helper saw them closed ("early", within 1 s) is a diagnostic, it depends
+# on how busy the machine is.
 if [ "${opened:-0}" = "$FLOOD" ] && [ "${closed:-0}" = "$FLOOD" ] && [ "${open:-1}" = 0 ] &&
-   [ "${early:-0}" -ge 1 ] && grep -q "krep: refusing a connection" <<<"$flog" &&
+   grep -q "krep: refusing a connection" <<<"$flog" &&
    [ "$first_ms" -ge "$HELLO_MS" ]; then
-	ktap_ok "flood of $FLOOD silent connections: all dropped ($early within 1 s, refused at once; the first HELLO deadline $first_ms ms after the flood began, the last close at ${tmax}s)"
+	ktap_ok "flood of $FLOOD silent connections: all dropped (some refused at once, $early seen closed within 1 s; the first HELLO deadline $first_ms ms after the flood began, the last close at ${tmax}s)"
 else
 	ktap_diag "helper: $(cat "$tmp/flood.res"); first no-HELLO close $first_ms ms after the mark (want >= $HELLO_MS)"
 	grep -E "refusing|no HELLO|suppressed" <<<"$flog" | head -n 5 | ktap_diag_stdin
@@ -1295,7 +1301,7 @@ loop_running() {
 	d=$(describe "$B1" acks) && jv "$d" leo && isnum "${J[leo]}" "$leos" &&
 		[ "${J[leo]}" -ge $((leos + 20)) ]
 }
-krep_wait_for 30 loop_running || ktap_diag "the producer loop did not get going: $(cat "$tmp/loop.err" 2>/dev/null)"
+krep_wait_for 60 loop_running || ktap_diag "the producer loop did not get going: $(cat "$tmp/loop.err" 2>/dev/null)"
 la=$(describe "$B1" acks)
 jv "$la" leo hw
 leoa=${J[leo]} hwa=${J[hw]}
@@ -1306,7 +1312,7 @@ progress() {
 	lp=$(describe "$B1" acks) && [[ $lp == *'"isr":[1,2]'* ]] &&
 		jv "$lp" hw && isnum "${J[hw]}" "$leoa" && [ "${J[hw]}" -gt $((leoa + 20)) ]
 }
-krep_wait_for 30 progress
+krep_wait_for 60 progress
 prog=$?
 jv "$lp" hw
 hwp=${J[hw]}
@@ -1337,7 +1343,7 @@ parked() {
 gone() {
 	! kill -0 "$1" 2>/dev/null
 }
-krep_wait_for 30 parked "$cpid"
+krep_wait_for 60 parked "$cpid"
 pk=$?
 kill -0 "$cpid" 2>/dev/null
 calive=$?
@@ -1346,7 +1352,7 @@ timeout 60 rmmod krep
 rmrc=$?
 t1=$(now_ms)
 crc=none
-if krep_wait_for 10 gone "$cpid"; then
+if krep_wait_for 60 gone "$cpid"; then
 	wait "$cpid"
 	crc=$?
 fi
