@@ -42,9 +42,13 @@
 #define KREP_REPLICA_FETCH_WAIT_MS	500	/* replica.fetch.wait.max.ms */
 #define KREP_REPLICA_FETCH_MAX_BYTES	BIT(20)
 
+/* under the net state's lock, as every arming of the fetch work */
 void krep_fetcher_kick(struct krep_peer *peer)
 {
-	if (!READ_ONCE(peer->kn->ns->stopped))
+	struct krep_net_state *ns = peer->kn->ns;
+
+	lockdep_assert_held(&ns->lock);
+	if (!ns->stopped)
 		mod_delayed_work(krep_wq, &peer->fetch_work, 0);
 }
 

@@ -6,20 +6,36 @@
  * Work and timers in this file, per broker:
  *   accept_work            queued by the listener's data_ready; accepts
  *                          with kernel_accept(O_NONBLOCK) in a loop.
- *   peer.connect_work      connects to a peer; re-armed with backoff
- *                          (100 ms doubling to 5 s) when the connection
+ *   peer.connect_work      starts a non-blocking connect to a peer;
+ *                          re-armed with backoff (100 ms doubling to
+ *                          reconnect_backoff_max_ms) when the connection
  *                          fails or drops, unless the net state stopped.
  *   peer.fetch_work        the fetcher (fetcher.c): sends the next FETCH.
  *   conn.rx_work           queued by data_ready/state_change; reads what
  *                          the socket has, frames it, dispatches frames.
+ *   conn.tx_work           tx.c: pushes the send queue; queued by
+ *                          write_space and when a connect completes.
  *   conn.release_work      queued once by krep_conn_close(); stops the
  *                          connection's work and drops the list reference.
- *   conn.fetch_work        replica.c: an accepted connection's HELLO
- *                          deadline, then its parked FETCH.
+ *   conn.fetch_work        replica.c: the HELLO deadline (of a connect
+ *                          and HELLO on an outbound connection, of the
+ *                          HELLO on an accepted one), then an accepted
+ *                          connection's parked FETCH.
+ * Every arming of a peer's work happens under the net state's lock and
+ * checks "stopped"; a connection's works are armed only while it is not
+ * DEAD (or before its callbacks are attached).
+ *
+ * Nothing here blocks on a peer: connects are non-blocking (the state
+ * change completes them), sends go through the send queue (tx.c), and
+ * every socket has TCP_USER_TIMEOUT (socket_timeout_ms) and keepalive, so
+ * a peer that vanishes or stops reading is closed by TCP.
+ *
  * At most KREP_MAX_INBOUND accepted connections live at once; a flood of
  * connections that never say HELLO is closed after hello_timeout_ms.
  * krep_net_stop() marks the state stopped (the gate every re-arm checks),
- * closes the listener and every connection and waits for all of it.
+ * closes the listener and every connection (shutting each socket down
+ * first), waits for this broker's connections to be released, then
+ * cancels this broker's works: never anything another broker shares.
  *
  * A frame that breaks the protocol closes its connection, with one
  * rate-limited line naming the peer and the reason, and nothing else.
@@ -46,7 +62,6 @@
 struct workqueue_struct *krep_wq;
 
 #define KREP_BACKOFF_MIN_MS	100
-#define KREP_CONNECT_TIMEOUT	(3 * HZ)
 #define KREP_MAX_INBOUND	128	/* connections accepted at once */
 /* the largest FETCH: header plus the maximum of partition entries */
 #define KREP_WIRE_MAX_REQUEST	(sizeof(struct krep_wire_fetch) +	\
@@ -109,7 +124,7 @@ int krep_conn_cpu(const struct krep_conn *c)
 /* bytes the socket takes now without blocking (an estimate, unlocked) */
 u32 krep_conn_send_room(struct krep_conn *c)
 {
-	int room = sk_stream_wspace(c->sock->sk);
+	int room = sk_stream_wspace(c->sock->sk) - READ_ONCE(c->tx_queued);
 
 	return room > 0 ? room : 0;
 }
@@ -144,8 +159,11 @@ static void conn_state_change(struct sock *sk)
 	c = sk->sk_user_data;
 	if (c) {
 		saved = c->saved_state_change;
+		/* a connect completed: the queued HELLO goes out */
+		if (sk->sk_state == TCP_ESTABLISHED)
+			krep_conn_queue(c, &c->tx_work);
 		/* the rx work sees the end of the stream and closes */
-		if (sk->sk_state != TCP_ESTABLISHED)
+		else
 			krep_conn_queue(c, &c->rx_work);
 	}
 	read_unlock_bh(&sk->sk_callback_lock);
@@ -164,6 +182,7 @@ static void conn_attach(struct krep_conn *c)
 	c->saved_write_space = sk->sk_write_space;
 	sk->sk_data_ready = conn_data_ready;
 	sk->sk_state_change = conn_state_change;
+	sk->sk_write_space = krep_conn_write_space;
 	write_unlock_bh(&sk->sk_callback_lock);
 }
 
@@ -188,12 +207,19 @@ static void conn_release_work(struct work_struct *work)
 	struct krep_net_state *ns = c->kn->ns;
 	struct krep_peer *peer;
 
+	/* the socket is shut down: nothing running waits on the peer */
 	if (cancel_work_sync(&c->rx_work))
 		krep_conn_put(c);	/* the queued work's reference */
+	if (cancel_work_sync(&c->tx_work))
+		krep_conn_put(c);
 	krep_fetcher_rx_free(c);
 	krep_replica_cancel_delayed(c);
-	kernel_sock_shutdown(c->sock, SHUT_RDWR);
+	/* senders test DEAD under tx_lock: none touches the socket after */
+	mutex_lock(&c->tx_lock);
+	krep_conn_tx_purge(c);
 	sock_release(c->sock);
+	c->sock = NULL;
+	mutex_unlock(&c->tx_lock);
 
 	mutex_lock(&ns->lock);
 	list_del(&c->node);
@@ -204,10 +230,18 @@ static void conn_release_work(struct work_struct *work)
 		peer->conn = NULL;
 		peer->fetch_inflight = false;
 		WRITE_ONCE(peer->state, KREP_PEER_DOWN);
+		/* a connect or HELLO that failed backs off further */
+		if (!test_bit(KREP_CONN_HELLO, &c->flags))
+			peer->backoff_ms =
+				clamp(peer->backoff_ms * 2, KREP_BACKOFF_MIN_MS,
+				      krep_param_reconnect_backoff_max_ms());
 		if (!ns->stopped)
 			queue_delayed_work(krep_wq, &peer->connect_work,
 					   msecs_to_jiffies(peer->backoff_ms));
 	}
+	/* under the lock: krep_net_stop() sees the list empty only after */
+	if (list_empty(&ns->conns))
+		wake_up(&ns->conns_wq);
 	mutex_unlock(&ns->lock);
 	krep_conn_put(c);	/* the list's reference */
 	krep_conn_put(c);	/* this work's */
@@ -227,8 +261,28 @@ void krep_conn_close(struct krep_conn *c, const char *why)
 		pr_info("connection %s broker %lld (%s) closed: %s\n",
 			c->outbound ? "to" : "from", c->peer_id, c->addr, why);
 	conn_detach(c);
+	/* first: wakes whatever waits on the socket and ends its sends */
+	kernel_sock_shutdown(c->sock, SHUT_RDWR);
 	kref_get(&c->ref);
 	queue_work(krep_wq, &c->release_work);
+}
+
+/*
+ * Every replication socket: no Nagle; TCP_USER_TIMEOUT, so data a peer
+ * leaves unacknowledged (a zero window included) ends the connection
+ * after socket_timeout_ms; keepalive, so a silent dead peer does too.
+ */
+static void sock_setup(struct sock *sk)
+{
+	u32 ms = krep_param_socket_timeout_ms();
+	int secs = max_t(int, 1, ms / 3000);
+
+	tcp_sock_set_nodelay(sk);
+	tcp_sock_set_user_timeout(sk, ms);
+	sock_set_keepalive(sk);
+	tcp_sock_set_keepidle(sk, secs);
+	tcp_sock_set_keepintvl(sk, secs);
+	tcp_sock_set_keepcnt(sk, 3);
 }
 
 static struct krep_conn *conn_new(struct krep_net *kn, struct socket *sock,
@@ -249,6 +303,8 @@ static struct krep_conn *conn_new(struct krep_net *kn, struct socket *sock,
 	if (peer)
 		conn_set_cpu(c);
 	mutex_init(&c->tx_lock);
+	INIT_LIST_HEAD(&c->txq);
+	INIT_WORK(&c->tx_work, krep_conn_tx_work);
 	INIT_WORK(&c->rx_work, krep_conn_rx_work);
 	INIT_WORK(&c->release_work, conn_release_work);
 	krep_replica_conn_init(c);
@@ -256,142 +312,6 @@ static struct krep_conn *conn_new(struct krep_net *kn, struct socket *sock,
 		snprintf(c->addr, sizeof(c->addr), "%pISpc", &peer->ep.sa);
 	krep_obj_get(KREP_OBJ_CONN);
 	return c;
-}
-
-/* send one frame; blocking, from process context */
-int krep_conn_send(struct krep_conn *c, u8 type, u32 correlation,
-		   const void *payload, u32 len)
-{
-	struct krep_wire_hdr hdr;
-	struct kvec iov[2] = {
-		{ .iov_base = &hdr, .iov_len = sizeof(hdr) },
-		{ .iov_base = (void *)payload, .iov_len = len },
-	};
-	struct msghdr msg = { .msg_flags = MSG_NOSIGNAL };
-	int ret;
-
-	if (test_bit(KREP_CONN_DEAD, &c->flags))
-		return -ENOTCONN;
-	krep_wire_hdr_init(&hdr, type, len, correlation);
-	mutex_lock(&c->tx_lock);
-	ret = kernel_sendmsg(c->sock, &msg, iov, len ? 2 : 1,
-			     sizeof(hdr) + len);
-	mutex_unlock(&c->tx_lock);
-	if (ret < 0)
-		return ret;
-	return ret == sizeof(hdr) + len ? 0 : -EIO;
-}
-
-/* append a piece; a page piece takes a reference on the page */
-int krep_tx_add(struct krep_tx *tx, struct page *page, u32 off, u32 len)
-{
-	struct krep_tx_item *last = tx->n ? &tx->items[tx->n - 1] : NULL;
-
-	if (!len)
-		return 0;
-	if (tx->bytes + len > KREP_WIRE_MAX_PAYLOAD)
-		return -EMSGSIZE;
-	if (last && last->page == page && last->off + last->len == off) {
-		last->len += len;	/* contiguous: same page or header */
-	} else {
-		if (tx->n == tx->cap) {
-			unsigned int cap = max(16U, tx->cap * 2);
-			struct krep_tx_item *items;
-
-			items = kvmalloc_array(cap, sizeof(*items), GFP_KERNEL);
-			if (!items)
-				return -ENOMEM;
-			if (tx->n)
-				memcpy(items, tx->items, tx->n * sizeof(*items));
-			kvfree(tx->items);
-			tx->items = items;
-			tx->cap = cap;
-		}
-		if (page)
-			get_page(page);
-		tx->items[tx->n++] = (struct krep_tx_item){ page, off, len };
-	}
-	tx->bytes += len;
-	if (page)
-		tx->page_bytes += len;
-	return 0;
-}
-
-void krep_tx_release(struct krep_tx *tx)
-{
-	unsigned int i;
-
-	for (i = 0; i < tx->n; i++) {
-		if (tx->items[i].page)
-			put_page(tx->items[i].page);
-	}
-	kvfree(tx->items);
-	kvfree(tx->hbuf);
-	memset(tx, 0, sizeof(*tx));
-}
-
-static int send_page(struct socket *sock, struct page *page, u32 off, u32 len,
-		     int flags)
-{
-	int ret;
-
-	while (len) {
-		ret = kernel_sendpage(sock, page, off, len, flags);
-		if (ret <= 0)
-			return ret ? ret : -EIO;
-		off += ret;
-		len -= ret;
-	}
-	return 0;
-}
-
-static int send_bytes(struct socket *sock, const void *buf, u32 len,
-		      int flags)
-{
-	struct kvec iov = { .iov_base = (void *)buf, .iov_len = len };
-	struct msghdr msg = { .msg_flags = flags | MSG_NOSIGNAL };
-	int ret = kernel_sendmsg(sock, &msg, &iov, 1, len);
-
-	if (ret < 0)
-		return ret;
-	return ret == len ? 0 : -EIO;
-}
-
-/**
- * krep_conn_send_tx - send one frame whose payload is @tx: header bytes
- * copied, log pages handed to TCP by reference (kernel_sendpage)
- * @c: the connection
- * @type: frame type
- * @correlation: correlation id
- * @tx: the pieces; the caller releases them
- */
-int krep_conn_send_tx(struct krep_conn *c, u8 type, u32 correlation,
-		      struct krep_tx *tx)
-{
-	struct krep_wire_hdr hdr;
-	unsigned int i;
-	int err, more;
-
-	if (test_bit(KREP_CONN_DEAD, &c->flags))
-		return -ENOTCONN;
-	krep_wire_hdr_init(&hdr, type, tx->bytes, correlation);
-	mutex_lock(&c->tx_lock);
-	err = send_bytes(c->sock, &hdr, sizeof(hdr), tx->n ? MSG_MORE : 0);
-	for (i = 0; !err && i < tx->n; i++) {
-		const struct krep_tx_item *it = &tx->items[i];
-
-		more = i + 1 < tx->n ? MSG_MORE : 0;
-		if (it->page)
-			err = send_page(c->sock, it->page, it->off, it->len,
-					more ? MSG_MORE | MSG_SENDPAGE_NOTLAST : 0);
-		else
-			err = send_bytes(c->sock, tx->hbuf + it->off, it->len,
-					 more);
-	}
-	mutex_unlock(&c->tx_lock);
-	if (!err)
-		atomic64_add(tx->page_bytes, &c->kn->stats.tx_zerocopy_bytes);
-	return err;
 }
 
 static int conn_recvmsg(struct krep_conn *c, struct msghdr *msg)
@@ -482,9 +402,14 @@ static int handle_hello(struct krep_conn *c, const u8 *buf, u32 len,
 		conn_set_cpu(c);
 	set_bit(KREP_CONN_HELLO, &c->flags);
 	if (c->outbound) {
+		struct krep_net_state *ns = c->kn->ns;
+
+		/* the peers array lives while this connection is listed */
+		mutex_lock(&ns->lock);
 		WRITE_ONCE(c->peer->state, KREP_PEER_UP);
 		c->peer->backoff_ms = KREP_BACKOFF_MIN_MS;
 		krep_fetcher_kick(c->peer);
+		mutex_unlock(&ns->lock);
 		return 0;
 	}
 	return send_hello(c);
@@ -534,6 +459,9 @@ void krep_conn_rx_work(struct work_struct *work)
 	u32 len;
 
 	while (!test_bit(KREP_CONN_DEAD, &c->flags) && budget--) {
+		/* a peer that reads none of its answers gets no more */
+		if (!c->hdr_got && krep_conn_tx_over(c))
+			goto paused;
 		if (c->hdr_got < sizeof(c->hdr)) {
 			ret = krep_conn_recv(c, (u8 *)&c->hdr + c->hdr_got,
 					     sizeof(c->hdr) - c->hdr_got);
@@ -603,11 +531,19 @@ void krep_conn_rx_work(struct work_struct *work)
 	}
 	if (budget < 0)		/* more to read: yield and come back */
 		krep_conn_queue(c, &c->rx_work);
+paused:			/* the tx work queues us again (tx.c) */
 	krep_conn_put(c);
 	return;
 out:
-	if (ret == 0 || (ret < 0 && ret != -EAGAIN))
-		krep_conn_close(c, ret == 0 ? NULL : "receive error");
+	if (ret == 0 || (ret < 0 && ret != -EAGAIN)) {
+		/* a refused connect is not news: its peer shows DOWN */
+		if (ret == 0 || (c->outbound &&
+				 !test_bit(KREP_CONN_HELLO, &c->flags)))
+			why = NULL;
+		else
+			why = "receive error";
+		krep_conn_close(c, why);
+	}
 	krep_conn_put(c);
 	return;
 bad:
@@ -664,10 +600,11 @@ static void accept_work(struct work_struct *work)
 			snprintf(c->addr, sizeof(c->addr), "%pI4:%u",
 				 &sock->sk->sk_daddr,
 				 ntohs(sock->sk->sk_dport));
-		tcp_sock_set_nodelay(sock->sk);
+		sock_setup(sock->sk);
 		list_add_tail(&c->node, &ns->conns);
-		conn_attach(c);
+		/* armed before any callback can close and release it */
 		krep_replica_hello_deadline(c);
+		conn_attach(c);
 		krep_conn_queue(c, &c->rx_work);
 		mutex_unlock(&ns->lock);
 	}
@@ -716,6 +653,13 @@ static void listener_stop(struct krep_net_state *ns)
 	sock_release(sock);
 }
 
+/*
+ * Start connecting to @peer without waiting: the connection is listed
+ * and its callbacks attached first, its HELLO queued; the state change
+ * to ESTABLISHED pushes the HELLO (tx_work), a refused or timed-out
+ * connect closes it (rx_work), and the HELLO deadline bounds the whole.
+ * Its release re-arms this work with the back-off.
+ */
 static void connect_work(struct work_struct *work)
 {
 	struct krep_peer *peer = container_of(to_delayed_work(work),
@@ -733,16 +677,7 @@ static void connect_work(struct work_struct *work)
 			       IPPROTO_TCP, &sock);
 	if (err)
 		goto retry;
-	sock->sk->sk_sndtimeo = KREP_CONNECT_TIMEOUT;
-	len = peer->ep.sa.sa_family == AF_INET ? sizeof(peer->ep.in4) :
-						 sizeof(peer->ep.in6);
-	err = kernel_connect(sock, (struct sockaddr *)&peer->ep.sa, len, 0);
-	if (err) {
-		sock_release(sock);
-		goto retry;
-	}
-	sock->sk->sk_sndtimeo = MAX_SCHEDULE_TIMEOUT;
-	tcp_sock_set_nodelay(sock->sk);
+	sock_setup(sock->sk);
 	c = conn_new(kn, sock, peer);
 	if (!c) {
 		sock_release(sock);
@@ -757,12 +692,25 @@ static void connect_work(struct work_struct *work)
 	}
 	list_add_tail(&c->node, &ns->conns);
 	peer->conn = c;
+	krep_replica_hello_deadline(c);
 	conn_attach(c);
+	/* krep_net_stop() may close and release it from here on */
+	kref_get(&c->ref);
 	mutex_unlock(&ns->lock);
-	if (send_hello(c))
+
+	len = peer->ep.sa.sa_family == AF_INET ? sizeof(peer->ep.in4) :
+						 sizeof(peer->ep.in6);
+	mutex_lock(&c->tx_lock);	/* the socket lives while not DEAD */
+	err = -ENOTCONN;
+	if (!test_bit(KREP_CONN_DEAD, &c->flags))
+		err = kernel_connect(sock, (struct sockaddr *)&peer->ep.sa,
+				     len, O_NONBLOCK);
+	mutex_unlock(&c->tx_lock);
+	if (err && err != -EINPROGRESS)
+		krep_conn_close(c, NULL);
+	else if (send_hello(c))
 		krep_conn_close(c, "cannot send HELLO");
-	else
-		krep_conn_queue(c, &c->rx_work);
+	krep_conn_put(c);
 	return;
 
 retry:
@@ -774,6 +722,16 @@ retry:
 		queue_delayed_work(krep_wq, &peer->connect_work,
 				   msecs_to_jiffies(peer->backoff_ms));
 	mutex_unlock(&ns->lock);
+}
+
+static bool conns_empty(struct krep_net_state *ns)
+{
+	bool empty;
+
+	mutex_lock(&ns->lock);
+	empty = list_empty(&ns->conns);
+	mutex_unlock(&ns->lock);
+	return empty;
 }
 
 /* close every socket and wait for all work; the state may restart */
@@ -790,13 +748,19 @@ void krep_net_stop(struct krep_net *kn)
 		krep_conn_close(c, NULL);
 	mutex_unlock(&ns->lock);
 	cancel_work_sync(&ns->accept_work);
+	/*
+	 * Each connection's release cancels its works and unlists it; a
+	 * connect_work still running lists nothing once stopped. Only this
+	 * broker's connections are waited for, never the shared queue.
+	 */
+	wait_event(ns->conns_wq, conns_empty(ns));
+	/* nothing re-arms these once stopped and no connection is left */
 	for (i = 0; i < ns->npeers; i++) {
 		cancel_delayed_work_sync(&ns->peers[i].connect_work);
 		cancel_delayed_work_sync(&ns->peers[i].fetch_work);
 	}
-	/* release works requeue nothing once stopped */
-	flush_workqueue(krep_wq);
-	WARN_ON_ONCE(!list_empty(&ns->conns));
+	/* a connect_work that ran past the wait may have listed one */
+	WARN_ON_ONCE(!conns_empty(ns));
 	kfree(ns->peers);
 	ns->peers = NULL;
 	ns->npeers = 0;
@@ -886,6 +850,7 @@ int krep_net_state_alloc(struct krep_net *kn)
 	mutex_init(&ns->lock);
 	mutex_init(&ns->apply_lock);
 	INIT_LIST_HEAD(&ns->conns);
+	init_waitqueue_head(&ns->conns_wq);
 	INIT_WORK(&ns->accept_work, accept_work);
 	/* 30 lines per window and broker: a flood of bad peers stays bounded */
 	ratelimit_state_init(&ns->close_rs,

@@ -11,10 +11,12 @@
 #include <linux/mutex.h>
 #include <linux/ratelimit.h>
 #include <linux/types.h>
+#include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <linux/krep_wire.h>
 
 #include "broker.h"
+#include "tx.h"
 
 struct socket;
 struct sock;
@@ -45,7 +47,11 @@ struct krep_conn {
 	int io_cpu;			/* the CPU of rx_work; -1: any */
 	struct work_struct rx_work;
 	struct work_struct release_work;
-	struct mutex tx_lock;		/* one frame at a time */
+	/* the send queue (tx.c) */
+	struct mutex tx_lock;		/* guards txq, and sock once DEAD */
+	struct list_head txq;
+	u32 tx_queued;			/* bytes on txq not yet sent */
+	struct work_struct tx_work;
 	/* receive framing */
 	struct krep_wire_hdr hdr;
 	u32 hdr_got;
@@ -65,6 +71,7 @@ struct krep_conn {
 #define KREP_CONN_DEAD		0	/* flags bit: closing */
 #define KREP_CONN_HELLO		1	/* flags bit: HELLO exchanged */
 #define KREP_CONN_WOKEN		2	/* flags bit: parked FETCH woken */
+#define KREP_CONN_RX_PAUSED	3	/* flags bit: answers not read (tx.c) */
 
 /* a configured peer and our outbound connection to it */
 struct krep_peer {
@@ -88,6 +95,7 @@ struct krep_net_state {
 	struct socket *listener;
 	struct work_struct accept_work;
 	struct list_head conns;
+	wait_queue_head_t conns_wq;	/* woken as conns empties */
 	unsigned int ninbound;		/* accepted connections in conns */
 	unsigned int npeers;
 	struct krep_peer *peers;
@@ -107,30 +115,6 @@ int krep_net_apply(struct krep_net *kn);
 void krep_net_stop(struct krep_net *kn);
 u8 krep_net_peer_state(struct krep_net *kn, u32 id);
 
-/*
- * A frame's payload in pieces: bytes of @hbuf (page NULL, @off into it) and
- * log pages sent with kernel_sendpage(), each holding a page reference.
- */
-struct krep_tx_item {
-	struct page *page;
-	u32 off;
-	u32 len;
-};
-
-struct krep_tx {
-	u8 *hbuf;
-	struct krep_tx_item *items;
-	unsigned int n, cap;
-	u32 bytes;
-	u32 page_bytes;
-};
-
-int krep_tx_add(struct krep_tx *tx, struct page *page, u32 off, u32 len);
-void krep_tx_release(struct krep_tx *tx);
-int krep_conn_send_tx(struct krep_conn *c, u8 type, u32 correlation,
-		      struct krep_tx *tx);
-int krep_conn_send(struct krep_conn *c, u8 type, u32 correlation,
-		   const void *payload, u32 len);
 void krep_conn_close(struct krep_conn *c, const char *why);
 void krep_conn_put(struct krep_conn *c);
 int krep_conn_cpu(const struct krep_conn *c);

@@ -84,6 +84,11 @@ module_param(reconnect_backoff_max_ms, uint, 0444);
 MODULE_PARM_DESC(reconnect_backoff_max_ms,
 		 "longest wait between connection attempts to a peer, doubling from 100 ms (default 5000, 100..600000)");
 
+static unsigned int socket_timeout_ms = 30000;
+module_param(socket_timeout_ms, uint, 0444);
+MODULE_PARM_DESC(socket_timeout_ms,
+		 "close a replication connection whose sent data is unacknowledged this long: TCP_USER_TIMEOUT (default 30000, 100..600000)");
+
 static unsigned int close_log_interval_ms = 5000;
 module_param(close_log_interval_ms, uint, 0444);
 MODULE_PARM_DESC(close_log_interval_ms,
@@ -104,6 +109,11 @@ u32 krep_param_reconnect_backoff_max_ms(void)
 	return reconnect_backoff_max_ms;
 }
 
+u32 krep_param_socket_timeout_ms(void)
+{
+	return socket_timeout_ms;
+}
+
 u32 krep_param_close_log_interval_ms(void)
 {
 	return close_log_interval_ms;
@@ -119,6 +129,7 @@ static int check_deadlines(void)
 		{ "hello_timeout_ms", &hello_timeout_ms },
 		{ "fetch_timeout_ms", &fetch_timeout_ms },
 		{ "reconnect_backoff_max_ms", &reconnect_backoff_max_ms },
+		{ "socket_timeout_ms", &socket_timeout_ms },
 		{ "close_log_interval_ms", &close_log_interval_ms },
 	};
 	int i;

@@ -14,6 +14,7 @@ u64 krep_param_log_memory_max(void);
 u32 krep_param_hello_timeout_ms(void);
 u32 krep_param_fetch_timeout_ms(void);
 u32 krep_param_reconnect_backoff_max_ms(void);
+u32 krep_param_socket_timeout_ms(void);
 u32 krep_param_close_log_interval_ms(void);
 int krep_param_parse(struct krep_broker_cfg **cfgp, struct list_head *topics);
 

@@ -25,6 +25,8 @@
 #include <linux/jiffies.h>
 #include <linux/slab.h>
 #include <linux/wait.h>
+#include <net/sock.h>
+#include <net/tcp_states.h>
 #include <asm/unaligned.h>
 
 #include "krep.h"
@@ -346,9 +348,14 @@ static void fetch_work(struct work_struct *work)
 	struct krep_conn *c = container_of(to_delayed_work(work),
 					   struct krep_conn, fetch_work);
 
-	/* before HELLO this work is the HELLO deadline of an accepted peer */
+	/*
+	 * Before HELLO this work is the HELLO deadline (and, outbound, the
+	 * connect's); a connect that never completed is not logged.
+	 */
 	if (!test_bit(KREP_CONN_HELLO, &c->flags)) {
-		krep_conn_close(c, "no HELLO in time");
+		krep_conn_close(c, c->outbound &&
+				READ_ONCE(c->sock->sk->sk_state) != TCP_ESTABLISHED ?
+				NULL : "no HELLO in time");
 		return;
 	}
 	serve_parked(c, false);
@@ -494,7 +501,10 @@ fail:
 	return err;
 }
 
-/* an accepted connection that does not say HELLO in time is closed */
+/*
+ * A connection without HELLO in time is closed: armed before its
+ * callbacks are attached, so before anything can release it.
+ */
 void krep_replica_hello_deadline(struct krep_conn *c)
 {
 	mod_delayed_work(krep_wq, &c->fetch_work,

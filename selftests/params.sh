@@ -353,13 +353,13 @@ PEER2='{"id":2,"addr":"10.0.0.2:9092"}'
 PEER3='{"id":3,"addr":"[fd00::3]:9092"}'
 NONE='{"broker_id":null,"cluster_id":null,"listen":null,"peers":[]}'
 
-ktap_plan 81
+ktap_plan 83
 
 krep_mod_unload || ktap_bail "krep is loaded and rmmod fails"
 
 # good values
 SYS="hello_timeout_ms=5000 fetch_timeout_ms=3000 reconnect_backoff_max_ms=5000
-     close_log_interval_ms=5000 log_memory_max=$((256 << 20))" \
+     socket_timeout_ms=30000 close_log_interval_ms=5000 log_memory_max=$((256 << 20))" \
 	good "no parameters (the defaults in /sys/module/krep/parameters/)" "$NONE"
 good "empty values mean unset" "$NONE" broker_id=-1 cluster_id= listen= \
 	peers= topics=
@@ -444,7 +444,8 @@ bad "log_memory_max below 1 MiB" \
 	log_memory_max=1048575
 
 # the deadlines, 100..600000 ms each
-DEADLINES="hello_timeout_ms fetch_timeout_ms reconnect_backoff_max_ms close_log_interval_ms"
+DEADLINES="hello_timeout_ms fetch_timeout_ms reconnect_backoff_max_ms socket_timeout_ms
+	   close_log_interval_ms"
 lo=() hi=()
 for d in $DEADLINES; do
 	lo+=("$d=100")
