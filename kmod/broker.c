@@ -12,11 +12,13 @@
 
 #include <linux/ctype.h>
 #include <linux/errno.h>
+#include <linux/kstrtox.h>
 #include <linux/overflow.h>
 #include <linux/random.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/rtnetlink.h>
+#include <net/ipv6.h>
 #include <net/net_namespace.h>
 #include <net/netns/generic.h>
 
@@ -45,6 +47,7 @@ struct krep_broker_cfg *krep_broker_cfg_alloc(unsigned int npeers)
 		return NULL;
 	cfg->broker_id = KREP_BROKER_ID_UNSET;
 	cfg->listen.sa.sa_family = AF_UNSPEC;
+	cfg->kafka_listen.sa.sa_family = AF_UNSPEC;
 	cfg->npeers = npeers;
 	krep_obj_get(KREP_OBJ_BROKER_CFG);
 	return cfg;
@@ -62,6 +65,9 @@ struct krep_broker_cfg *krep_broker_cfg_dup(const struct krep_broker_cfg *old,
 	cfg->broker_id = old->broker_id;
 	strscpy(cfg->cluster_id, old->cluster_id, sizeof(cfg->cluster_id));
 	cfg->listen = old->listen;
+	cfg->kafka_listen = old->kafka_listen;
+	strscpy(cfg->kafka_advertised, old->kafka_advertised,
+		sizeof(cfg->kafka_advertised));
 	cfg->generation = old->generation;
 	return cfg;
 }
@@ -89,6 +95,74 @@ bool krep_endpoint_valid(const struct krep_endpoint *ep)
 	default:
 		return false;
 	}
+}
+
+static bool endpoint_wildcard(const struct krep_endpoint *ep)
+{
+	if (ep->sa.sa_family == AF_INET)
+		return ep->in4.sin_addr.s_addr == htonl(INADDR_ANY);
+	return ipv6_addr_any(&ep->in6.sin6_addr);
+}
+
+/**
+ * krep_advertised_check - a Kafka advertised address: HOST:PORT with a
+ * host name or IPv4 address of [A-Za-z0-9.-], or [IPv6]:PORT
+ * @s: the string
+ * @why: set to a one-line reason on failure
+ *
+ * Return: 0 or -EINVAL.
+ */
+int krep_advertised_check(const char *s, const char **why)
+{
+	const char *colon = strrchr(s, ':'), *h, *hend;
+	size_t len = strlen(s);
+	unsigned int port;
+
+	if (!len || len > KREP_ADVERTISED_MAX || !colon || colon == s)
+		goto bad;
+	if (kstrtouint(colon + 1, 10, &port) || !port || port > 65535) {
+		*why = "advertised port must be 1..65535";
+		return -EINVAL;
+	}
+	h = s;
+	hend = colon;
+	if (*s == '[') {
+		if (hend[-1] != ']' || hend - s < 3)
+			goto bad;
+		for (h = s + 1; h < hend - 1; h++) {
+			if (!isxdigit(*h) && *h != ':' && *h != '.')
+				goto bad;
+		}
+		return 0;
+	}
+	for (; h < hend; h++) {
+		if (!isalnum(*h) && *h != '.' && *h != '-') {
+			*why = "advertised host has a character outside [A-Za-z0-9.-]";
+			return -EINVAL;
+		}
+	}
+	return 0;
+bad:
+	*why = "advertised address must be HOST:PORT or [IPV6]:PORT";
+	return -EINVAL;
+}
+
+/* the HOST:PORT clients are given for this broker; "" without a listener */
+void krep_broker_advertised(const struct krep_broker_cfg *cfg, char *buf,
+			    size_t size)
+{
+	const struct krep_endpoint *ep = &cfg->kafka_listen;
+
+	if (!krep_endpoint_valid(ep))
+		*buf = '\0';
+	else if (cfg->kafka_advertised[0])
+		strscpy(buf, cfg->kafka_advertised, size);
+	else if (ep->sa.sa_family == AF_INET)
+		snprintf(buf, size, "%pI4:%u", &ep->in4.sin_addr,
+			 ntohs(ep->in4.sin_port));
+	else
+		snprintf(buf, size, "[%pI6c]:%u", &ep->in6.sin6_addr,
+			 ntohs(ep->in6.sin6_port));
 }
 
 int krep_cluster_id_check(const char *id, const char **why)
@@ -121,6 +195,11 @@ int krep_broker_cfg_check(const struct krep_broker_cfg *cfg, const char **why)
 
 	if (cfg->npeers && cfg->broker_id == KREP_BROKER_ID_UNSET) {
 		*why = "peers need the broker's own id to be set";
+		return -EINVAL;
+	}
+	if (krep_endpoint_valid(&cfg->kafka_listen) &&
+	    endpoint_wildcard(&cfg->kafka_listen) && !cfg->kafka_advertised[0]) {
+		*why = "a Kafka listener on a wildcard address needs an advertised address";
 		return -EINVAL;
 	}
 	for (i = 0; i < cfg->npeers; i++) {

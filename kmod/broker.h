@@ -44,6 +44,8 @@ struct krep_broker_cfg {
 	s64 broker_id;				/* KREP_BROKER_ID_UNSET or 0.. */
 	char cluster_id[KREP_CLUSTER_ID_MAX + 1];	/* "" while unset */
 	struct krep_endpoint listen;
+	struct krep_endpoint kafka_listen;	/* Kafka clients; AF_UNSPEC: none */
+	char kafka_advertised[KREP_ADVERTISED_MAX + 1];	/* "" : from listen */
 	u32 generation;
 	unsigned int npeers;
 	struct krep_peer_cfg peers[];
@@ -94,6 +96,9 @@ void krep_broker_cfg_free(struct krep_broker_cfg *cfg);
 int krep_broker_cfg_check(const struct krep_broker_cfg *cfg,
 			  const char **why);
 bool krep_endpoint_valid(const struct krep_endpoint *ep);
+int krep_advertised_check(const char *s, const char **why);
+void krep_broker_advertised(const struct krep_broker_cfg *cfg, char *buf,
+			    size_t size);
 int krep_cluster_id_check(const char *id, const char **why);
 
 struct krep_broker_cfg *krep_broker_cfg_locked(struct krep_net *kn);

@@ -4,8 +4,10 @@
  * (the nvmet-tcp model).
  *
  * Work and timers in this file, per broker:
- *   accept_work            queued by the listener's data_ready; accepts
- *                          with kernel_accept(O_NONBLOCK) in a loop.
+ *   listener.accept_work   queued by a listener's data_ready; accepts
+ *                          with kernel_accept(O_NONBLOCK) in a loop (the
+ *                          replication port, and the Kafka clients' port
+ *                          whose connections kafka.c serves).
  *   peer.connect_work      starts a non-blocking connect to a peer;
  *                          re-armed with backoff (100 ms doubling to
  *                          reconnect_backoff_max_ms) when the connection
@@ -54,6 +56,7 @@
 #include "krep.h"
 #include "broker.h"
 #include "fetcher.h"
+#include "kafka.h"
 #include "net.h"
 #include "param.h"
 #include "replica.h"
@@ -63,6 +66,7 @@ struct workqueue_struct *krep_wq;
 
 #define KREP_BACKOFF_MIN_MS	100
 #define KREP_MAX_INBOUND	128	/* connections accepted at once */
+#define KREP_MAX_CLIENTS	1024	/* Kafka client connections at once */
 /* the largest FETCH: header plus the maximum of partition entries */
 #define KREP_WIRE_MAX_REQUEST	(sizeof(struct krep_wire_fetch) +	\
 				 KREP_WIRE_MAX_PARTITIONS *		\
@@ -72,6 +76,7 @@ static void conn_release(struct kref *ref)
 {
 	struct krep_conn *c = container_of(ref, struct krep_conn, ref);
 
+	krep_kafka_conn_free(c);
 	kvfree(c->payload);
 	kfree(c);
 	krep_obj_put(KREP_OBJ_CONN);
@@ -212,8 +217,12 @@ static void conn_release_work(struct work_struct *work)
 		krep_conn_put(c);	/* the queued work's reference */
 	if (cancel_work_sync(&c->tx_work))
 		krep_conn_put(c);
-	krep_fetcher_rx_free(c);
-	krep_replica_cancel_delayed(c);
+	if (c->kc) {
+		krep_kafka_conn_release(c);
+	} else {
+		krep_fetcher_rx_free(c);
+		krep_replica_cancel_delayed(c);
+	}
 	/* senders test DEAD under tx_lock: none touches the socket after */
 	mutex_lock(&c->tx_lock);
 	krep_conn_tx_purge(c);
@@ -223,7 +232,9 @@ static void conn_release_work(struct work_struct *work)
 
 	mutex_lock(&ns->lock);
 	list_del(&c->node);
-	if (!c->outbound)
+	if (c->kc)
+		ns->nclients--;
+	else if (!c->outbound)
 		ns->ninbound--;
 	peer = c->peer;
 	if (peer && peer->conn == c) {
@@ -257,9 +268,14 @@ void krep_conn_close(struct krep_conn *c, const char *why)
 {
 	if (test_and_set_bit(KREP_CONN_DEAD, &c->flags))
 		return;
-	if (why && __ratelimit(&c->kn->ns->close_rs))
-		pr_info("connection %s broker %lld (%s) closed: %s\n",
-			c->outbound ? "to" : "from", c->peer_id, c->addr, why);
+	if (why && __ratelimit(&c->kn->ns->close_rs)) {
+		if (c->kc)
+			pr_info("Kafka client %s closed: %s\n", c->addr, why);
+		else
+			pr_info("connection %s broker %lld (%s) closed: %s\n",
+				c->outbound ? "to" : "from", c->peer_id,
+				c->addr, why);
+	}
 	conn_detach(c);
 	/* first: wakes whatever waits on the socket and ends its sends */
 	kernel_sock_shutdown(c->sock, SHUT_RDWR);
@@ -286,7 +302,7 @@ static void sock_setup(struct sock *sk)
 }
 
 static struct krep_conn *conn_new(struct krep_net *kn, struct socket *sock,
-				  struct krep_peer *peer)
+				  struct krep_peer *peer, bool kafka)
 {
 	struct krep_conn *c;
 
@@ -294,6 +310,7 @@ static struct krep_conn *conn_new(struct krep_net *kn, struct socket *sock,
 	if (!c)
 		return NULL;
 	kref_init(&c->ref);
+	krep_obj_get(KREP_OBJ_CONN);
 	c->kn = kn;
 	c->sock = sock;
 	c->peer = peer;
@@ -305,12 +322,15 @@ static struct krep_conn *conn_new(struct krep_net *kn, struct socket *sock,
 	mutex_init(&c->tx_lock);
 	INIT_LIST_HEAD(&c->txq);
 	INIT_WORK(&c->tx_work, krep_conn_tx_work);
-	INIT_WORK(&c->rx_work, krep_conn_rx_work);
+	INIT_WORK(&c->rx_work, kafka ? krep_kafka_rx_work : krep_conn_rx_work);
 	INIT_WORK(&c->release_work, conn_release_work);
 	krep_replica_conn_init(c);
+	if (kafka && krep_kafka_conn_init(c)) {
+		krep_conn_put(c);
+		return NULL;
+	}
 	if (peer)
 		snprintf(c->addr, sizeof(c->addr), "%pISpc", &peer->ep.sa);
-	krep_obj_get(KREP_OBJ_CONN);
 	return c;
 }
 
@@ -352,7 +372,11 @@ static int send_hello(struct krep_conn *c)
 	rcu_read_lock();
 	cfg = rcu_dereference(c->kn->cfg);
 	hello.broker_id = cpu_to_be32(cfg->broker_id);
-	strncpy(hello.cluster_id, cfg->cluster_id, sizeof(hello.cluster_id));
+	/* NUL-padded, and a full-length id has no NUL: memcpy */
+	memcpy(hello.cluster_id, cfg->cluster_id,
+	       strnlen(cfg->cluster_id, sizeof(hello.cluster_id)));
+	krep_broker_advertised(cfg, hello.kafka_advertised,
+			       sizeof(hello.kafka_advertised));
 	rcu_read_unlock();
 	hello.version = cpu_to_be16(KREP_WIRE_VERSION);
 	return krep_conn_send(c, KREP_WIRE_HELLO, 0, &hello, sizeof(hello));
@@ -365,6 +389,7 @@ static int handle_hello(struct krep_conn *c, const u8 *buf, u32 len,
 	const struct krep_wire_hello *h = (const void *)buf;
 	char cluster[KREP_WIRE_CLUSTER_ID_LEN + 1];
 	struct krep_broker_cfg *cfg;
+	const char *adv_why;
 	bool known = false;
 	unsigned int i;
 	u32 id;
@@ -381,6 +406,13 @@ static int handle_hello(struct krep_conn *c, const u8 *buf, u32 len,
 	id = be32_to_cpu(h->broker_id);
 	memcpy(cluster, h->cluster_id, sizeof(h->cluster_id));
 	cluster[sizeof(h->cluster_id)] = '\0';
+	/* empty, or a HOST:PORT ending in NUL */
+	if (h->kafka_advertised[sizeof(h->kafka_advertised) - 1] ||
+	    (h->kafka_advertised[0] &&
+	     krep_advertised_check(h->kafka_advertised, &adv_why))) {
+		*why = "malformed Kafka advertised address in HELLO";
+		return -EPROTO;
+	}
 
 	rcu_read_lock();
 	cfg = rcu_dereference(c->kn->cfg);
@@ -406,6 +438,8 @@ static int handle_hello(struct krep_conn *c, const u8 *buf, u32 len,
 
 		/* the peers array lives while this connection is listed */
 		mutex_lock(&ns->lock);
+		strscpy(c->peer->advertised, h->kafka_advertised,
+			sizeof(c->peer->advertised));
 		WRITE_ONCE(c->peer->state, KREP_PEER_UP);
 		c->peer->backoff_ms = KREP_BACKOFF_MIN_MS;
 		krep_fetcher_kick(c->peer);
@@ -553,70 +587,82 @@ bad:
 
 static void listen_data_ready(struct sock *sk)
 {
-	struct krep_net *kn;
+	struct krep_listener *l;
 
 	read_lock_bh(&sk->sk_callback_lock);
-	kn = sk->sk_user_data;
-	if (kn && sk->sk_state == TCP_LISTEN)
-		queue_work(krep_wq, &kn->ns->accept_work);
+	l = sk->sk_user_data;
+	if (l && sk->sk_state == TCP_LISTEN)
+		queue_work(krep_wq, &l->accept_work);
 	read_unlock_bh(&sk->sk_callback_lock);
+}
+
+static void conn_set_addr(struct krep_conn *c, struct socket *sock)
+{
+	if (sock->sk->sk_family == AF_INET6)
+		snprintf(c->addr, sizeof(c->addr), "[%pI6c]:%u",
+			 &sock->sk->sk_v6_daddr, ntohs(sock->sk->sk_dport));
+	else
+		snprintf(c->addr, sizeof(c->addr), "%pI4:%u",
+			 &sock->sk->sk_daddr, ntohs(sock->sk->sk_dport));
+}
+
+/* accept one connection under ns->lock: false when there is none */
+static bool accept_one(struct krep_listener *l)
+{
+	struct krep_net *kn = l->kn;
+	struct krep_net_state *ns = kn->ns;
+	unsigned int *count = l->kafka ? &ns->nclients : &ns->ninbound;
+	unsigned int max = l->kafka ? KREP_MAX_CLIENTS : KREP_MAX_INBOUND;
+	struct socket *sock;
+	struct krep_conn *c;
+
+	lockdep_assert_held(&ns->lock);
+	if (!l->sock || ns->stopped || kernel_accept(l->sock, &sock, O_NONBLOCK))
+		return false;
+	c = *count < max ? conn_new(kn, sock, NULL, l->kafka) : NULL;
+	if (!c) {
+		pr_info_ratelimited("refusing a %s connection: %u open already\n",
+				    l->kafka ? "Kafka client" : "replication",
+				    *count);
+		sock_release(sock);
+		return true;
+	}
+	(*count)++;
+	conn_set_addr(c, sock);
+	sock_setup(sock->sk);
+	list_add_tail(&c->node, &ns->conns);
+	/* armed before any callback can close and release it */
+	if (l->kafka)
+		krep_kafka_conn_start(c);
+	else
+		krep_replica_hello_deadline(c);
+	conn_attach(c);
+	krep_conn_queue(c, &c->rx_work);
+	return true;
 }
 
 static void accept_work(struct work_struct *work)
 {
-	struct krep_net_state *ns = container_of(work, struct krep_net_state,
-						 accept_work);
-	struct socket *lsock, *sock;
-	struct krep_net *kn;
-	struct krep_conn *c;
+	struct krep_listener *l = container_of(work, struct krep_listener,
+					       accept_work);
+	struct krep_net_state *ns = l->kn->ns;
+	bool more;
 
-	for (;;) {
+	do {
 		mutex_lock(&ns->lock);
-		lsock = ns->listener;
-		if (!lsock || ns->stopped) {
-			mutex_unlock(&ns->lock);
-			return;
-		}
-		kn = ns->kn;
-		if (kernel_accept(lsock, &sock, O_NONBLOCK)) {
-			mutex_unlock(&ns->lock);
-			return;
-		}
-		c = ns->ninbound < KREP_MAX_INBOUND ?
-		    conn_new(kn, sock, NULL) : NULL;
-		if (!c) {
-			mutex_unlock(&ns->lock);
-			pr_info_ratelimited("refusing a connection: %u inbound already\n",
-					    ns->ninbound);
-			sock_release(sock);
-			continue;
-		}
-		ns->ninbound++;
-		if (sock->sk->sk_family == AF_INET6)
-			snprintf(c->addr, sizeof(c->addr), "[%pI6c]:%u",
-				 &sock->sk->sk_v6_daddr,
-				 ntohs(sock->sk->sk_dport));
-		else
-			snprintf(c->addr, sizeof(c->addr), "%pI4:%u",
-				 &sock->sk->sk_daddr,
-				 ntohs(sock->sk->sk_dport));
-		sock_setup(sock->sk);
-		list_add_tail(&c->node, &ns->conns);
-		/* armed before any callback can close and release it */
-		krep_replica_hello_deadline(c);
-		conn_attach(c);
-		krep_conn_queue(c, &c->rx_work);
+		more = accept_one(l);
 		mutex_unlock(&ns->lock);
-	}
+		cond_resched();
+	} while (more);
 }
 
-static int listener_start(struct krep_net *kn, const struct krep_endpoint *ep)
+static int listener_start(struct krep_listener *l,
+			  const struct krep_endpoint *ep)
 {
-	struct krep_net_state *ns = kn->ns;
 	struct socket *sock;
 	int len, err;
 
-	err = sock_create_kern(kn->net, ep->sa.sa_family, SOCK_STREAM,
+	err = sock_create_kern(l->kn->net, ep->sa.sa_family, SOCK_STREAM,
 			       IPPROTO_TCP, &sock);
 	if (err)
 		return err;
@@ -630,27 +676,35 @@ static int listener_start(struct krep_net *kn, const struct krep_endpoint *ep)
 		return err;
 	}
 	write_lock_bh(&sock->sk->sk_callback_lock);
-	sock->sk->sk_user_data = kn;
-	ns->saved_listen_data_ready = sock->sk->sk_data_ready;
+	sock->sk->sk_user_data = l;
+	l->saved_data_ready = sock->sk->sk_data_ready;
 	sock->sk->sk_data_ready = listen_data_ready;
 	write_unlock_bh(&sock->sk->sk_callback_lock);
-	ns->listener = sock;
+	l->sock = sock;
 	return 0;
 }
 
-static void listener_stop(struct krep_net_state *ns)
+static void listener_stop(struct krep_listener *l)
 {
-	struct socket *sock = ns->listener;
+	struct socket *sock = l->sock;
 
 	if (!sock)
 		return;
 	write_lock_bh(&sock->sk->sk_callback_lock);
 	sock->sk->sk_user_data = NULL;
-	sock->sk->sk_data_ready = ns->saved_listen_data_ready;
+	sock->sk->sk_data_ready = l->saved_data_ready;
 	write_unlock_bh(&sock->sk->sk_callback_lock);
-	ns->listener = NULL;
+	l->sock = NULL;
 	kernel_sock_shutdown(sock, SHUT_RDWR);
 	sock_release(sock);
+}
+
+static void listener_init(struct krep_listener *l, struct krep_net *kn,
+			  bool kafka)
+{
+	l->kn = kn;
+	l->kafka = kafka;
+	INIT_WORK(&l->accept_work, accept_work);
 }
 
 /*
@@ -678,7 +732,7 @@ static void connect_work(struct work_struct *work)
 	if (err)
 		goto retry;
 	sock_setup(sock->sk);
-	c = conn_new(kn, sock, peer);
+	c = conn_new(kn, sock, peer, false);
 	if (!c) {
 		sock_release(sock);
 		goto retry;
@@ -743,11 +797,13 @@ void krep_net_stop(struct krep_net *kn)
 
 	mutex_lock(&ns->lock);
 	ns->stopped = true;
-	listener_stop(ns);
+	listener_stop(&ns->listener);
+	listener_stop(&ns->klistener);
 	list_for_each_entry(c, &ns->conns, node)
 		krep_conn_close(c, NULL);
 	mutex_unlock(&ns->lock);
-	cancel_work_sync(&ns->accept_work);
+	cancel_work_sync(&ns->listener.accept_work);
+	cancel_work_sync(&ns->klistener.accept_work);
 	/*
 	 * Each connection's release cancels its works and unlists it; a
 	 * connect_work still running lists nothing once stopped. Only this
@@ -777,7 +833,7 @@ int krep_net_apply(struct krep_net *kn)
 {
 	struct krep_net_state *ns = kn->ns;
 	struct krep_broker_cfg *cfg;
-	struct krep_endpoint listen;
+	struct krep_endpoint listen, klisten;
 	struct krep_peer *peers;
 	unsigned int i, n;
 	int err = 0;
@@ -804,8 +860,11 @@ int krep_net_apply(struct krep_net *kn)
 		INIT_DELAYED_WORK(&peers[i].fetch_work, krep_fetcher_work);
 	}
 	listen = cfg->listen;
-	if (cfg->broker_id == KREP_BROKER_ID_UNSET)
+	klisten = cfg->kafka_listen;
+	if (cfg->broker_id == KREP_BROKER_ID_UNSET) {
 		listen.sa.sa_family = AF_UNSPEC;
+		klisten.sa.sa_family = AF_UNSPEC;
+	}
 	mutex_unlock(&kn->cfg_lock);
 
 	mutex_lock(&ns->lock);
@@ -813,10 +872,18 @@ int krep_net_apply(struct krep_net *kn)
 	ns->npeers = n;
 	ns->stopped = false;
 	if (krep_endpoint_valid(&listen)) {
-		err = listener_start(kn, &listen);
+		err = listener_start(&ns->listener, &listen);
 		if (err)
 			pr_warn("cannot listen on %pISpc: error %d\n",
 				&listen.sa, err);
+	}
+	if (krep_endpoint_valid(&klisten)) {
+		int kerr = listener_start(&ns->klistener, &klisten);
+
+		if (kerr)
+			pr_warn("cannot listen for Kafka clients on %pISpc: error %d\n",
+				&klisten.sa, kerr);
+		err = err ?: kerr;
 	}
 	for (i = 0; i < n; i++)
 		queue_delayed_work(krep_wq, &peers[i].connect_work, 0);
@@ -840,6 +907,26 @@ u8 krep_net_peer_state(struct krep_net *kn, u32 id)
 	return state;
 }
 
+/* the peers that told us where their Kafka clients go; under the lock */
+unsigned int krep_net_peer_eps(struct krep_net *kn, struct krep_broker_ep *eps,
+			       unsigned int max)
+{
+	struct krep_net_state *ns = kn->ns;
+	unsigned int i, n = 0;
+
+	mutex_lock(&ns->lock);
+	for (i = 0; i < ns->npeers && n < max; i++) {
+		if (!ns->peers[i].advertised[0])
+			continue;
+		eps[n].id = ns->peers[i].id;
+		strscpy(eps[n].advertised, ns->peers[i].advertised,
+			sizeof(eps[n].advertised));
+		n++;
+	}
+	mutex_unlock(&ns->lock);
+	return n;
+}
+
 int krep_net_state_alloc(struct krep_net *kn)
 {
 	struct krep_net_state *ns = kzalloc(sizeof(*ns), GFP_KERNEL);
@@ -851,7 +938,8 @@ int krep_net_state_alloc(struct krep_net *kn)
 	mutex_init(&ns->apply_lock);
 	INIT_LIST_HEAD(&ns->conns);
 	init_waitqueue_head(&ns->conns_wq);
-	INIT_WORK(&ns->accept_work, accept_work);
+	listener_init(&ns->listener, kn, false);
+	listener_init(&ns->klistener, kn, true);
 	/* 30 lines per window and broker: a flood of bad peers stays bounded */
 	ratelimit_state_init(&ns->close_rs,
 			     msecs_to_jiffies(krep_param_close_log_interval_ms()),

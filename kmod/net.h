@@ -23,6 +23,7 @@ struct sock;
 struct bio_vec;
 struct krep_delayed_fetch;
 struct krep_fetch_rx;
+struct krep_kconn;
 
 /*
  * One TCP connection between two brokers. Outbound connections are made
@@ -41,6 +42,7 @@ struct krep_conn {
 	struct list_head node;		/* krep_net_state.conns */
 	struct krep_peer *peer;		/* outbound: whom we fetch from */
 	bool outbound;
+	struct krep_kconn *kc;		/* a Kafka client's (kafka.c) */
 	s64 peer_id;			/* -1 until HELLO */
 	char addr[64];			/* the peer's address, for messages */
 	unsigned long flags;
@@ -83,24 +85,35 @@ struct krep_peer {
 	struct delayed_work connect_work;
 	struct delayed_work fetch_work;
 	struct krep_conn *conn;		/* under krep_net_state.lock */
+	/* its Kafka HOST:PORT, from its last HELLO; under the lock */
+	char advertised[KREP_WIRE_ADVERTISED_LEN];
 	u32 correlation;
 	bool fetch_inflight;
 	unsigned long fetch_sent;	/* jiffies */
 };
 
+/* a listening socket: the replication port, or the Kafka clients' */
+struct krep_listener {
+	struct krep_net *kn;
+	struct socket *sock;		/* under krep_net_state.lock */
+	bool kafka;
+	struct work_struct accept_work;
+	void (*saved_data_ready)(struct sock *sk);
+};
+
 struct krep_net_state {
 	struct krep_net *kn;
 	struct mutex apply_lock;	/* serialises stop and restart */
-	struct mutex lock;		/* guards peers, listener, conns */
-	struct socket *listener;
-	struct work_struct accept_work;
+	struct mutex lock;		/* guards peers, listeners, conns */
+	struct krep_listener listener;
+	struct krep_listener klistener;
 	struct list_head conns;
 	wait_queue_head_t conns_wq;	/* woken as conns empties */
-	unsigned int ninbound;		/* accepted connections in conns */
+	unsigned int ninbound;		/* accepted peer connections */
+	unsigned int nclients;		/* Kafka client connections */
 	unsigned int npeers;
 	struct krep_peer *peers;
 	bool stopped;
-	void (*saved_listen_data_ready)(struct sock *sk);
 	/* this broker's connection-close lines: one namespace's burst of
 	 * bad peers cannot silence another's
 	 */
@@ -114,6 +127,15 @@ void krep_net_state_free(struct krep_net *kn);
 int krep_net_apply(struct krep_net *kn);
 void krep_net_stop(struct krep_net *kn);
 u8 krep_net_peer_state(struct krep_net *kn, u32 id);
+
+/* a broker and where Kafka clients reach it */
+struct krep_broker_ep {
+	u32 id;
+	char advertised[KREP_WIRE_ADVERTISED_LEN];
+};
+
+unsigned int krep_net_peer_eps(struct krep_net *kn, struct krep_broker_ep *eps,
+			       unsigned int max);
 
 void krep_conn_close(struct krep_conn *c, const char *why);
 void krep_conn_put(struct krep_conn *c);

@@ -67,6 +67,9 @@ static const struct nla_policy krep_broker_set_policy[KREP_A_MAX + 1] = {
 	[KREP_A_LISTEN] = NLA_POLICY_NESTED(krep_ep_policy),
 	[KREP_A_PEERS] = NLA_POLICY_NESTED(krep_peers_policy),
 	[KREP_A_CONTROLLER] = NLA_POLICY_NESTED(krep_ctrl_policy),
+	[KREP_A_KAFKA_LISTEN] = NLA_POLICY_NESTED(krep_ep_policy),
+	[KREP_A_KAFKA_ADVERTISED] = { .type = NLA_NUL_STRING,
+				      .len = KREP_ADVERTISED_MAX },
 };
 
 static const struct genl_multicast_group krep_mcgrps[] = {
@@ -140,6 +143,14 @@ static int put_broker(struct sk_buff *skb, struct krep_net *kn,
 	if (krep_endpoint_valid(&cfg->listen) &&
 	    put_endpoint(skb, KREP_A_LISTEN, &cfg->listen))
 		return -EMSGSIZE;
+	if (krep_endpoint_valid(&cfg->kafka_listen)) {
+		char adv[KREP_ADVERTISED_MAX + 1];
+
+		krep_broker_advertised(cfg, adv, sizeof(adv));
+		if (put_endpoint(skb, KREP_A_KAFKA_LISTEN, &cfg->kafka_listen) ||
+		    nla_put_string(skb, KREP_A_KAFKA_ADVERTISED, adv))
+			return -EMSGSIZE;
+	}
 	if (nla_put_u32(skb, KREP_A_GENERATION, cfg->generation) ||
 	    nla_put_u64_64bit(skb, KREP_A_INCARNATION, kn->incarnation,
 			      KREP_A_PAD) ||
@@ -342,6 +353,31 @@ build_cfg(const struct krep_broker_cfg *old, struct genl_info *info)
 		if (err)
 			goto fail;
 	}
+	if (attrs[KREP_A_KAFKA_LISTEN]) {
+		/* an empty nest: no Kafka listener */
+		if (!nla_len(attrs[KREP_A_KAFKA_LISTEN])) {
+			cfg->kafka_listen.sa.sa_family = AF_UNSPEC;
+		} else {
+			err = parse_endpoint(attrs[KREP_A_KAFKA_LISTEN],
+					     &cfg->kafka_listen, extack);
+			if (err)
+				goto fail;
+		}
+	}
+	if (attrs[KREP_A_KAFKA_ADVERTISED]) {
+		const char *adv = nla_data(attrs[KREP_A_KAFKA_ADVERTISED]);
+
+		if (*adv) {
+			err = krep_advertised_check(adv, &why);
+			if (err) {
+				set_err(extack, attrs[KREP_A_KAFKA_ADVERTISED],
+					why);
+				goto fail;
+			}
+		}
+		strscpy(cfg->kafka_advertised, adv,
+			sizeof(cfg->kafka_advertised));
+	}
 	err = krep_broker_cfg_check(cfg, &why);
 	if (err) {
 		set_err(extack, NULL, why);
@@ -405,7 +441,9 @@ static int krep_nl_broker_set(struct sk_buff *skb, struct genl_info *info)
 	struct krep_net *kn = krep_net(genl_info_net(info));
 	bool config = info->attrs[KREP_A_BROKER_ID] ||
 		      info->attrs[KREP_A_CLUSTER_ID] ||
-		      info->attrs[KREP_A_LISTEN] || info->attrs[KREP_A_PEERS];
+		      info->attrs[KREP_A_LISTEN] || info->attrs[KREP_A_PEERS] ||
+		      info->attrs[KREP_A_KAFKA_LISTEN] ||
+		      info->attrs[KREP_A_KAFKA_ADVERTISED];
 	struct krep_broker_cfg *cfg = NULL;
 	struct krep_ctrl_claim claim;
 	struct krep_status st = {};

@@ -237,7 +237,8 @@ int krep_nl_list_offsets(struct sk_buff *skb, struct genl_info *info)
 	p = krep_nl_partition(info, &t, &st);
 	if (IS_ERR(p))
 		return krep_nl_status(info, PTR_ERR(p), &st);
-	err = krep_partition_list_offset(p, ts, &offset, &found_ts, &st);
+	err = krep_partition_list_offset(p, ts, false, &offset, &found_ts,
+					 &st);
 	krep_topic_put(t);
 	if (err)
 		return krep_nl_status(info, err, &st);

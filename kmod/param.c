@@ -39,6 +39,16 @@ static char *listen_ep;
 module_param_named(listen, listen_ep, charp, 0444);
 MODULE_PARM_DESC(listen, "replication listener, ADDR:PORT or [ADDR6]:PORT");
 
+static char *kafka_listen;
+module_param(kafka_listen, charp, 0444);
+MODULE_PARM_DESC(kafka_listen,
+		 "Kafka client listener, ADDR:PORT or [ADDR6]:PORT (default: none)");
+
+static char *kafka_advertised;
+module_param(kafka_advertised, charp, 0444);
+MODULE_PARM_DESC(kafka_advertised,
+		 "HOST:PORT that Metadata gives clients for this broker (default: kafka_listen)");
+
 /* string parameters are limited to 1024 characters by the kernel */
 static char *peers;
 module_param(peers, charp, 0444);
@@ -416,12 +426,29 @@ int krep_param_parse(struct krep_broker_cfg **cfgp, struct list_head *specs)
 		goto fail;
 	}
 
+	if (kafka_listen && *kafka_listen &&
+	    parse_endpoint(kafka_listen, strlen(kafka_listen),
+			   &cfg->kafka_listen, &why)) {
+		pr_err("bad kafka_listen '%s': %s\n", kafka_listen, why);
+		goto fail;
+	}
+	if (kafka_advertised && *kafka_advertised) {
+		if (krep_advertised_check(kafka_advertised, &why)) {
+			pr_err("bad kafka_advertised '%s': %s\n",
+			       kafka_advertised, why);
+			goto fail;
+		}
+		strscpy(cfg->kafka_advertised, kafka_advertised,
+			sizeof(cfg->kafka_advertised));
+	}
+
 	err = parse_peers(cfg);
 	if (err)
 		goto fail;
 	err = krep_broker_cfg_check(cfg, &why);
 	if (err) {
-		pr_err("bad peers '%s': %s\n", peers, why);
+		pr_err("bad %s '%s': %s\n", cfg->npeers ? "peers" : "kafka_listen",
+		       cfg->npeers ? peers : kafka_listen, why);
 		err = -EINVAL;
 		goto fail;
 	}

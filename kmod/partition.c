@@ -491,30 +491,38 @@ static int wait_commit(struct krep_partition *p, u64 last, u32 timeout_ms,
 }
 
 /**
- * krep_partition_produce - append a producer's batch as leader
+ * krep_partition_append - append a producer's batch as leader, without
+ * waiting for it to commit
  * @p: the partition
  * @batch: one RecordBatch v2, @len bytes, not yet checked
  * @len: its length
- * @acks: 0, 1 or -1 (all)
- * @timeout_ms: how long acks=all may wait
+ * @acks: 0, 1 or -1 (all): -1 also checks min_insync_replicas first
  * @leader_epoch: the epoch the producer knows, or -1
- * @base: set to the base offset assigned
+ * @res: set to the base offset, last offset and record count
  * @st: Kafka's error code and a reason on failure
+ *
+ * An acks=all append answers the parked FETCHes it woke itself (the
+ * followers get the records at once). A failed append and an append of
+ * acks 0 or 1 are traced here; krep_partition_trace_produce() traces an
+ * acks=all append once its commit is decided.
  *
  * Return: 0 or a negative errno (see uapi/linux/krep.h for the mapping).
  */
-int krep_partition_produce(struct krep_partition *p, const u8 *batch, u32 len,
-			   s16 acks, u32 timeout_ms, s64 leader_epoch, u64 *base,
-			   struct krep_status *st)
+int krep_partition_append(struct krep_partition *p, const u8 *batch, u32 len,
+			  s16 acks, s64 leader_epoch,
+			  struct krep_append_result *res, struct krep_status *st)
 {
 	const struct krep_topic_config *cfg = &p->topic->config;
 	struct krep_wake_serve ws = {};
 	struct krep_txn *txn = NULL;
 	struct krep_batch b;
 	const char *why;
-	u64 last, old_hw;
+	u64 old_hw;
 	int err;
 
+	res->base = 0;
+	res->last = 0;
+	res->count = 0;
 	if (len > cfg->max_message_bytes)
 		return krep_fail(st, KREP_KERR_MESSAGE_TOO_LARGE, -EMSGSIZE,
 				 "batch larger than max_message_bytes");
@@ -523,6 +531,7 @@ int krep_partition_produce(struct krep_partition *p, const u8 *batch, u32 len,
 		return krep_fail(st, err == -EBADMSG ?
 				 KREP_KERR_CORRUPT_MESSAGE :
 				 KREP_KERR_INVALID_RECORD, err, why);
+	res->count = b.count;
 
 	mutex_lock(&p->lock);
 	err = check_leader(p, st);
@@ -549,12 +558,13 @@ int krep_partition_produce(struct krep_partition *p, const u8 *batch, u32 len,
 	else
 		txn = NULL;
 	old_hw = p->hw;
-	err = leader_append(p, batch, len, base, st);
+	err = leader_append(p, batch, len, &res->base, st);
 	if (err) {
 		if (txn)
 			txn->first_offset = -1;
 		goto out;
 	}
+	res->last = res->base + b.last_delta;
 	if (p->hw != old_hw)
 		wake_hw(p);
 	if (acks != -1) {
@@ -565,14 +575,71 @@ int krep_partition_produce(struct krep_partition *p, const u8 *batch, u32 len,
 	__wake_up(&p->waitq, TASK_NORMAL, 0, &ws);
 	mutex_unlock(&p->lock);
 	krep_replica_serve_woken(&ws);
-	last = *base + b.last_delta;
-	err = wait_commit(p, last, timeout_ms, st);
-	trace_krep_produce(p, *base, b.count, len, acks, err ? st->kerr : 0);
-	return err;
+	return 0;
 out:
-	trace_krep_produce(p, err && !*base ? 0 : *base, b.count, len, acks,
-			   err ? st->kerr : 0);
+	trace_krep_produce(p, err && !res->base ? 0 : res->base, b.count, len,
+			   acks, err ? st->kerr : 0);
 	mutex_unlock(&p->lock);
+	return err;
+}
+
+/* an acks=all append's outcome, once known */
+void krep_partition_trace_produce(struct krep_partition *p,
+				  const struct krep_append_result *res,
+				  u32 len, s16 kerr)
+{
+	trace_krep_produce(p, res->base, res->count, len, -1, kerr);
+}
+
+/**
+ * krep_partition_commit_check - where an acks=all append stands
+ * @p: the partition
+ * @last: the append's last offset
+ * @st: set on an error
+ *
+ * Return: 0 committed (HW passed @last), -EINPROGRESS still waiting, or
+ * the error that ends the wait (leadership moved, ISR below
+ * min_insync_replicas, topic deleted).
+ */
+int krep_partition_commit_check(struct krep_partition *p, u64 last,
+				struct krep_status *st)
+{
+	int err;
+
+	mutex_lock(&p->lock);
+	err = commit_state(p, last, st);
+	mutex_unlock(&p->lock);
+	return err;
+}
+
+/**
+ * krep_partition_produce - append a producer's batch as leader and, for
+ * acks=all, wait for it to commit
+ * @p: the partition
+ * @batch: one RecordBatch v2, @len bytes, not yet checked
+ * @len: its length
+ * @acks: 0, 1 or -1 (all)
+ * @timeout_ms: how long acks=all may wait
+ * @leader_epoch: the epoch the producer knows, or -1
+ * @base: set to the base offset assigned
+ * @st: Kafka's error code and a reason on failure
+ *
+ * Return: 0 or a negative errno (see uapi/linux/krep.h for the mapping).
+ */
+int krep_partition_produce(struct krep_partition *p, const u8 *batch, u32 len,
+			   s16 acks, u32 timeout_ms, s64 leader_epoch, u64 *base,
+			   struct krep_status *st)
+{
+	struct krep_append_result res;
+	int err;
+
+	err = krep_partition_append(p, batch, len, acks, leader_epoch, &res,
+				    st);
+	*base = res.base;
+	if (err || acks != -1)
+		return err;
+	err = wait_commit(p, res.last, timeout_ms, st);
+	krep_partition_trace_produce(p, &res, len, err ? st->kerr : 0);
 	return err;
 }
 
@@ -620,6 +687,41 @@ static bool fetch_ready(const struct krep_partition *p,
 	       READ_ONCE(p->dead) || krep_exiting();
 }
 
+/* under p->lock: may @req read this replica at its offset now? */
+static int fetch_check(struct krep_partition *p,
+		       const struct krep_fetch_req *req, struct krep_status *st)
+{
+	int err;
+
+	lockdep_assert_held(&p->lock);
+	if (req->follower_read && !p->dead && p->role == KREP_ROLE_FOLLOWER)
+		/* fetch from follower: up to its HW */
+		err = req->isolation == KREP_READ_COMMITTED ?
+		      krep_fail(st, KREP_KERR_INVALID_REQUEST, -EINVAL,
+				"read_committed is served by the leader only") : 0;
+	else
+		err = check_leader(p, st);
+	if (!err)
+		err = check_epoch(p, req->leader_epoch, st);
+	/* a new leader's HW may trail its predecessor's: not yet */
+	if (!err && p->role == KREP_ROLE_LEADER &&
+	    p->hw < p->epoch_start_offset)
+		err = krep_fail(st, KREP_KERR_OFFSET_NOT_AVAILABLE, -EAGAIN,
+				"new leader's HW is below its epoch's start offset");
+	if (err)
+		return err;
+	if (krep_exiting())
+		return krep_fail(st, KREP_KERR_UNKNOWN_TOPIC_OR_PARTITION,
+				 -ENOENT, "broker shutting down");
+	if (req->offset < p->log.start_offset)
+		return krep_fail(st, KREP_KERR_OFFSET_OUT_OF_RANGE,
+				 -ERANGE, "offset below the log start offset");
+	if (req->offset > p->log.end_offset)
+		return krep_fail(st, KREP_KERR_OFFSET_OUT_OF_RANGE,
+				 -ERANGE, "offset beyond the log end offset");
+	return 0;
+}
+
 /* wait until a fetch at @req->offset has something to read */
 static int fetch_wait(struct krep_partition *p, const struct krep_fetch_req *req,
 		      struct krep_status *st)
@@ -628,32 +730,9 @@ static int fetch_wait(struct krep_partition *p, const struct krep_fetch_req *req
 	int err;
 
 	for (;;) {
-		if (req->follower_read && !p->dead &&
-		    p->role == KREP_ROLE_FOLLOWER)
-			/* fetch from follower: up to its HW */
-			err = req->isolation == KREP_READ_COMMITTED ?
-			      krep_fail(st, KREP_KERR_INVALID_REQUEST, -EINVAL,
-					"read_committed is served by the leader only") : 0;
-		else
-			err = check_leader(p, st);
-		if (!err)
-			err = check_epoch(p, req->leader_epoch, st);
-		/* a new leader's HW may trail its predecessor's: not yet */
-		if (!err && p->role == KREP_ROLE_LEADER &&
-		    p->hw < p->epoch_start_offset)
-			err = krep_fail(st, KREP_KERR_OFFSET_NOT_AVAILABLE, -EAGAIN,
-					"new leader's HW is below its epoch's start offset");
+		err = fetch_check(p, req, st);
 		if (err)
 			return err;
-		if (krep_exiting())
-			return krep_fail(st, KREP_KERR_UNKNOWN_TOPIC_OR_PARTITION,
-					 -ENOENT, "broker shutting down");
-		if (req->offset < p->log.start_offset)
-			return krep_fail(st, KREP_KERR_OFFSET_OUT_OF_RANGE,
-					 -ERANGE, "offset below the log start offset");
-		if (req->offset > p->log.end_offset)
-			return krep_fail(st, KREP_KERR_OFFSET_OUT_OF_RANGE,
-					 -ERANGE, "offset beyond the log end offset");
 		if (req->offset < fetch_limit(p, req->isolation) || !left)
 			return 0;
 		mutex_unlock(&p->lock);
@@ -807,8 +886,70 @@ out:
 	return ERR_PTR(err);
 }
 
-int krep_partition_list_offset(struct krep_partition *p, s64 ts, u64 *offset,
-			       s64 *found_ts, struct krep_status *st)
+/**
+ * krep_partition_consumer_read - a Kafka client's fetch of one partition,
+ * without waiting: whole batches from @req->offset up to HW (or LSO for
+ * read_committed), handed to @emit by page reference
+ * @p: the partition
+ * @req: offset, byte limit, isolation and the client's leader epoch
+ * @first: nothing is in the response yet (one batch may pass the limit)
+ * @emit: takes each page piece of the batches served, with a reference
+ * @ctx: for @emit
+ * @res: set to the watermarks (hw, lso, log_start)
+ * @st: set to the partition's error
+ *
+ * Return: bytes handed to @emit, or a negative errno with @st set.
+ */
+long krep_partition_consumer_read(struct krep_partition *p,
+				  const struct krep_fetch_req *req, bool first,
+				  krep_log_frag_t emit, void *ctx,
+				  struct krep_read_result *res,
+				  struct krep_status *st)
+{
+	struct fetch_filter f = {
+		.p = p, .committed = req->isolation == KREP_READ_COMMITTED,
+	};
+	long done = 0;
+	int err;
+
+	mutex_lock(&p->lock);
+	res->hw = p->hw;
+	res->lso = p->lso;
+	res->log_start = p->log.start_offset;
+	err = fetch_check(p, req, st);
+	if (err) {
+		done = err;
+		goto out;
+	}
+	f.limit = fetch_limit(p, req->isolation);
+	if (req->offset >= f.limit || (!first && !req->max_bytes))
+		goto out;
+	done = krep_log_read_frags(&p->log, req->offset,
+				   first ? max(req->max_bytes, 1U) :
+				   req->max_bytes, fetch_filter, &f, emit, ctx);
+	if (done == -EBADMSG)
+		done = krep_fail(st, KREP_KERR_CORRUPT_MESSAGE, -EBADMSG,
+				 "stored batch failed its CRC check");
+	else if (done < 0)
+		done = krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR, done,
+				 "log read failed");
+	else
+		trace_krep_fetch(p, -1, req->offset, done, 0);
+out:
+	mutex_unlock(&p->lock);
+	return done;
+}
+
+/* is there anything for @req to read (or an error to tell)? unlocked */
+bool krep_partition_readable(struct krep_partition *p,
+			     const struct krep_fetch_req *req)
+{
+	return fetch_ready(p, req) || READ_ONCE(p->role) != KREP_ROLE_LEADER;
+}
+
+int krep_partition_list_offset(struct krep_partition *p, s64 ts, bool committed,
+			       u64 *offset, s64 *found_ts,
+			       struct krep_status *st)
 {
 	s64 off;
 	int err;
@@ -826,7 +967,7 @@ int krep_partition_list_offset(struct krep_partition *p, s64 ts, u64 *offset,
 	if (ts == KREP_TS_EARLIEST) {
 		*offset = p->log.start_offset;
 	} else if (ts == KREP_TS_LATEST) {
-		*offset = p->hw;
+		*offset = committed ? p->lso : p->hw;
 	} else {
 		off = krep_log_offset_for_ts(&p->log, ts, found_ts);
 		if (off < 0 || off >= p->hw) {

@@ -133,14 +133,44 @@ void krep_partition_free(struct krep_partition *p);
 void krep_partition_kill(struct krep_partition *p);
 void krep_partition_wake(struct krep_partition *p);
 
+/* where an append went: offsets and record count */
+struct krep_append_result {
+	u64 base;
+	u64 last;
+	u32 count;
+};
+
+/* a consumer read's watermarks */
+struct krep_read_result {
+	u64 hw;
+	u64 lso;
+	u64 log_start;
+};
+
+int krep_partition_append(struct krep_partition *p, const u8 *batch, u32 len,
+			  s16 acks, s64 leader_epoch,
+			  struct krep_append_result *res, struct krep_status *st);
+int krep_partition_commit_check(struct krep_partition *p, u64 last,
+				struct krep_status *st);
+void krep_partition_trace_produce(struct krep_partition *p,
+				  const struct krep_append_result *res,
+				  u32 len, s16 kerr);
 int krep_partition_produce(struct krep_partition *p, const u8 *batch, u32 len,
 			   s16 acks, u32 timeout_ms, s64 leader_epoch, u64 *base,
 			   struct krep_status *st);
+long krep_partition_consumer_read(struct krep_partition *p,
+				  const struct krep_fetch_req *req, bool first,
+				  krep_log_frag_t emit, void *ctx,
+				  struct krep_read_result *res,
+				  struct krep_status *st);
+bool krep_partition_readable(struct krep_partition *p,
+			     const struct krep_fetch_req *req);
 struct sk_buff *krep_partition_fetch(struct krep_partition *p,
 				     const struct krep_fetch_req *req,
 				     struct krep_status *st);
-int krep_partition_list_offset(struct krep_partition *p, s64 ts, u64 *offset,
-			       s64 *found_ts, struct krep_status *st);
+int krep_partition_list_offset(struct krep_partition *p, s64 ts, bool committed,
+			       u64 *offset, s64 *found_ts,
+			       struct krep_status *st);
 int krep_partition_delete_records(struct krep_partition *p, u64 offset,
 				  struct krep_status *st);
 int krep_partition_txn(struct krep_partition *p, u64 pid, u16 pepoch, u8 op,

@@ -28,6 +28,7 @@
 #include <linux/slab.h>
 #include <linux/socket.h>
 #include <net/sock.h>
+#include <net/tcp_states.h>
 
 #include "krep.h"
 #include "broker.h"
@@ -38,7 +39,8 @@
 /* one frame on the queue: its header, its payload, and how far it went */
 struct tx_frame {
 	struct list_head node;
-	struct krep_wire_hdr hdr;
+	struct krep_wire_hdr hdr;	/* inter-broker frames only */
+	u32 hdr_len;			/* 0 for a Kafka response */
 	u32 hdr_sent;
 	struct krep_tx tx;
 	unsigned int item;		/* the piece being sent */
@@ -131,9 +133,9 @@ static int push(struct krep_conn *c)
 					     node))) {
 		bool later = !list_is_last(&f->node, &c->txq);
 
-		while (f->hdr_sent < sizeof(f->hdr)) {
+		while (f->hdr_sent < f->hdr_len) {
 			ret = send_bytes(sock, (u8 *)&f->hdr + f->hdr_sent,
-					 sizeof(f->hdr) - f->hdr_sent,
+					 f->hdr_len - f->hdr_sent,
 					 f->tx.n || later ? MSG_MORE : 0);
 			if (ret <= 0)
 				return ret ? ret : -EPIPE;
@@ -204,7 +206,7 @@ static int enqueue(struct krep_conn *c, struct tx_frame *f)
 		return -ENOTCONN;
 	}
 	list_add_tail(&f->node, &c->txq);
-	WRITE_ONCE(c->tx_queued, c->tx_queued + sizeof(f->hdr) + f->tx.bytes);
+	WRITE_ONCE(c->tx_queued, c->tx_queued + f->hdr_len + f->tx.bytes);
 	err = push_locked(c);
 	mutex_unlock(&c->tx_lock);
 	return err;
@@ -230,6 +232,26 @@ int krep_conn_send_tx(struct krep_conn *c, u8 type, u32 correlation,
 	if (!f)
 		return -ENOMEM;
 	krep_wire_hdr_init(&f->hdr, type, tx->bytes, correlation);
+	f->hdr_len = sizeof(f->hdr);
+	f->tx = *tx;
+	memset(tx, 0, sizeof(*tx));
+	return enqueue(c, f);
+}
+
+/**
+ * krep_conn_send_raw - queue @tx as it is (a Kafka response, which
+ * carries its own size) and push; never blocks
+ * @c: the connection
+ * @tx: the pieces; the queue takes them over, as krep_conn_send_tx()
+ *
+ * Return: 0 (sent or queued), or an error: the caller closes @c.
+ */
+int krep_conn_send_raw(struct krep_conn *c, struct krep_tx *tx)
+{
+	struct tx_frame *f = kzalloc(sizeof(*f), GFP_KERNEL);
+
+	if (!f)
+		return -ENOMEM;
 	f->tx = *tx;
 	memset(tx, 0, sizeof(*tx));
 	return enqueue(c, f);
@@ -262,7 +284,12 @@ int krep_conn_send(struct krep_conn *c, u8 type, u32 correlation,
  */
 bool krep_conn_tx_over(struct krep_conn *c)
 {
-	if (READ_ONCE(c->tx_queued) <= KREP_CONN_TXQ_MAX)
+	/*
+	 * Not over once TCP gave up (TCP_USER_TIMEOUT, a reset): the
+	 * receive work must read on, see the error and close.
+	 */
+	if (READ_ONCE(c->tx_queued) <= KREP_CONN_TXQ_MAX ||
+	    READ_ONCE(c->sock->sk->sk_state) != TCP_ESTABLISHED)
 		return false;
 	set_bit(KREP_CONN_RX_PAUSED, &c->flags);
 	/* pairs with the push's drain: one of us sees the other */

@@ -22,7 +22,25 @@ PKGS=(
 	linux-image-amd64 qemu-system-x86 busybox-static	# the test VM
 	kmod cpio xz-utils zstd
 	iproute2 bpftrace bpftool jq python3 util-linux	# tests and tools
+	kcat python3-kafka nodejs		# Kafka clients (KafkaJS: npm)
 )
+# npm comes with some nodejs builds (NodeSource's) and is a package of its
+# own in Debian's: ask apt for it only when there is no npm command
+command -v npm >/dev/null || PKGS+=(npm)
+KAFKAJS=kafkajs@2.2.4
+NPM_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/npm
+
+# KafkaJS for selftests/kafkajs_client.js, in build/npm (not committed)
+npm_deps() {
+	[ -f "$NPM_DIR/node_modules/kafkajs/package.json" ] && return 0
+	if [ "$mode" = check ]; then
+		echo "deps.sh: missing npm package $KAFKAJS" >&2
+		return 1
+	fi
+	echo "deps.sh: installing $KAFKAJS from npm into $NPM_DIR" >&2
+	mkdir -p "$NPM_DIR"
+	npm install --silent --no-audit --no-fund --prefix "$NPM_DIR" "$KAFKAJS"
+}
 
 BENCH_PKGS=(
 	redis-server redis-tools libhiredis-dev	# Redis 7, WAIT
@@ -63,7 +81,10 @@ esac
 command -v dpkg-query >/dev/null || { echo "deps.sh: not a Debian system (no dpkg-query)" >&2; exit 1; }
 
 mapfile -t need < <(missing)
-[ ${#need[@]} = 0 ] && exit 0
+if [ ${#need[@]} = 0 ]; then
+	[ "${PKGS[0]}" = redis-server ] || npm_deps
+	exit
+fi
 
 if [ "$mode" = check ]; then
 	echo "deps.sh: missing packages: ${need[*]}" >&2
@@ -91,3 +112,4 @@ if [ ${#need[@]} != 0 ]; then
 	echo "deps.sh: still missing after apt-get: ${need[*]}" >&2
 	exit 1
 fi
+[ "${PKGS[0]}" = redis-server ] || npm_deps

@@ -22,7 +22,8 @@
 #   describe NS [TOPIC]      krepctl --json topic describe
 #   part NS TOPIC P          one partition of describe, compact JSON
 #
-# NET and PORT may be set before sourcing.
+# NET and PORT may be set before sourcing; with KAFKA_PORT set, broker N
+# also serves Kafka clients on $NET.N:$KAFKA_PORT.
 
 : "${NET:=10.201.0}"
 : "${PORT:=9092}"
@@ -73,7 +74,9 @@ cluster_up() {
 			[ "$j" = "$i" ] || peers+="${peers:+,}$j@$NET.$j:$PORT"
 		done
 		kc "$ns" broker set id "$i" cluster "$cluster" \
-			listen "$NET.$i:$PORT" peers "$peers" >/dev/null || return 1
+			listen "$NET.$i:$PORT" peers "$peers" \
+			${KAFKA_PORT:+kafka-listen "$NET.$i:$KAFKA_PORT"} \
+			>/dev/null || return 1
 	done
 }
 

@@ -12,7 +12,7 @@ Run it inside a network namespace (ip netns exec NS repl_helper.py ...):
       Cases:
         garbage      17 bytes of text instead of a frame header
         short-hello  a HELLO frame with a 40-byte (truncated) payload
-        trunc-hold   a header announcing a 72-byte HELLO, 20 bytes of it,
+        trunc-hold   a header announcing a whole HELLO, 20 bytes of it,
                      then silence: only the HELLO deadline ends it
         oversized    a header announcing 4 MiB + 1 bytes of payload
         bad-type     a header of frame type 9
@@ -71,7 +71,11 @@ def die(msg):
 
 # --- inter-broker wire protocol -------------------------------------------
 
-def frame(ftype, payload, length=None, version=1, corr=0):
+WIRE_VERSION = 2
+HELLO_LEN = 200         # struct krep_wire_hello, version 2
+
+
+def frame(ftype, payload, length=None, version=WIRE_VERSION, corr=0):
     if length is None:
         length = len(payload)
     return HDR.pack(MAGIC, version, ftype, 0, length, corr) + payload
@@ -79,7 +83,8 @@ def frame(ftype, payload, length=None, version=1, corr=0):
 
 def hello_payload(broker_id, cluster):
     cid = cluster.encode()
-    return struct.pack(">IHH", broker_id, 1, 0) + cid + b"\0" * (64 - len(cid))
+    return (struct.pack(">IHH", broker_id, WIRE_VERSION, 0) + cid +
+            b"\0" * (64 - len(cid)) + b"\0" * 128)
 
 
 def connect(addr):
@@ -132,14 +137,15 @@ def expect_hello(s, leader_id, cluster):
     if hdr is None:
         return "no HELLO answer"
     magic, ver, ftype, flags, length, _ = HDR.unpack(hdr)
-    if (magic, ver, ftype, flags, length) != (MAGIC, 1, HELLO, 0, 72):
+    if (magic, ver, ftype, flags, length) != (MAGIC, WIRE_VERSION, HELLO, 0,
+                                              HELLO_LEN):
         return "bad HELLO answer header %r" % (HDR.unpack(hdr),)
     body = recv_exact(s, length, 10)
     if body is None:
         return "short HELLO answer"
     bid, bver, _ = struct.unpack(">IHH", body[:8])
-    cid = body[8:].rstrip(b"\0").decode(errors="replace")
-    if (bid, bver, cid) != (leader_id, 1, cluster):
+    cid = body[8:72].rstrip(b"\0").decode(errors="replace")
+    if (bid, bver, cid) != (leader_id, WIRE_VERSION, cluster):
         return "HELLO answer from %d v%d cluster %r" % (bid, bver, cid)
     return None
 
@@ -156,7 +162,7 @@ def badpeer(addr, cluster, leader_id, peer_id, cases):
             s.sendall(frame(HELLO, hello_payload(peer_id, cluster)[:40]))
         elif case == "trunc-hold":
             s.sendall(frame(HELLO, hello_payload(peer_id, cluster)[:20],
-                            length=72))
+                            length=HELLO_LEN))
             wait = 20
         elif case == "oversized":
             s.sendall(frame(HELLO, b"", length=(4 << 20) + 1))

@@ -26,6 +26,9 @@ struct broker_info {
 	char *cluster;
 	bool has_listen;
 	struct krep_ep listen;
+	bool has_kafka_listen;
+	struct krep_ep kafka_listen;
+	char *kafka_advertised;
 	bool has_gen;
 	uint32_t gen;
 	size_t npeers;
@@ -45,6 +48,8 @@ static void set_usage(FILE *f)
 {
 	fputs("Usage: krepctl broker set [id ID] [cluster NAME] [listen ENDPOINT]\n"
 	      "                          [peers ID@ENDPOINT[,ID@ENDPOINT...] | peers none]\n"
+	      "                          [kafka-listen ENDPOINT|none]\n"
+	      "                          [kafka-advertised HOST:PORT|none]\n"
 	      "\n"
 	      "Change this network namespace's broker. Give at least one keyword;\n"
 	      "the change applies completely or not at all. Needs CAP_NET_ADMIN.\n"
@@ -54,6 +59,13 @@ static void set_usage(FILE *f)
 	      "  listen ENDPOINT  where the broker accepts connections from peers\n"
 	      "  peers LIST       replaces the whole peer list; peer ids are unique\n"
 	      "                   and differ from the broker's; 'none' clears it\n"
+	      "  kafka-listen ENDPOINT\n"
+	      "                   where Kafka clients connect (kcat, librdkafka,\n"
+	      "                   kafka-python, KafkaJS); 'none' closes it\n"
+	      "  kafka-advertised HOST:PORT\n"
+	      "                   what Metadata tells clients for this broker\n"
+	      "                   (default: the kafka-listen address); needed\n"
+	      "                   when kafka-listen is a wildcard address\n"
 	      "\n"
 	      "ENDPOINT is A.B.C.D:PORT or [IPV6-ADDRESS]:PORT, PORT 1..65535.\n"
 	      "Values are checked by the kernel, which says why it refuses one.\n",
@@ -88,6 +100,8 @@ static struct nla_policy broker_policy[KREP_A_MAX + 1] = {
 	[KREP_A_LISTEN]		= { .type = NLA_NESTED },
 	[KREP_A_PEERS]		= { .type = NLA_NESTED },
 	[KREP_A_GENERATION]	= { .type = NLA_U32 },
+	[KREP_A_KAFKA_LISTEN]	= { .type = NLA_NESTED },
+	[KREP_A_KAFKA_ADVERTISED] = { .type = NLA_STRING },
 };
 
 static struct nla_policy peer_policy[KREP_A_PEER_MAX + 1] = {
@@ -99,6 +113,7 @@ static struct nla_policy peer_policy[KREP_A_PEER_MAX + 1] = {
 static void broker_info_free(struct broker_info *bi)
 {
 	free(bi->cluster);
+	free(bi->kafka_advertised);
 	free(bi->peers);
 	memset(bi, 0, sizeof(*bi));
 }
@@ -171,6 +186,17 @@ static int broker_info_get(struct nl_msg *msg, void *arg)
 			goto malformed;
 		bi->has_listen = true;
 	}
+	if (tb[KREP_A_KAFKA_LISTEN]) {
+		if (krep_ep_get(tb[KREP_A_KAFKA_LISTEN], &bi->kafka_listen))
+			goto malformed;
+		bi->has_kafka_listen = true;
+	}
+	if (tb[KREP_A_KAFKA_ADVERTISED]) {
+		bi->kafka_advertised =
+			strdup(nla_get_string(tb[KREP_A_KAFKA_ADVERTISED]));
+		if (!bi->kafka_advertised)
+			goto nomem;
+	}
 	if (tb[KREP_A_GENERATION]) {
 		bi->has_gen = true;
 		bi->gen = nla_get_u32(tb[KREP_A_GENERATION]);
@@ -224,6 +250,9 @@ static void show_text(FILE *f, const struct broker_info *bi)
 		fprintf(f, "  generation -\n");
 	fprintf(f, "listen %s\n", bi->has_listen ?
 		krep_ep_format(&bi->listen, ep, sizeof(ep)) : "-");
+	fprintf(f, "kafka %s  advertised %s\n", bi->has_kafka_listen ?
+		krep_ep_format(&bi->kafka_listen, ep, sizeof(ep)) : "-",
+		bi->kafka_advertised ? bi->kafka_advertised : "-");
 	for (i = 0; i < bi->npeers; i++) {
 		p = &bi->peers[i];
 		if (p->has_id)
@@ -269,6 +298,13 @@ static void show_json(FILE *f, const struct broker_info *bi)
 		json_null(&j);
 	json_key(&j, "listen");
 	json_ep(&j, bi->has_listen, &bi->listen);
+	json_key(&j, "kafka_listen");
+	json_ep(&j, bi->has_kafka_listen, &bi->kafka_listen);
+	json_key(&j, "kafka_advertised");
+	if (bi->kafka_advertised)
+		json_str(&j, bi->kafka_advertised);
+	else
+		json_null(&j);
 	json_key(&j, "generation");
 	if (bi->has_gen)
 		json_u64(&j, bi->gen);
@@ -416,7 +452,9 @@ int krep_broker_set_parse(int argc, char **argv, struct krep_broker_set *set)
 			return 1;
 		}
 		if (strcmp(kw, "id") && strcmp(kw, "cluster") &&
-		    strcmp(kw, "listen") && strcmp(kw, "peers")) {
+		    strcmp(kw, "listen") && strcmp(kw, "peers") &&
+		    strcmp(kw, "kafka-listen") &&
+		    strcmp(kw, "kafka-advertised")) {
 			err = -EINVAL;
 			krepctl_usage_error(set_usage,
 					    "broker set: unknown keyword '%s'",
@@ -434,7 +472,10 @@ int krep_broker_set_parse(int argc, char **argv, struct krep_broker_set *set)
 		if ((!strcmp(kw, "id") && set->has_id) ||
 		    (!strcmp(kw, "cluster") && set->cluster) ||
 		    (!strcmp(kw, "listen") && set->has_listen) ||
-		    (!strcmp(kw, "peers") && set->has_peers)) {
+		    (!strcmp(kw, "peers") && set->has_peers) ||
+		    (!strcmp(kw, "kafka-listen") && set->has_kafka_listen) ||
+		    (!strcmp(kw, "kafka-advertised") &&
+		     set->kafka_advertised)) {
 			err = -EINVAL;
 			krepctl_usage_error(set_usage,
 					    "broker set: '%s' given twice", kw);
@@ -449,6 +490,16 @@ int krep_broker_set_parse(int argc, char **argv, struct krep_broker_set *set)
 		} else if (!strcmp(kw, "listen")) {
 			err = set_ep(kw, val, &set->listen);
 			set->has_listen = !err;
+		} else if (!strcmp(kw, "kafka-listen")) {
+			err = 0;
+			if (strcmp(val, "none"))
+				err = set_ep(kw, val, &set->kafka_listen);
+			else
+				set->kafka_listen.family = AF_UNSPEC;
+			set->has_kafka_listen = !err;
+		} else if (!strcmp(kw, "kafka-advertised")) {
+			err = 0;
+			set->kafka_advertised = strcmp(val, "none") ? val : "";
 		} else {
 			err = set_peers(val, &set->peers);
 			set->has_peers = !err;
@@ -468,6 +519,20 @@ fail:
 	return err;
 }
 
+/* the Kafka listener, or an empty nest for none */
+static int kafka_listen_put(struct nl_msg *msg, const struct krep_ep *ep)
+{
+	struct nlattr *nest;
+
+	if (ep->family != AF_UNSPEC)
+		return krep_ep_put(msg, KREP_A_KAFKA_LISTEN, ep);
+	nest = nla_nest_start(msg, KREP_A_KAFKA_LISTEN);
+	if (!nest)
+		return -ENOMEM;
+	nla_nest_end(msg, nest);
+	return 0;
+}
+
 /* Build the BROKER_SET request for @set; NULL if out of memory. */
 struct nl_msg *krep_broker_set_msg(int family, const struct krep_broker_set *set)
 {
@@ -476,6 +541,8 @@ struct nl_msg *krep_broker_set_msg(int family, const struct krep_broker_set *set
 
 	if (set->cluster)
 		size += nla_total_size(strlen(set->cluster) + 1);
+	if (set->kafka_advertised)
+		size += nla_total_size(strlen(set->kafka_advertised) + 1);
 	if (set->has_peers)
 		size += krep_peers_msg_size(&set->peers);
 	msg = krep_genl_msg_new(family, KREP_CMD_BROKER_SET, 0, size);
@@ -487,7 +554,12 @@ struct nl_msg *krep_broker_set_msg(int family, const struct krep_broker_set *set
 	    (set->has_listen &&
 	     krep_ep_put(msg, KREP_A_LISTEN, &set->listen)) ||
 	    (set->has_peers &&
-	     krep_peers_put(msg, KREP_A_PEERS, &set->peers))) {
+	     krep_peers_put(msg, KREP_A_PEERS, &set->peers)) ||
+	    (set->has_kafka_listen &&
+	     kafka_listen_put(msg, &set->kafka_listen)) ||
+	    (set->kafka_advertised &&
+	     nla_put_string(msg, KREP_A_KAFKA_ADVERTISED,
+			    set->kafka_advertised))) {
 		nlmsg_free(msg);
 		return NULL;
 	}

@@ -251,6 +251,9 @@ struct krep_broker_set {
 	const char *cluster;	/* NULL: leave unchanged */
 	bool has_listen;
 	struct krep_ep listen;
+	bool has_kafka_listen;
+	struct krep_ep kafka_listen;	/* AF_UNSPEC: none (remove it) */
+	const char *kafka_advertised;	/* NULL: leave, "": clear */
 	bool has_peers;
 	struct krep_peers peers;
 };

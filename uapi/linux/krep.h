@@ -14,6 +14,11 @@
  *             KREP_A_BROKER_ID       u32   absent while the broker has no id
  *             KREP_A_CLUSTER_ID      string absent while unset
  *             KREP_A_LISTEN          nest  KREP_A_EP_*, absent while unset
+ *             KREP_A_KAFKA_LISTEN    nest  KREP_A_EP_*: the Kafka client
+ *                                          listener, absent while unset
+ *             KREP_A_KAFKA_ADVERTISED string HOST:PORT that Metadata gives
+ *                                          clients for this broker, absent
+ *                                          while there is no Kafka listener
  *             KREP_A_PEERS           nest  of KREP_A_PEER (nest):
  *                 KREP_A_PEER_ID     u32
  *                 KREP_A_PEER_EP     nest  KREP_A_EP_*
@@ -44,6 +49,13 @@
  *                                          [A-Za-z0-9_-]
  *             KREP_A_LISTEN          nest  KREP_A_EP_*: exactly one address
  *                                          and a port
+ *             KREP_A_KAFKA_LISTEN    nest  KREP_A_EP_*: the Kafka client
+ *                                          listener (an empty nest: none)
+ *             KREP_A_KAFKA_ADVERTISED string HOST:PORT (1..KREP_ADVERTISED_MAX
+ *                                          chars; "" clears it): what
+ *                                          Metadata gives for this broker;
+ *                                          needed when KREP_A_KAFKA_LISTEN
+ *                                          is a wildcard address
  *             KREP_A_PEERS           nest  of KREP_A_PEER, replaces the whole
  *                                          peer list (an empty nest clears it);
  *                                          at most KREP_PEERS_MAX, ids unique
@@ -229,6 +241,7 @@
 
 #define KREP_BROKER_ID_MAX	0x7fffffffU	/* Kafka node ids are int32 >= 0 */
 #define KREP_CLUSTER_ID_MAX	64		/* characters, without the NUL */
+#define KREP_ADVERTISED_MAX	127		/* characters, without the NUL */
 #define KREP_PEERS_MAX		64
 #define KREP_DEFAULT_PORT	9092
 #define KREP_NO_LEADER		0xffffffffU	/* KREP_A_LEADER: none */
@@ -307,6 +320,8 @@ enum krep_attr {
 	KREP_A_ASSIGNMENT,	/* nest: KREP_A_REPLICAS ... (TOPIC_NEW) */
 	KREP_A_LOG_MEMORY,	/* u64: log bytes held (BROKER_GET) */
 	KREP_A_LOG_MEMORY_MAX,	/* u64: the broker's cap (BROKER_GET) */
+	KREP_A_KAFKA_LISTEN,	/* nest: enum krep_ep_attr */
+	KREP_A_KAFKA_ADVERTISED, /* string: HOST:PORT */
 
 	__KREP_A_MAX,
 	KREP_A_MAX = __KREP_A_MAX - 1

@@ -10,7 +10,8 @@
  * exactly, closes that connection and nothing else.
  *
  *   follower (client)                         leader (server, `listen`)
- *   HELLO {broker id, cluster id, version} -->
+ *   HELLO {broker id, cluster id, version,
+ *          Kafka advertised address}       -->
  *                                          <-- HELLO {its own}
  *   FETCH {replica id, max wait, max bytes,
  *          per partition: topic, partition,
@@ -31,7 +32,7 @@
 #include <linux/types.h>
 
 #define KREP_WIRE_MAGIC		0x4b524550	/* "KREP" */
-#define KREP_WIRE_VERSION	1
+#define KREP_WIRE_VERSION	2
 #define KREP_WIRE_MAX_PAYLOAD	(4U << 20)	/* bytes, per frame */
 #define KREP_WIRE_MAX_PARTITIONS 4096		/* per FETCH */
 
@@ -51,12 +52,19 @@ struct krep_wire_hdr {
 };
 
 #define KREP_WIRE_CLUSTER_ID_LEN	64
+#define KREP_WIRE_ADVERTISED_LEN	128
 
 struct krep_wire_hello {
 	__be32 broker_id;
 	__be16 version;		/* KREP_WIRE_VERSION */
 	__be16 reserved;	/* 0 */
 	char cluster_id[KREP_WIRE_CLUSTER_ID_LEN];	/* NUL-padded */
+	/*
+	 * "HOST:PORT" where the sender serves Kafka clients (what the
+	 * brokers list of a Metadata response gives for it); NUL-padded,
+	 * empty when it has no Kafka listener. Version 2.
+	 */
+	char kafka_advertised[KREP_WIRE_ADVERTISED_LEN];
 };
 
 struct krep_wire_fetch {

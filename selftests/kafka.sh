@@ -1,0 +1,177 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# kafka.sh - Kafka clients against the brokers' Kafka listeners: kcat
+# (librdkafka), kafka-python and KafkaJS, unchanged, plus raw requests.
+#
+#   B1 10.203.0.1            B2 10.203.0.2            B3 10.203.0.3
+#   replication :9092, Kafka clients :9192 on each; topic kt, 3 partitions,
+#   RF 3, partition P led by broker P+1
+#
+#   kcat -L           Metadata: 3 brokers at their advertised addresses,
+#                     each partition's leader, replicas and ISR
+#   kcat -P / -C      1000 records produced (acks=all) through broker 2 to
+#                     partition 0 (led by broker 1) and read back, byte for
+#                     byte, from the beginning to the end
+#   kafka-python      keyed records to partition 1 and back (no group)
+#   KafkaJS           records to partition 2, then ListOffsets (admin)
+#   kafka_raw.py      ApiVersions v0/v3/unsupported, unknown and invalid
+#                     topics, NOT_LEADER_OR_FOLLOWER on a follower,
+#                     pipelining, malformed and oversized requests
+#   a parked Fetch    woken by a produce, not by its 20 s max wait
+#
+# Prints KTAP; leaves the module unloaded.
+
+set -u
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+# shellcheck source=selftests/lib.sh
+. "$here/lib.sh"
+
+krep_require_vm
+krep_require_cmd kcat jq python3 node cmp
+
+NET=10.203.0
+PORT=9092
+KAFKA_PORT=9192
+# shellcheck source=selftests/cluster.sh
+. "$here/cluster.sh"
+
+tmp=$(mktemp -d)
+krep_cleanup_push rm -rf "$tmp"
+krep_cleanup_push krep_mod_unload
+
+ktap_plan 32
+
+krep_mod_unload || ktap_bail "krep is loaded and rmmod fails"
+mark=kafka-$$
+krep_kmsg_mark "$mark"
+krep_mod_load || ktap_bail "cannot load krep.ko"
+cluster_up kafka || ktap_bail "cannot set up three brokers"
+
+# shellcheck disable=SC2317 # the conditions krep_wait_for polls
+isr_full() {
+	describe "$B1" kt | jq -e 'length == 3 and
+		all(.[]; (.isr | length) == 3)' >/dev/null
+}
+
+cluster_topic kt partitions 3 replication-factor 3 ||
+	ktap_bail "cannot create topic kt"
+krep_wait_for 60 cluster_peers_up || ktap_bail "peers do not connect"
+krep_wait_for 60 isr_full || ktap_bail "kt's ISR does not fill"
+ktap_ok "3 brokers with Kafka listeners, topic kt with a full ISR"
+
+boot() { echo "$NET.$1:$KAFKA_PORT"; }
+# bx N CMD...: CMD in broker N's namespace, a minute at most
+bx() { timeout 60 ip netns exec "$(bns "$1")" "${@:2}"; }
+# jqf EXPR FILE: jq -e on a file that must not be empty
+jqf() { test -s "$2" && jq -e "$1" "$2"; }
+
+# 1. kcat -L: Metadata
+if bx 2 kcat -b "$(boot 2)" -L -J -t kt -m 15 >"$tmp/meta.json" 2>"$tmp/meta.err"; then
+	ktap_ok "kcat -L through broker 2 answers"
+else
+	ktap_diag_stdin <"$tmp/meta.err"
+	ktap_fail "kcat -L through broker 2 answers"
+fi
+ktap_check "Metadata lists brokers 1, 2, 3 at their Kafka listeners" \
+	jqf "[.brokers[] | \"\\(.id) \\(.name)\"] | sort ==
+		[\"1 $NET.1:9192\", \"2 $NET.2:9192\", \"3 $NET.3:9192\"]" \
+	"$tmp/meta.json"
+ktap_check "Metadata: kt has 3 partitions, partition P led by broker P+1" \
+	jqf '.topics[] | select(.topic == "kt") | .partitions |
+		length == 3 and all(.[]; .leader == .partition + 1)' \
+	"$tmp/meta.json"
+ktap_check "Metadata: every partition has replicas 1, 2, 3 and all in the ISR" \
+	jqf '.topics[] | select(.topic == "kt") | .partitions |
+		all(.[]; ([.replicas[].id] | sort) == [1, 2, 3] and
+			([.isrs[].id] | sort) == [1, 2, 3])' "$tmp/meta.json"
+
+# 2. kcat produce and consume: through broker 2, to partition 0 (leader 1)
+awk 'BEGIN { for (i = 1; i <= 1000; i++) {
+	s = sprintf("kcat-%04d-", i); for (j = 0; j < i % 97; j++) s = s "x"
+	print s } }' >"$tmp/in"
+if bx 2 kcat -b "$(boot 2)" -P -t kt -p 0 -X acks=all -X linger.ms=5 \
+	<"$tmp/in" 2>"$tmp/p.err"; then
+	ktap_ok "kcat -P: 1000 records to partition 0 with acks=all"
+else
+	ktap_diag_stdin <"$tmp/p.err"
+	ktap_fail "kcat -P: 1000 records to partition 0 with acks=all"
+fi
+bx 3 kcat -b "$(boot 3)" -C -t kt -p 0 -o beginning -e -q \
+	>"$tmp/out" 2>"$tmp/c.err"
+ktap_check "kcat -C reads the 1000 records back byte for byte" \
+	cmp "$tmp/in" "$tmp/out"
+hw=$(kc "$B1" --json topic describe kt | jq '.[] | select(.partition == 0) | .hw')
+ktap_check "partition 0's HW on broker 1 is 1000 (kcat -P)" test "$hw" = 1000
+kcat_end() {
+	bx 1 kcat -b "$(boot 1)" -Q -t "kt:0:-1" 2>/dev/null |
+		awk '{ print $NF }'
+}
+end=$(kcat_end)
+ktap_check "kcat -Q (ListOffsets latest) gives 1000 for partition 0" \
+	test "$end" = 1000
+
+# followers have the records too: leader-independent bytes
+krep_wait_for 30 eval '[ "$(kc "$B3" --json topic describe kt |
+	jq ".[] | select(.partition == 0) | .leo")" = 1000 ]'
+ktap_check "broker 3 (a follower) has partition 0's 1000 records" \
+	test "$(kc "$B3" --json topic describe kt |
+		jq '.[] | select(.partition == 0) | .leo')" = 1000
+
+# 3. kafka-python: partition 1 (leader 2) through broker 3
+if bx 3 python3 "$here/kafka_python_client.py" "$(boot 3)" kt 1 200 \
+	>"$tmp/kp.out" 2>&1; then
+	ktap_diag "$(cat "$tmp/kp.out")"
+	ktap_ok "kafka-python: 200 records to partition 1 (acks=all), read back, end offset +200"
+else
+	ktap_diag_stdin <"$tmp/kp.out"
+	ktap_fail "kafka-python: 200 records to partition 1 (acks=all), read back, end offset +200"
+fi
+
+# 4. KafkaJS: partition 2 (leader 3) through broker 1
+if bx 1 node "$here/kafkajs_client.js" "$(boot 1)" kt 2 300 \
+	>"$tmp/kj.out" 2>&1; then
+	ktap_diag "$(cat "$tmp/kj.out")"
+	ktap_ok "KafkaJS: 300 records to partition 2 (acks=-1), ListOffsets high +300"
+else
+	ktap_diag_stdin <"$tmp/kj.out"
+	ktap_fail "KafkaJS: 300 records to partition 2 (acks=-1), ListOffsets high +300"
+fi
+leo2=$(kc "$B3" --json topic describe kt | jq '.[] | select(.partition == 2) | .hw')
+ktap_check "partition 2's HW on its leader is 300" test "$leo2" = 300
+
+# 5. raw requests: versions, errors, pipelining, bad requests
+bx 1 python3 "$here/kafka_raw.py" "$(boot 1)" kt 1 "$(boot 2)" \
+	>"$tmp/raw.out" 2>&1
+rc=$?
+nraw=0
+while read -r line; do
+	case $line in
+	"ok "*) ktap_ok "${line#ok }"; nraw=$((nraw + 1)) ;;
+	"not ok "*) ktap_fail "${line#not ok }"; nraw=$((nraw + 1)) ;;
+	*) ktap_diag "$line" ;;
+	esac
+done <"$tmp/raw.out"
+# kafka_raw.py has 14 checks: one result each, and one for its exit
+ktap_check "kafka_raw.py ran its 14 checks and passed (status $rc)" \
+	test "$nraw" = 14 -a "$rc" = 0
+
+# 6. a consumer's parked Fetch is woken by a produce
+start=$SECONDS
+bx 3 kcat -b "$(boot 3)" -C -t kt -p 0 -o end -c 1 -q \
+	-X fetch.wait.max.ms=20000 >"$tmp/late" 2>"$tmp/late.err" &
+cpid=$!
+# the consumer is at the end once it has a Fetch parked on broker 1
+krep_wait_for 30 eval 'ip netns exec "$B1" ss -tnH state established \
+	"( sport = :$KAFKA_PORT )" | grep -q "$NET.3:"'
+echo late-record | bx 1 kcat -b "$(boot 1)" -P -t kt -p 0 2>/dev/null
+wait "$cpid"
+took=$((SECONDS - start))
+ktap_check "a consumer at the end gets the next record (fetch.wait.max.ms 20000)" \
+	grep -qx late-record "$tmp/late"
+ktap_check "... before its Fetch's 20 s max wait ran out ($took s)" \
+	test "$took" -lt 20
+
+krep_teardown_checks "$mark"
+ktap_finish

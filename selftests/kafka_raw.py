@@ -1,0 +1,273 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""kafka_raw.py - Kafka requests written byte by byte, for selftests/kafka.sh.
+
+Checks what no client library lets a test choose: exact versions, errors,
+malformed and oversized requests. Run inside a broker's namespace:
+
+  kafka_raw.py HOST:PORT TOPIC LEADER_ID FOLLOWER_HOST:PORT
+
+TOPIC must exist with partition 0 led by LEADER_ID (served at HOST:PORT)
+and replicated to the broker at FOLLOWER_HOST:PORT. Prints one line per
+check, "ok DESCRIPTION" or "not ok DESCRIPTION: WHAT", and exits 0 when
+every check passed, 1 otherwise.
+"""
+
+import socket
+import struct
+import sys
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from krep_record import batch  # noqa: E402
+
+FAILED = 0
+
+
+def check(cond, desc, what=""):
+    global FAILED
+    if cond:
+        print("ok " + desc)
+    else:
+        FAILED += 1
+        print("not ok %s: %s" % (desc, what))
+
+
+def connect(addr):
+    host, port = addr.rsplit(":", 1)
+    s = socket.create_connection((host, int(port)), timeout=20)
+    return s
+
+
+def s16(v):
+    return struct.pack(">h", v)
+
+
+def s32(v):
+    return struct.pack(">i", v)
+
+
+def s64(v):
+    return struct.pack(">q", v)
+
+
+def string(v):
+    if v is None:
+        return s16(-1)
+    b = v.encode()
+    return s16(len(b)) + b
+
+
+def request(key, ver, corr, body, flexible=False):
+    hdr = s16(key) + s16(ver) + s32(corr) + string("kafka_raw")
+    if flexible:
+        hdr += b"\0"                    # no tagged fields
+    msg = hdr + body
+    return s32(len(msg)) + msg
+
+
+def recv_exact(s, n):
+    buf = b""
+    while len(buf) < n:
+        part = s.recv(n - len(buf))
+        if not part:
+            return None
+        buf += part
+    return buf
+
+
+def response(s):
+    size = recv_exact(s, 4)
+    if size is None:
+        return None
+    return recv_exact(s, struct.unpack(">i", size)[0])
+
+
+def closed(s):
+    """True when the broker closed the connection (EOF or reset)."""
+    try:
+        return s.recv(1) == b""
+    except (ConnectionResetError, socket.timeout):
+        return False
+
+
+class Reader:
+    def __init__(self, buf):
+        self.b = buf
+        self.p = 0
+
+    def take(self, fmt):
+        v = struct.unpack_from(fmt, self.b, self.p)
+        self.p += struct.calcsize(fmt)
+        return v[0]
+
+    def i8(self):
+        return self.take(">b")
+
+    def i16(self):
+        return self.take(">h")
+
+    def i32(self):
+        return self.take(">i")
+
+    def i64(self):
+        return self.take(">q")
+
+    def uvarint(self):
+        v = shift = 0
+        while True:
+            c = self.b[self.p]
+            self.p += 1
+            v |= (c & 0x7f) << shift
+            shift += 7
+            if not c & 0x80:
+                return v
+
+    def string(self):
+        n = self.i16()
+        if n < 0:
+            return None
+        v = self.b[self.p:self.p + n].decode()
+        self.p += n
+        return v
+
+    def done(self):
+        return self.p == len(self.b)
+
+
+def api_versions(addr):
+    s = connect(addr)
+    s.sendall(request(18, 0, 7, b""))
+    r = Reader(response(s))
+    corr, err, n = r.i32(), r.i16(), r.i32()
+    apis = {}
+    for _ in range(n):
+        k, lo, hi = r.i16(), r.i16(), r.i16()
+        apis[k] = (lo, hi)
+    check(corr == 7 and err == 0 and r.done(),
+          "ApiVersions v0: correlation id, no error, exact length",
+          "corr %d err %d" % (corr, err))
+    want = {0: (3, 8), 1: (4, 11), 2: (1, 5), 3: (0, 8), 18: (0, 3)}
+    check(apis == want, "ApiVersions lists Produce 3-8, Fetch 4-11, "
+          "ListOffsets 1-5, Metadata 0-8, ApiVersions 0-3", repr(apis))
+
+    # v3: flexible body (compact array, tagged fields), header still v0
+    body = b"\x0akafka_raw" + b"\x021" + b"\0"
+    s.sendall(request(18, 3, 8, body, flexible=True))
+    r = Reader(response(s))
+    corr, err, n = r.i32(), r.i16(), r.uvarint() - 1
+    for _ in range(n):
+        r.i16(), r.i16(), r.i16(), r.uvarint()
+    throttle, tags = r.i32(), r.uvarint()
+    check(corr == 8 and err == 0 and n == 5 and tags == 0 and r.done(),
+          "ApiVersions v3: compact array of 5 APIs and tagged fields",
+          "corr %d err %d n %d" % (corr, err, n))
+
+    # a version newer than ours: version 0 body with UNSUPPORTED_VERSION
+    s.sendall(request(18, 9, 9, b"\0\0\0", flexible=True))
+    r = Reader(response(s))
+    corr, err, n = r.i32(), r.i16(), r.i32()
+    check(corr == 9 and err == 35 and n == 5,
+          "ApiVersions v9: UNSUPPORTED_VERSION (35) and the list in v0",
+          "corr %d err %d n %d" % (corr, err, n))
+    s.close()
+
+
+def metadata_unknown(addr):
+    s = connect(addr)
+    body = s32(2) + string("no-such-topic") + string("bad/name") + b"\0"
+    s.sendall(request(3, 4, 11, body))
+    r = Reader(response(s))
+    r.i32(), r.i32()                    # corr, throttle
+    for _ in range(r.i32()):
+        r.i32(), r.string(), r.i32(), r.string()
+    r.string(), r.i32()                 # cluster id, controller
+    errs = {}
+    for _ in range(r.i32()):
+        err, name = r.i16(), r.string()
+        r.i8()
+        r.i32()                         # no partitions
+        errs[name] = err
+    check(errs == {"no-such-topic": 3, "bad/name": 17},
+          "Metadata: UNKNOWN_TOPIC_OR_PARTITION (3) and "
+          "INVALID_TOPIC_EXCEPTION (17), no topic created", repr(errs))
+    s.close()
+
+
+def produce(addr, topic, acks, value, corr):
+    rec = batch(value)
+    body = (string(None) + s16(acks) + s32(10000) + s32(1) + string(topic) +
+            s32(1) + s32(0) + s32(len(rec)) + rec)
+    s = connect(addr)
+    s.sendall(request(0, 7, corr, body))
+    r = Reader(response(s))
+    rcorr = r.i32()
+    r.i32()                             # topics
+    r.string()
+    r.i32()                             # partitions
+    part, err, base = r.i32(), r.i16(), r.i64()
+    s.close()
+    return rcorr, err, base
+
+
+def produce_errors(leader, follower, topic):
+    corr, err, base = produce(leader, topic, -1, b"raw-1", 21)
+    check(corr == 21 and err == 0 and base >= 0,
+          "Produce v7 acks=all to the leader: no error, a base offset",
+          "corr %d err %d base %d" % (corr, err, base))
+    corr, err, base = produce(follower, topic, 1, b"raw-3", 22)
+    check(err == 6 and base == -1,
+          "Produce to a follower: NOT_LEADER_OR_FOLLOWER (6)",
+          "err %d base %d" % (err, base))
+    corr, err, base = produce(leader, "no-such-topic", 1, b"x", 23)
+    check(err == 3, "Produce to an unknown topic: "
+          "UNKNOWN_TOPIC_OR_PARTITION (3)", "err %d" % err)
+
+
+def bad_requests(addr):
+    s = connect(addr)
+    s.sendall(request(1234, 0, 1, b""))
+    check(closed(s), "an unknown API key closes the connection")
+    s = connect(addr)
+    s.sendall(request(0, 2, 1, b""))
+    check(closed(s), "Produce v2 (unsupported) closes the connection")
+    s = connect(addr)
+    s.sendall(request(3, 4, 1, s32(5) + b"\0\0"))
+    check(closed(s), "a Metadata request cut short closes the connection")
+    s = connect(addr)
+    s.sendall(s32(64 << 20))
+    check(closed(s), "a request announcing 64 MiB closes the connection")
+    # the listener still serves: another connection gets its answer
+    s = connect(addr)
+    s.sendall(request(18, 0, 5, b""))
+    r = response(s)
+    check(r is not None and Reader(r).i32() == 5,
+          "after the bad requests a new connection is served")
+    s.close()
+
+
+def pipelined(addr):
+    """Three requests in one send are answered in order."""
+    s = connect(addr)
+    s.sendall(request(18, 0, 31, b"") + request(3, 1, 32, s32(0)) +
+              request(18, 1, 33, b""))
+    got = [Reader(response(s)).i32() for _ in range(3)]
+    check(got == [31, 32, 33], "pipelined requests answered in order",
+          repr(got))
+    s.close()
+
+
+def main(argv):
+    if len(argv) != 5:
+        print(__doc__, file=sys.stderr)
+        return 2
+    addr, topic, _, follower = argv[1:5]
+    api_versions(addr)
+    metadata_unknown(addr)
+    produce_errors(addr, follower, topic)
+    pipelined(addr)
+    bad_requests(addr)
+    return 1 if FAILED else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
