@@ -688,7 +688,9 @@ static int kfetch_resume(struct krep_kpark *kp, bool final)
 			} else if (fp->p) {
 				struct krep_fetch_req req = {
 					.offset = fp->offset,
-					.max_bytes = min_t(u32, budget - total,
+					/* a first batch may pass the budget */
+					.max_bytes = min_t(u32, total >= budget ?
+							   0 : budget - total,
 							   max(fp->max_bytes, 0)),
 					.isolation = f->isolation,
 					.leader_epoch = fp->leader_epoch,

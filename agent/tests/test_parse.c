@@ -741,6 +741,8 @@ static void test_reply(void)
 	nla_put_u32(m, KREP_A_BROKER_ID, 1);
 	nla_put_string(m, KREP_A_CLUSTER_ID, "krep-test");
 	put_ep(m, KREP_A_LISTEN, "10.0.0.1:9092");
+	put_ep(m, KREP_A_KAFKA_LISTEN, "0.0.0.0:9192");
+	nla_put_string(m, KREP_A_KAFKA_ADVERTISED, "b1.example:9192");
 	n = nla_nest_start(m, KREP_A_PEERS | NLA_F_NESTED);
 	put_peer(m, 2, "10.0.0.2:9092", KREP_PEER_CONFIGURED);
 	put_peer(m, 3, "[fd00::3]:9092", KREP_PEER_UP);
@@ -753,6 +755,7 @@ static void test_reply(void)
 	CHECK_STR(reply_text(m, false),
 		  "broker 1  cluster krep-test  generation 3\n"
 		  "listen 10.0.0.1:9092\n"
+		  "kafka 0.0.0.0:9192  advertised b1.example:9192\n"
 		  "peer 2  10.0.0.2:9092  configured\n"
 		  "peer 3  [fd00::3]:9092  up\n"
 		  "peer 4  10.0.0.4:9092  unknown(9)\n"
@@ -760,7 +763,10 @@ static void test_reply(void)
 		  "broker show text");
 	CHECK_STR(reply_text(m, true),
 		  "{\"broker_id\":1,\"cluster_id\":\"krep-test\","
-		  "\"listen\":\"10.0.0.1:9092\",\"generation\":3,\"peers\":["
+		  "\"listen\":\"10.0.0.1:9092\","
+		  "\"kafka_listen\":\"0.0.0.0:9192\","
+		  "\"kafka_advertised\":\"b1.example:9192\","
+		  "\"generation\":3,\"peers\":["
 		  "{\"id\":2,\"addr\":\"10.0.0.2:9092\",\"state\":\"configured\"},"
 		  "{\"id\":3,\"addr\":\"[fd00::3]:9092\",\"state\":\"up\"},"
 		  "{\"id\":4,\"addr\":\"10.0.0.4:9092\",\"state\":\"unknown(9)\"},"
@@ -770,10 +776,12 @@ static void test_reply(void)
 
 	m = krep_genl_msg_new(FAMILY, KREP_CMD_BROKER_GET, 0, 0);
 	CHECK_STR(reply_text(m, false),
-		  "broker -  cluster -  generation -\nlisten -\n",
+		  "broker -  cluster -  generation -\nlisten -\n"
+		  "kafka -  advertised -\n",
 		  "unconfigured broker, text");
 	CHECK_STR(reply_text(m, true),
 		  "{\"broker_id\":null,\"cluster_id\":null,\"listen\":null,"
+		  "\"kafka_listen\":null,\"kafka_advertised\":null,"
 		  "\"generation\":null,\"peers\":[]}\n",
 		  "unconfigured broker, JSON nulls");
 	nlmsg_free(m);
@@ -784,7 +792,8 @@ static void test_reply(void)
 	nla_put_u32(m, KREP_A_GENERATION, 0);
 	CHECK_STR(reply_text(m, true),
 		  "{\"broker_id\":0,\"cluster_id\":\"a\\\"b\\\\c\\n\","
-		  "\"listen\":null,\"generation\":0,\"peers\":[]}\n",
+		  "\"listen\":null,\"kafka_listen\":null,"
+		  "\"kafka_advertised\":null,\"generation\":0,\"peers\":[]}\n",
 		  "JSON escapes the cluster id");
 	nlmsg_free(m);
 
