@@ -23,6 +23,7 @@
 #include <net/netns/generic.h>
 
 #include "krep.h"
+#include "auth.h"
 #include "broker.h"
 #include "isr.h"
 #include "net.h"
@@ -68,6 +69,8 @@ struct krep_broker_cfg *krep_broker_cfg_dup(const struct krep_broker_cfg *old,
 	cfg->kafka_listen = old->kafka_listen;
 	strscpy(cfg->kafka_advertised, old->kafka_advertised,
 		sizeof(cfg->kafka_advertised));
+	memcpy(cfg->secret, old->secret, sizeof(cfg->secret));
+	cfg->secret_len = old->secret_len;
 	cfg->generation = old->generation;
 	return cfg;
 }
@@ -76,7 +79,7 @@ void krep_broker_cfg_free(struct krep_broker_cfg *cfg)
 {
 	if (!cfg)
 		return;
-	kfree(cfg);
+	kfree_sensitive(cfg);	/* it may hold the secret */
 	krep_obj_put(KREP_OBJ_BROKER_CFG);
 }
 
@@ -95,6 +98,18 @@ bool krep_endpoint_valid(const struct krep_endpoint *ep)
 	default:
 		return false;
 	}
+}
+
+/* a copy of the broker's secret (len 0: none); krep_secret_wipe() it */
+void krep_broker_secret(struct krep_net *kn, struct krep_secret *s)
+{
+	struct krep_broker_cfg *cfg;
+
+	rcu_read_lock();
+	cfg = rcu_dereference(kn->cfg);
+	s->len = cfg->secret_len;
+	memcpy(s->key, cfg->secret, cfg->secret_len);
+	rcu_read_unlock();
 }
 
 static bool endpoint_wildcard(const struct krep_endpoint *ep)

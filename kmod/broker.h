@@ -46,6 +46,8 @@ struct krep_broker_cfg {
 	struct krep_endpoint listen;
 	struct krep_endpoint kafka_listen;	/* Kafka clients; AF_UNSPEC: none */
 	char kafka_advertised[KREP_ADVERTISED_MAX + 1];	/* "" : from listen */
+	u8 secret[KREP_SECRET_MAX];		/* never sent anywhere */
+	u32 secret_len;				/* 0: no secret */
 	u32 generation;
 	unsigned int npeers;
 	struct krep_peer_cfg peers[];
@@ -93,6 +95,8 @@ struct krep_broker_cfg *krep_broker_cfg_alloc(unsigned int npeers);
 struct krep_broker_cfg *krep_broker_cfg_dup(const struct krep_broker_cfg *old,
 					    unsigned int npeers);
 void krep_broker_cfg_free(struct krep_broker_cfg *cfg);
+struct krep_secret;
+void krep_broker_secret(struct krep_net *kn, struct krep_secret *s);
 int krep_broker_cfg_check(const struct krep_broker_cfg *cfg,
 			  const char **why);
 bool krep_endpoint_valid(const struct krep_endpoint *ep);

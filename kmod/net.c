@@ -46,14 +46,17 @@
 
 #include <linux/bvec.h>
 #include <linux/inet.h>
+#include <linux/random.h>
 #include <linux/net.h>
 #include <linux/slab.h>
 #include <linux/tcp.h>
 #include <linux/uio.h>
+#include <net/ipv6.h>
 #include <net/sock.h>
 #include <net/tcp.h>
 
 #include "krep.h"
+#include "auth.h"
 #include "broker.h"
 #include "fetcher.h"
 #include "kafka.h"
@@ -321,6 +324,7 @@ static struct krep_conn *conn_new(struct krep_net *kn, struct socket *sock,
 		conn_set_cpu(c);
 	mutex_init(&c->tx_lock);
 	INIT_LIST_HEAD(&c->txq);
+	get_random_bytes(c->nonce, sizeof(c->nonce));
 	INIT_WORK(&c->tx_work, krep_conn_tx_work);
 	INIT_WORK(&c->rx_work, kafka ? krep_kafka_rx_work : krep_conn_rx_work);
 	INIT_WORK(&c->release_work, conn_release_work);
@@ -364,14 +368,23 @@ int krep_conn_recv_pages(struct krep_conn *c, const struct bio_vec *bv,
 	return conn_recvmsg(c, &msg);
 }
 
+/*
+ * Our HELLO: opening an outbound connection, or answering a peer's on
+ * an accepted one, with our proof over its nonce and ours when we hold
+ * a secret.
+ */
 static int send_hello(struct krep_conn *c)
 {
 	struct krep_wire_hello hello = {};
 	struct krep_broker_cfg *cfg;
+	struct krep_secret sec;
+	u32 self;
+	int err = 0;
 
 	rcu_read_lock();
 	cfg = rcu_dereference(c->kn->cfg);
-	hello.broker_id = cpu_to_be32(cfg->broker_id);
+	self = cfg->broker_id;
+	hello.broker_id = cpu_to_be32(self);
 	/* NUL-padded, and a full-length id has no NUL: memcpy */
 	memcpy(hello.cluster_id, cfg->cluster_id,
 	       strnlen(cfg->cluster_id, sizeof(hello.cluster_id)));
@@ -379,7 +392,103 @@ static int send_hello(struct krep_conn *c)
 			       sizeof(hello.kafka_advertised));
 	rcu_read_unlock();
 	hello.version = cpu_to_be16(KREP_WIRE_VERSION);
-	return krep_conn_send(c, KREP_WIRE_HELLO, 0, &hello, sizeof(hello));
+	memcpy(hello.nonce, c->nonce, sizeof(hello.nonce));
+	krep_broker_secret(c->kn, &sec);
+	if (sec.len) {
+		hello.flags = cpu_to_be16(KREP_WIRE_HELLO_F_AUTH);
+		if (!c->outbound)
+			err = krep_auth_proof(&sec, true, c->peer_nonce,
+					      c->nonce, self, c->peer_id,
+					      hello.proof);
+	}
+	krep_secret_wipe(&sec);
+	if (!err)
+		err = krep_conn_send(c, KREP_WIRE_HELLO, 0, &hello,
+				     sizeof(hello));
+	memzero_explicit(hello.proof, sizeof(hello.proof));
+	return err;
+}
+
+/* the follower's AUTH, its proof over the leader's nonce and its own */
+static int send_auth(struct krep_conn *c, const struct krep_secret *sec,
+		     u32 self)
+{
+	struct krep_wire_auth auth = {};
+	int err = 0;
+
+	if (sec->len)
+		err = krep_auth_proof(sec, false, c->peer_nonce, c->nonce,
+				      self, c->peer_id, auth.proof);
+	if (!err)
+		err = krep_conn_send(c, KREP_WIRE_AUTH, 0, &auth,
+				     sizeof(auth));
+	memzero_explicit(&auth, sizeof(auth));
+	return err;
+}
+
+/* the peer's address (its IP) is the one configured for its id? */
+static bool peer_addr_ok(struct krep_conn *c, const struct krep_endpoint *ep)
+{
+	struct sock *sk = c->sock->sk;
+
+	if (ep->sa.sa_family != sk->sk_family)
+		return false;
+	if (ep->sa.sa_family == AF_INET)
+		return ep->in4.sin_addr.s_addr == sk->sk_daddr;
+	return ipv6_addr_equal(&ep->in6.sin6_addr, &sk->sk_v6_daddr);
+}
+
+/*
+ * Checks of a peer's HELLO that need the configuration: cluster, a
+ * configured id, its address (inbound), the same secret setting.
+ */
+static const char *hello_config_check(struct krep_conn *c,
+				      const struct krep_wire_hello *h, u32 id,
+				      const char *cluster)
+{
+	bool auth = be16_to_cpu(h->flags) & KREP_WIRE_HELLO_F_AUTH;
+	struct krep_broker_cfg *cfg;
+	const char *why = NULL;
+	bool known = false;
+	unsigned int i;
+
+	rcu_read_lock();
+	cfg = rcu_dereference(c->kn->cfg);
+	if (strcmp(cluster, cfg->cluster_id))
+		why = "cluster id mismatch";
+	for (i = 0; !why && i < cfg->npeers; i++) {
+		if (cfg->peers[i].id != id)
+			continue;
+		known = true;
+		if (!c->outbound && !peer_addr_ok(c, &cfg->peers[i].ep))
+			why = "HELLO from an address not configured for its broker id";
+	}
+	if (!why && !known)
+		why = "broker id is not a configured peer";
+	if (!why && auth && !cfg->secret_len)
+		why = "peer authenticates but this broker has no cluster secret";
+	if (!why && !auth && cfg->secret_len)
+		why = "peer has no cluster secret";
+	rcu_read_unlock();
+	if (!why && c->outbound && id != c->peer->id)
+		why = "peer answered with another broker id";
+	return why;
+}
+
+/* a newly authenticated peer id replaces its older connections */
+static void replace_older(struct krep_conn *c)
+{
+	struct krep_net_state *ns = c->kn->ns;
+	struct krep_conn *o;
+
+	mutex_lock(&ns->lock);
+	list_for_each_entry(o, &ns->conns, node) {
+		if (o != c && !o->outbound && !o->kc &&
+		    o->peer_id == c->peer_id &&
+		    test_bit(KREP_CONN_HELLO_RX, &o->flags))
+			krep_conn_close(o, "replaced by a new connection of its broker id");
+	}
+	mutex_unlock(&ns->lock);
 }
 
 /* a peer's HELLO: same cluster and version, a configured peer id */
@@ -388,14 +497,14 @@ static int handle_hello(struct krep_conn *c, const u8 *buf, u32 len,
 {
 	const struct krep_wire_hello *h = (const void *)buf;
 	char cluster[KREP_WIRE_CLUSTER_ID_LEN + 1];
-	struct krep_broker_cfg *cfg;
+	struct krep_secret sec;
 	const char *adv_why;
-	bool known = false;
-	unsigned int i;
-	u32 id;
+	u32 id, self;
+	bool ok;
+	int err;
 
-	if (test_bit(KREP_CONN_HELLO, &c->flags) || len != sizeof(*h) ||
-	    h->reserved) {
+	if (test_bit(KREP_CONN_HELLO_RX, &c->flags) || len != sizeof(*h) ||
+	    (be16_to_cpu(h->flags) & ~KREP_WIRE_HELLO_F_AUTH)) {
 		*why = "malformed or repeated HELLO";
 		return -EPROTO;
 	}
@@ -413,27 +522,34 @@ static int handle_hello(struct krep_conn *c, const u8 *buf, u32 len,
 		*why = "malformed Kafka advertised address in HELLO";
 		return -EPROTO;
 	}
-
-	rcu_read_lock();
-	cfg = rcu_dereference(c->kn->cfg);
-	if (strcmp(cluster, cfg->cluster_id))
-		*why = "cluster id mismatch";
-	for (i = 0; i < cfg->npeers; i++)
-		known |= cfg->peers[i].id == id;
-	rcu_read_unlock();
-	if (!*why && !known)
-		*why = "broker id is not a configured peer";
-	if (!*why && c->outbound && id != c->peer->id)
-		*why = "peer answered with another broker id";
-	if (*why) {
-		c->peer_id = id;
-		return -EPROTO;
-	}
 	c->peer_id = id;
-	if (!c->outbound)
+	*why = hello_config_check(c, h, id, cluster);
+	if (*why)
+		return -EPROTO;
+	memcpy(c->peer_nonce, h->nonce, sizeof(c->peer_nonce));
+	set_bit(KREP_CONN_HELLO_RX, &c->flags);
+	if (!c->outbound) {
 		conn_set_cpu(c);
+		/* HELLO counts once the AUTH that follows proves the peer */
+		return send_hello(c);
+	}
+
+	/* the leader proves the secret; we prove it back in AUTH */
+	krep_broker_secret(c->kn, &sec);
+	rcu_read_lock();
+	self = rcu_dereference(c->kn->cfg)->broker_id;
+	rcu_read_unlock();
+	ok = !sec.len || krep_auth_check(&sec, true, c->nonce, c->peer_nonce,
+					 id, self, h->proof);
+	err = ok ? send_auth(c, &sec, self) : -EACCES;
+	krep_secret_wipe(&sec);
+	if (err) {
+		*why = ok ? "cannot send AUTH" :
+			    "peer's proof of the cluster secret is wrong";
+		return err;
+	}
 	set_bit(KREP_CONN_HELLO, &c->flags);
-	if (c->outbound) {
+	{
 		struct krep_net_state *ns = c->kn->ns;
 
 		/* the peers array lives while this connection is listed */
@@ -444,9 +560,38 @@ static int handle_hello(struct krep_conn *c, const u8 *buf, u32 len,
 		c->peer->backoff_ms = KREP_BACKOFF_MIN_MS;
 		krep_fetcher_kick(c->peer);
 		mutex_unlock(&ns->lock);
-		return 0;
 	}
-	return send_hello(c);
+	return 0;
+}
+
+/* the follower's AUTH on an accepted connection ends the handshake */
+static int handle_auth(struct krep_conn *c, const u8 *buf, u32 len,
+		       const char **why)
+{
+	const struct krep_wire_auth *a = (const void *)buf;
+	struct krep_secret sec;
+	u32 self;
+	bool ok;
+
+	if (c->outbound || !test_bit(KREP_CONN_HELLO_RX, &c->flags) ||
+	    test_bit(KREP_CONN_HELLO, &c->flags) || len != sizeof(*a)) {
+		*why = "unexpected AUTH";
+		return -EPROTO;
+	}
+	krep_broker_secret(c->kn, &sec);
+	rcu_read_lock();
+	self = rcu_dereference(c->kn->cfg)->broker_id;
+	rcu_read_unlock();
+	ok = !sec.len || krep_auth_check(&sec, false, c->nonce, c->peer_nonce,
+					 c->peer_id, self, a->proof);
+	krep_secret_wipe(&sec);
+	if (!ok) {
+		*why = "peer's proof of the cluster secret is wrong";
+		return -EACCES;
+	}
+	set_bit(KREP_CONN_HELLO, &c->flags);
+	replace_older(c);
+	return 0;
 }
 
 static int dispatch(struct krep_conn *c, const char **why)
@@ -457,6 +602,8 @@ static int dispatch(struct krep_conn *c, const char **why)
 	switch (c->hdr.type) {
 	case KREP_WIRE_HELLO:
 		return handle_hello(c, c->payload, len, why);
+	case KREP_WIRE_AUTH:
+		return handle_auth(c, c->payload, len, why);
 	case KREP_WIRE_FETCH:
 		if (c->outbound || !test_bit(KREP_CONN_HELLO, &c->flags)) {
 			*why = "FETCH before HELLO or on an outbound connection";
@@ -507,14 +654,19 @@ void krep_conn_rx_work(struct work_struct *work)
 			if (krep_wire_hdr_check(&c->hdr, &why))
 				goto bad;
 			if (!test_bit(KREP_CONN_HELLO, &c->flags) &&
-			    c->hdr.type != KREP_WIRE_HELLO) {
+			    c->hdr.type != KREP_WIRE_HELLO &&
+			    (c->hdr.type != KREP_WIRE_AUTH ||
+			     !test_bit(KREP_CONN_HELLO_RX, &c->flags))) {
 				why = "first frame is not HELLO";
 				goto bad;
 			}
 			/* nothing big is allocated for a peer not yet known */
-			if (c->hdr.type == KREP_WIRE_HELLO &&
-			    be32_to_cpu(c->hdr.length) !=
-			    sizeof(struct krep_wire_hello)) {
+			if ((c->hdr.type == KREP_WIRE_HELLO &&
+			     be32_to_cpu(c->hdr.length) !=
+			     sizeof(struct krep_wire_hello)) ||
+			    (c->hdr.type == KREP_WIRE_AUTH &&
+			     be32_to_cpu(c->hdr.length) !=
+			     sizeof(struct krep_wire_auth))) {
 				why = "malformed or repeated HELLO";
 				goto bad;
 			}

@@ -44,6 +44,8 @@ struct krep_conn {
 	bool outbound;
 	struct krep_kconn *kc;		/* a Kafka client's (kafka.c) */
 	s64 peer_id;			/* -1 until HELLO */
+	u8 nonce[KREP_WIRE_NONCE_LEN];	/* ours, for this connection */
+	u8 peer_nonce[KREP_WIRE_NONCE_LEN];
 	char addr[64];			/* the peer's address, for messages */
 	unsigned long flags;
 	int io_cpu;			/* the CPU of rx_work; -1: any */
@@ -71,9 +73,10 @@ struct krep_conn {
 };
 
 #define KREP_CONN_DEAD		0	/* flags bit: closing */
-#define KREP_CONN_HELLO		1	/* flags bit: HELLO exchanged */
+#define KREP_CONN_HELLO		1	/* flags bit: handshake done (AUTH) */
 #define KREP_CONN_WOKEN		2	/* flags bit: parked FETCH woken */
 #define KREP_CONN_RX_PAUSED	3	/* flags bit: answers not read (tx.c) */
+#define KREP_CONN_HELLO_RX	4	/* flags bit: the peer's HELLO came */
 
 /* a configured peer and our outbound connection to it */
 struct krep_peer {

@@ -70,6 +70,7 @@ static const struct nla_policy krep_broker_set_policy[KREP_A_MAX + 1] = {
 	[KREP_A_KAFKA_LISTEN] = NLA_POLICY_NESTED(krep_ep_policy),
 	[KREP_A_KAFKA_ADVERTISED] = { .type = NLA_NUL_STRING,
 				      .len = KREP_ADVERTISED_MAX },
+	[KREP_A_SECRET] = { .type = NLA_BINARY, .len = KREP_SECRET_MAX },
 };
 
 static const struct genl_multicast_group krep_mcgrps[] = {
@@ -151,7 +152,8 @@ static int put_broker(struct sk_buff *skb, struct krep_net *kn,
 		    nla_put_string(skb, KREP_A_KAFKA_ADVERTISED, adv))
 			return -EMSGSIZE;
 	}
-	if (nla_put_u32(skb, KREP_A_GENERATION, cfg->generation) ||
+	if (nla_put_u8(skb, KREP_A_AUTH, !!cfg->secret_len) ||
+	    nla_put_u32(skb, KREP_A_GENERATION, cfg->generation) ||
 	    nla_put_u64_64bit(skb, KREP_A_INCARNATION, kn->incarnation,
 			      KREP_A_PAD) ||
 	    nla_put_u64_64bit(skb, KREP_A_LOG_MEMORY,
@@ -364,6 +366,19 @@ build_cfg(const struct krep_broker_cfg *old, struct genl_info *info)
 				goto fail;
 		}
 	}
+	if (attrs[KREP_A_SECRET]) {
+		u32 len = nla_len(attrs[KREP_A_SECRET]);
+
+		if (len && len < KREP_SECRET_MIN) {
+			NL_SET_ERR_MSG_ATTR(extack, attrs[KREP_A_SECRET],
+					    "a cluster secret has 16 to 64 bytes (none: empty)");
+			err = -EINVAL;
+			goto fail;
+		}
+		memset(cfg->secret, 0, sizeof(cfg->secret));
+		nla_memcpy(cfg->secret, attrs[KREP_A_SECRET], len);
+		cfg->secret_len = len;
+	}
 	if (attrs[KREP_A_KAFKA_ADVERTISED]) {
 		const char *adv = nla_data(attrs[KREP_A_KAFKA_ADVERTISED]);
 
@@ -443,7 +458,8 @@ static int krep_nl_broker_set(struct sk_buff *skb, struct genl_info *info)
 		      info->attrs[KREP_A_CLUSTER_ID] ||
 		      info->attrs[KREP_A_LISTEN] || info->attrs[KREP_A_PEERS] ||
 		      info->attrs[KREP_A_KAFKA_LISTEN] ||
-		      info->attrs[KREP_A_KAFKA_ADVERTISED];
+		      info->attrs[KREP_A_KAFKA_ADVERTISED] ||
+		      info->attrs[KREP_A_SECRET];
 	struct krep_broker_cfg *cfg = NULL;
 	struct krep_ctrl_claim claim;
 	struct krep_status st = {};

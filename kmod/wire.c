@@ -111,7 +111,7 @@ int krep_wire_hdr_check(const struct krep_wire_hdr *hdr, const char **why)
 		*why = "unsupported protocol version";
 		return -EPROTO;
 	}
-	if (hdr->type < KREP_WIRE_HELLO || hdr->type > KREP_WIRE_FETCH_RESP) {
+	if (hdr->type < KREP_WIRE_HELLO || hdr->type > KREP_WIRE_AUTH) {
 		*why = "unknown frame type";
 		return -EPROTO;
 	}

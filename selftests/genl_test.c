@@ -67,6 +67,8 @@ struct peer {
 struct broker {
 	bool has_id, has_cluster, has_listen, has_generation, has_peers;
 	bool has_mem, has_mem_max;
+	bool has_auth, has_kafka;
+	__u8 auth;			/* KREP_A_AUTH: a secret is set */
 	__u32 id;
 	char cluster[KREP_CLUSTER_ID_MAX + 2];
 	struct ep listen;
@@ -281,7 +283,17 @@ static void broker_cb(const struct nlmsghdr *nlh, void *arg)
 		case KREP_A_LOG_MEMORY_MAX:
 			parse_u64(nla, &b->has_mem_max, &b->mem_max, &b->bad);
 			break;
-		default:
+		case KREP_A_AUTH:
+			if (nla_plen(nla) != 1)
+				b->bad++;
+			b->has_auth = true;
+			b->auth = *(const __u8 *)nla_data_c(nla);
+			break;
+		case KREP_A_KAFKA_LISTEN:	/* kafka.sh */
+		case KREP_A_KAFKA_ADVERTISED:
+			b->has_kafka = true;
+			break;
+		default:	/* KREP_A_SECRET included: never sent back */
 			b->bad++;
 		}
 	}
@@ -438,6 +450,43 @@ TEST_F(broker, get_fresh)
 	EXPECT_EQ(0, b.mem);
 	EXPECT_TRUE(b.has_mem_max);
 	EXPECT_EQ(256ULL << 20, b.mem_max);
+	EXPECT_TRUE(b.has_auth);
+	EXPECT_EQ(0, b.auth);
+	EXPECT_FALSE(b.has_kafka);
+}
+
+/* the cluster secret: 16..64 bytes, write-only, empty removes it */
+TEST_F(broker, secret)
+{
+	static const __u8 key[65] = { 1, 2, 3 };
+	struct broker b;
+	struct nlattr *a;
+
+	set_init(self);
+	a = req_put(&self->r, KREP_A_SECRET, key, 15);
+	expect_err(&self->nl, &self->r, EINVAL,
+		   "a cluster secret has 16 to 64 bytes (none: empty)", a);
+	set_init(self);
+	a = req_put(&self->r, KREP_A_SECRET, key, 65);
+	expect_err(&self->nl, &self->r, ERANGE,
+		   "Attribute failed policy validation", a);
+
+	set_init(self);
+	req_put(&self->r, KREP_A_SECRET, key, 16);
+	expect_ok(&self->nl, &self->r);
+	ASSERT_EQ(0, broker_get(&self->nl, &b));
+	EXPECT_EQ(0, b.bad);		/* no KREP_A_SECRET in the reply */
+	EXPECT_EQ(1, b.auth);
+
+	set_init(self);
+	req_put(&self->r, KREP_A_SECRET, key, 64);
+	expect_ok(&self->nl, &self->r);
+
+	set_init(self);
+	req_put(&self->r, KREP_A_SECRET, key, 0);
+	expect_ok(&self->nl, &self->r);
+	ASSERT_EQ(0, broker_get(&self->nl, &b));
+	EXPECT_EQ(0, b.auth);
 }
 
 TEST_F(broker, set_broker_id)

@@ -3,25 +3,42 @@
 #
 # hardening.sh - the replication sockets against peers that stop reading,
 # and teardown that never waits on one: three brokers (cluster.sh), a raw
-# "stuck peer" (stuck_peer.py) that says HELLO to broker 1 as broker 3,
-# pipelines FETCHes of a partition full of records and never reads the
-# answers, so that broker 1's send queue to it fills and stays full.
+# "stuck peer" (stuck_peer.py) that says HELLO and AUTH to broker 1 as
+# broker 9, pipelines FETCHes of a partition full of records and never
+# reads the answers, so that broker 1's send queue to it fills and stays
+# full.
 #
-#   +- netns B1 ---------+   +- netns B2 ---------+   +- netns B3 --------------+
-#   | broker 1           |   | broker 2           |   | broker 3                |
-#   | 10.201.0.1:9092    |   | 10.201.0.2:9092    |   | 10.201.0.3:9092         |
-#   |                    |   |                    |   | pyserve.py stuck_peer:  |
-#   |                    |   |                    |   |  stuck peers, garbage   |
-#   +---------|----------+   +---------|----------+   +-----------|-------------+
-#             +------------ bridge krbr in netns BR --------------+
+#   +- netns B1 -------+  +- netns B2 -------+  +- netns B3 -------+  +- netns X -----------+
+#   | broker 1         |  | broker 2         |  | broker 3         |  | 10.201.0.9: nothing |
+#   | 10.201.0.1:9092  |  | 10.201.0.2:9092  |  | 10.201.0.3:9092  |  | listens; pyserve.py |
+#   | peers 2, 3 and 9 |  | peers 1, 3       |  | peers 1, 2       |  | stuck_peer: stuck   |
+#   |  (9@10.201.0.9)  |  |                  |  |                  |  | peers, garbage      |
+#   +--------|---------+  +--------|---------+  +--------|---------+  +---------|-----------+
+#            +---------------- bridge krbr in netns BR -----------------------+
+#
+# Broker 1 has a fourth peer, 9 at X's address, added once the topics
+# below exist (it would change their round-robin assignment): a leader
+# takes a HELLO claiming a peer id only from that peer's address, and a
+# peer id's new connection replaces its older ones, so the stuck peers
+# and the garbage claim 9 from X and never replace broker 3's real
+# connection to broker 1. Broker 1 keeps trying to connect out to 9 and
+# is refused (harmless); its peer 9 is never up, and the checks of peers
+# being up look at brokers 1, 2 and 3 only.
 #
 # Topics, on every broker: big (1 partition, RF 3, led by broker 1, BIG
-# records of ~300 bytes: an answer from offset 0 is ~600 KB) and work (3
-# partitions, RF 3, partition p led by broker p+1).
+# records of ~300 bytes) and work (3 partitions, RF 3, partition p led by
+# broker p+1). On broker 1 only, created once peer 9 is configured: stuck
+# (1 partition, RF 4: replicas 1, 2, 3, 9, led by broker 1, never
+# followed by a real broker, the same BIG records produced with acks=1):
+# what the stuck peers fetch as replica 9 (a FETCH from a broker that is
+# not a replica is answered with a small error): an answer from offset
+# 0 is ~600 KB.
 #
-# A. module loaded with the default socket_timeout_ms (30 s): a stuck peer
-#    fills broker 1's send queue (Send-Q >= FULLQ, more than its window
-#    could ever take); then, each bounded by BOUND seconds:
+# A. module loaded with the default socket_timeout_ms (30 s):
+#    0. a HELLO claiming broker 2 from X is refused (the address check)
+#       with its logged line; one claiming 9 from X is answered;
+#    a stuck peer fills broker 1's send queue (Send-Q >= FULLQ, more than
+#    its window could ever take); then, each bounded by BOUND seconds:
 #    a. an unrelated namespace is added and deleted, and is really gone
 #       (a veth end it held in netns BR disappears: its pre_exit ran);
 #    c. the rest works: acks=all on work-1 (led by broker 2), broker 1
@@ -37,14 +54,15 @@
 #    rest then runs without it):
 #    d. broker 1 closes a stuck peer's connection on its own within 30 s,
 #       not before STO ms, while the peer keeps it open: its "connection
-#       from broker 3 (ADDR) closed:" line names the peer's address. (The
+#       from broker 9 (ADDR) closed:" line names the peer's address. (The
 #       connection gone from ss proves nothing: TCP's abort unhashes the
 #       socket whether or not krep ever releases it.)
 #    then loops under slub_debug, each followed by: no bad kernel log
 #    line, every replica at its leader's LEO with a full ISR, acks=all on
 #    all three leaders:
-#    (i)   NGARBAGE connections of random bytes, truncated HELLOs and
-#          FETCHes, resets mid-answer, while acks=all produces run;
+#    (i)   NGARBAGE connections (from X, as broker 9) of random bytes,
+#          truncated HELLOs and FETCHes, resets mid-answer, while
+#          acks=all produces run;
 #    (ii)  NSET BROKER_SETs of broker 2's same configuration, every
 #          SETWAIT-th waiting for its peers, while acks=1 produces run;
 #    (iii) NFLAP cuts of broker 3's link while producing (acks=1), each
@@ -65,6 +83,7 @@ krep_require_cmd jq ip ss sleep /usr/bin/python3
 CLUSTER=kreph
 NET=10.201.0
 PORT=9092
+STOPIC=stuck		# the stuck peers' topic, on broker 1 only
 # shellcheck source=selftests/cluster.sh
 . "$here/cluster.sh"
 
@@ -163,7 +182,7 @@ reap() {
 }
 
 # --- the stuck peers' server ---------------------------------------------------
-# spc SECS ARGS...: stuck_peer.py ARGS in the server in netns B3 (started
+# spc SECS ARGS...: stuck_peer.py ARGS in the server in netns X (started
 # below), answered within SECS: its output (stdout and stderr), its status;
 # 125 without an answer (the server is then stopped: every socket it held
 # is closed)
@@ -211,8 +230,10 @@ ss_diag() {
 stuck_open() {
 	local out rc re='local ([0-9.]+:[0-9]+) sent'
 	SADDR=
-	out=$(spc 60 open "$1" "$NET.1:$PORT" "$CLUSTER" 1 3 big 0 "$EPOCH" \
-		"$NFETCH" "$RCVBUF")
+	# the current leader epoch of stuck-0, else the one of the set-up
+	stuck_epoch
+	out=$(spc 60 open "$1" "$NET.1:$PORT" "$CLUSTER" 1 9 "$STOPIC" 0 \
+		"$EPOCH" "$NFETCH" "$RCVBUF")
 	rc=$?
 	echo "$out" >"$tmp/$1.open"
 	if [ "$rc" != 0 ] || ! [[ $out =~ $re ]]; then
@@ -236,12 +257,15 @@ stuck_release() {
 
 # --- the cluster -----------------------------------------------------------------
 
-# bset N: broker N's configuration (as cluster_up sets it) once more
+# bset N: broker N's configuration (as cluster_up sets it) once more;
+# broker 1's with peer 9 (at X's address) too once WITH9 is 1
+WITH9=0
 bset() {
 	local j peers=
 	for j in 1 2 3; do
 		[ "$j" = "$1" ] || peers+="${peers:+,}$j@$NET.$j:$PORT"
 	done
+	[ "$1" != 1 ] || [ "$WITH9" != 1 ] || peers+=",9@$NET.9:$PORT"
 	kc "$(bns "$1")" broker set id "$1" cluster "$CLUSTER" \
 		listen "$NET.$1:$PORT" peers "$peers" >/dev/null
 }
@@ -261,7 +285,8 @@ peer_state() {
 	out=$(kc "$(bns "$1")" --json broker show 2>/dev/null) &&
 		[[ $out =~ $re ]] && STATE=${BASH_REMATCH[1]}
 }
-# peers_up N: broker N sees both its peers up
+# peers_up N: broker N sees both its peers among brokers 1-3 up (not
+# broker 1's peer 9, which never is)
 peers_up() {
 	local p
 	for p in 1 2 3; do
@@ -269,6 +294,8 @@ peers_up() {
 		peer_state "$1" "$p" && [ "$STATE" = up ] || return 1
 	done
 }
+# brokers_up: every broker sees its peers among brokers 1-3 up
+brokers_up() { peers_up 1 && peers_up 2 && peers_up 3; }
 # peer_down N P: broker N does not see peer P up
 peer_down() { peer_state "$1" "$2" && [ "$STATE" != up ]; }
 
@@ -281,15 +308,17 @@ leo() {
 }
 leo_above() { leo "$1" "$2" "$3" && [ "$LEO" -gt "$4" ]; }
 
-# converged: every partition on every broker: one leader, whose HW is its
-# LEO and whose ISR is all three, and every replica at that LEO
+# converged: every partition on every broker (but broker 1's stuck, which
+# no broker follows): one leader, whose HW is its LEO and whose ISR is all
+# three, and every replica at that LEO
 converged() {
 	local i
 	: >"$tmp/conv"
 	for i in 1 2 3; do
 		describe "$(bns "$i")" >>"$tmp/conv" 2>/dev/null || return 1
 	done
-	jq -e -s '[.[][]] as $a | ($a | length) == 12 and
+	jq -e -s --arg s "$STOPIC" '[.[][] | select(.topic != $s)] as $a |
+		($a | length) == 12 and
 		all($a | group_by([.topic, .partition])[];
 		    length == 3 and
 		    ([.[] | select(.role == "leader")] | length) == 1 and
@@ -315,7 +344,7 @@ acks_all() {
 
 # after_loop NAME MARK: the checks after a loop, one result
 after_loop() {
-	local bad conv=0 acks=0
+	local bad conv=0 acks=0 i
 	krep_wait_for 60 converged || conv=1
 	[ "$conv" = 0 ] && { acks_all || acks=1; }
 	bad=$(krep_kmsg_since "$2" | krep_kernel_bad)
@@ -325,6 +354,9 @@ after_loop() {
 		[ "$conv" = 0 ] || {
 			ktap_diag "not converged in 60 s:"
 			jq -c '.[] | {topic, partition, role, leo, hw, isr}' "$tmp/conv" 2>&1 | ktap_diag_stdin
+			for i in 1 2 3; do
+				kc "$(bns "$i")" --json broker show 2>&1 | ktap_diag_stdin
+			done
 		}
 		[ -z "$bad" ] || ktap_diag "$bad"
 		ktap_fail "after $1: replicas converge, acks=all on every leader, no bad kernel log"
@@ -410,12 +442,32 @@ fprod_end() {
 	return 1
 }
 
-# setup WHAT: brokers configured (cluster_up the first time), the topics,
-# big filled, every replica caught up; one result
+# x_up: netns X (its name in X) on the bridge, with $NET.9/24
+x_up() {
+	krep_netns_add X x || return 1
+	ip link add kr0 netns "$X" type veth peer name px netns "$BR" &&
+		ip -n "$BR" link set px master krbr up &&
+		printf '%s\n' "link set lo up" "addr add $NET.9/24 dev kr0" \
+			"link set kr0 up" | ip -n "$X" -b -
+}
+
+# stuck_epoch: stuck-0's leader epoch on broker 1, in EPOCH (left as it
+# was when it cannot be read)
+stuck_epoch() {
+	local out re='"leader_epoch":([0-9]+)'
+	out=$(describe "$B1" "$STOPIC" 2>/dev/null) && [[ $out =~ $re ]] &&
+		EPOCH=${BASH_REMATCH[1]}
+}
+
+# setup WHAT: brokers configured (cluster_up and netns X the first time),
+# the topics, big filled; then broker 1 with peer 9 too, and stuck on
+# broker 1, filled; every replica caught up; one result
 setup() {
 	local ok=0 out i
+	WITH9=0
 	if [ "$1" = first ]; then
 		cluster_up "$CLUSTER" || ok=1
+		x_up || { ktap_diag "cannot connect netns X to the bridge"; ok=1; }
 	else
 		for i in 1 2 3; do
 			bset "$i" || ok=1
@@ -429,23 +481,43 @@ setup() {
 		ktap_diag "produce to big: $out"
 		ok=1
 	}
-	[ "$ok" = 0 ] && { krep_wait_for 60 converged || ok=1; }
-	local re='"leader_epoch":([0-9]+)'
+	# peer 9 once the topics exist (broker 1 assigns new topics' replicas
+	# over its peers), then the topic it is a replica of
+	WITH9=1
+	bset 1 || { ktap_diag "BROKER_SET of broker 1 with peer 9 failed"; ok=1; }
+	out=$(kc "$B1" topic create "$STOPIC" partitions 1 \
+		replication-factor 4 config replica_lag_time_max_ms=$LAG 2>&1) || {
+		ktap_diag "topic create $STOPIC on broker 1: $out"
+		ok=1
+	}
+	out=$(kc "$B1" --json produce "$STOPIC" batch 100 acks 1 <"$tmp/big" 2>&1)
+	[ "$out" = "{\"topic\":\"$STOPIC\",\"partition\":0,\"records\":$BIG,\"first_offset\":0,\"last_offset\":$((BIG - 1))}" ] || {
+		ktap_diag "produce to $STOPIC: $out"
+		ok=1
+	}
 	EPOCH=
-	out=$(describe "$B1" big 2>&1) && [[ $out =~ $re ]] && EPOCH=${BASH_REMATCH[1]}
-	if [ "$ok" = 0 ] && isnum "$EPOCH" && cluster_peers_up; then
-		ktap_ok "$2: 3 brokers, big-0 holds $BIG records on every replica"
+	stuck_epoch
+	out=$(describe "$B1" "$STOPIC" 2>&1)
+	jq -e --argjson n "$BIG" 'length == 1 and .[0].role == "leader" and
+		.[0].leader == 1 and .[0].replicas == [1, 2, 3, 9] and
+		.[0].leo == $n' <<<"$out" >/dev/null 2>&1 || {
+		ktap_diag "$STOPIC on broker 1: $out"
+		ok=1
+	}
+	[ "$ok" = 0 ] && { krep_wait_for 60 converged || ok=1; }
+	if [ "$ok" = 0 ] && isnum "$EPOCH" && krep_wait_for 30 brokers_up; then
+		ktap_ok "$2: 3 brokers, big-0 holds $BIG records on every replica; broker 1 with peer 9 and $STOPIC-0 (replicas 1,2,3,9) of $BIG records"
 		return 0
 	fi
-	ktap_diag "big on broker 1: $out"
+	describe "$B1" big 2>&1 | ktap_diag_stdin
 	for i in 1 2 3; do
 		kc "$(bns "$i")" --json broker show 2>&1 | ktap_diag_stdin
 	done
-	ktap_fail "$2: 3 brokers, big-0 holds $BIG records on every replica"
+	ktap_fail "$2: 3 brokers, big-0 holds $BIG records on every replica; broker 1 with peer 9 and $STOPIC-0 (replicas 1,2,3,9) of $BIG records"
 	return 1
 }
 
-ktap_plan 16
+ktap_plan 17
 
 # the records: big's, and 20 for the producer loops
 nums=()
@@ -464,7 +536,33 @@ krep_mod_unload
 # shellcheck disable=SC2086 # the parameters are words
 krep_mod_load $PARAMS || ktap_bail "insmod krep.ko $PARAMS failed"
 setup first "A" || ktap_bail "the cluster did not come up"
-krep_pyserve_start sp "$B3" stuck_peer || ktap_bail "cannot start stuck_peer.py in $B3"
+krep_pyserve_start sp "$X" stuck_peer || ktap_bail "cannot start stuck_peer.py in $X"
+
+# 0. the address check: a HELLO claiming broker 2 from X is refused, one
+# claiming 9 (X's own id) answered
+section "0. a HELLO from an address not its broker id's"
+krep_kmsg_mark "$mark-0"
+desc="0: a HELLO claiming broker 2 from $NET.9 (X, not broker 2's address) is refused with its close line; one claiming broker 9 from there is answered"
+# addr_refused: the close line of a connection from $NET.9 as broker 2
+addr_refused() {
+	local re="krep: connection from broker 2 \\(${NET//./\\.}\\.9:[0-9]+\\) closed: HELLO from an address not configured for its broker id"
+	REFUSED=$(krep_kmsg_since "$mark-0" | grep -E "$re")
+}
+h2=$(spc 30 hello "$NET.1:$PORT" "$CLUSTER" 1 2)
+h2rc=$?
+h9=$(spc 30 hello "$NET.1:$PORT" "$CLUSTER" 1 9)
+h9rc=$?
+REFUSED=
+if [ "$h2rc" = 0 ] && [[ $h2 == "hello closed "* ]] &&
+   krep_wait_for 10 addr_refused && [ "$h9rc" = 0 ] &&
+   [ "$h9" = "hello answered" ]; then
+	ktap_ok "$desc: '${REFUSED#*] }'"
+else
+	ktap_diag "as broker 2: exit $h2rc: $h2"
+	ktap_diag "as broker 9: exit $h9rc: $h9"
+	krep_kmsg_since "$mark-0" | grep -E "krep: " | tail -n 5 | ktap_diag_stdin
+	ktap_fail "$desc"
+fi
 
 # The stuck peer of part A: STUCK its address, STUCK_NAME its name.
 #   need_stuck NAME  STUCK is (still) stuck, or else is released and a
@@ -487,10 +585,10 @@ unstick() {
 section "A. a stuck peer"
 if stuck_open S1; then
 	STUCK=$SADDR STUCK_NAME=S1
-	ktap_ok "a stuck peer ($STUCK, as broker 3) fills broker 1's send queue: $(<"$tmp/S1.open")"
+	ktap_ok "a stuck peer ($STUCK, as broker 9) fills broker 1's send queue: $(<"$tmp/S1.open")"
 	ss_diag "$STUCK"
 else
-	ktap_fail "a stuck peer (as broker 3) fills broker 1's send queue past $FULLQ bytes"
+	ktap_fail "a stuck peer (as broker 9) fills broker 1's send queue past $FULLQ bytes"
 fi
 
 # a. an unrelated namespace added and deleted, really gone
@@ -507,12 +605,12 @@ netns_cycle() {
 	krep_wait_for "$BOUND" witness_gone
 }
 section "a. netns add and del"
-X=$(krep_netns_name x)
-krep_cleanup_push "ip netns del $X"
+U=$(krep_netns_name u)
+krep_cleanup_push "ip netns del $U"
 desc="a: 'ip netns add; ip netns del' of an unrelated namespace completes (its pre_exit ran) within ${BOUND}s while a peer is stuck"
 if need_stuck S1a; then
 	t0=$SECONDS
-	bounded "$BOUND" netns_cycle "$X"
+	bounded "$BOUND" netns_cycle "$U"
 	rc=$?
 	if [ "$rc" = 0 ] && stuck_full "$STUCK"; then
 		ktap_ok "$desc ($((SECONDS - t0))s)"
@@ -580,7 +678,7 @@ if need_stuck S1b; then
 		unstick
 	fi
 	up=0
-	krep_wait_for 30 cluster_peers_up || up=1
+	krep_wait_for 30 brokers_up || up=1
 	gen 1
 	if [ "$rc" = 0 ] && [ "$up" = 0 ] && isnum "$g0" "$GEN" &&
 	   [ "$GEN" = $((g0 + 1)) ]; then
@@ -651,7 +749,7 @@ desc="d: socket_timeout_ms=$STO: broker 1 closes a stuck peer's connection on it
 # mark: the line in CLOSE, the time from the mark to it (ms) in CLOSE_MS
 closed() {
 	CLOSE=$(dmesg | awk -v m="krep-selftests: mark $mark-d" \
-		-v pat="krep: connection from broker 3 ($1) closed: " '
+		-v pat="krep: connection from broker 9 ($1) closed: " '
 		function ts(l) {
 			if (!match(l, /^\[ *[0-9]+\.[0-9]+\]/))
 				return -1
@@ -695,9 +793,11 @@ STUCK=''
 # (i) garbage connections while replicating
 section "(i) $NGARBAGE garbage connections, seed $SEED"
 krep_kmsg_mark "$mark-i"
-desc="(i) $NGARBAGE garbage connections to broker 1 while acks=all produces run"
+desc="(i) $NGARBAGE garbage connections to broker 1 (from X, as broker 9) while acks=all produces run"
 if prod_start gi "$B1" work 0 all; then
-	out=$(spc 300 garbage "$NET.1:$PORT" "$CLUSTER" 3 big "$EPOCH" "$NGARBAGE" "$SEED")
+	stuck_epoch
+	out=$(spc 300 garbage "$NET.1:$PORT" "$CLUSTER" 9 "$STOPIC" "$EPOCH" \
+		"$NGARBAGE" "$SEED")
 	grc=$?
 	if prod_stop gi && [ "$grc" = 0 ] &&
 	   [[ $out == "garbage $NGARBAGE connected $NGARBAGE failed 0"* ]]; then

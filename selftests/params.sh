@@ -351,9 +351,9 @@ P64=$(peer_list 64)
 P65=$(peer_list 65)
 PEER2='{"id":2,"addr":"10.0.0.2:9092"}'
 PEER3='{"id":3,"addr":"[fd00::3]:9092"}'
-NONE='{"broker_id":null,"cluster_id":null,"listen":null,"kafka_listen":null,"kafka_advertised":null,"peers":[]}'
+NONE='{"broker_id":null,"cluster_id":null,"listen":null,"kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"peers":[]}'
 
-ktap_plan 83
+ktap_plan 86
 
 krep_mod_unload || ktap_bail "krep is loaded and rmmod fails"
 
@@ -364,38 +364,38 @@ SYS="hello_timeout_ms=5000 fetch_timeout_ms=3000 reconnect_backoff_max_ms=5000
 good "empty values mean unset" "$NONE" broker_id=-1 cluster_id= listen= \
 	peers= topics=
 good "broker_id=0" \
-	'{"broker_id":0,"cluster_id":null,"listen":null,"kafka_listen":null,"kafka_advertised":null,"peers":[]}' broker_id=0
+	'{"broker_id":0,"cluster_id":null,"listen":null,"kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"peers":[]}' broker_id=0
 good "broker_id=2147483647" \
-	'{"broker_id":2147483647,"cluster_id":null,"listen":null,"kafka_listen":null,"kafka_advertised":null,"peers":[]}' \
+	'{"broker_id":2147483647,"cluster_id":null,"listen":null,"kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"peers":[]}' \
 	broker_id=2147483647
 good "cluster_id" \
-	'{"broker_id":null,"cluster_id":"prod-1_A","listen":null,"kafka_listen":null,"kafka_advertised":null,"peers":[]}' \
+	'{"broker_id":null,"cluster_id":"prod-1_A","listen":null,"kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"peers":[]}' \
 	cluster_id=prod-1_A
 good "cluster_id of 64 characters" \
-	"{\"broker_id\":null,\"cluster_id\":\"$CID64\",\"listen\":null,\"peers\":[]}" \
+	"{\"broker_id\":null,\"cluster_id\":\"$CID64\",\"listen\":null,\"kafka_listen\":null,\"kafka_advertised\":null,\"cluster_secret\":false,\"peers\":[]}" \
 	cluster_id="$CID64"
 good "listen IPv4" \
-	'{"broker_id":null,"cluster_id":null,"listen":"127.0.0.1:9092","kafka_listen":null,"kafka_advertised":null,"peers":[]}' \
+	'{"broker_id":null,"cluster_id":null,"listen":"127.0.0.1:9092","kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"peers":[]}' \
 	listen=127.0.0.1:9092
 good "listen IPv6, not a local address" \
-	'{"broker_id":null,"cluster_id":null,"listen":"[fd00::1]:65535","kafka_listen":null,"kafka_advertised":null,"peers":[]}' \
+	'{"broker_id":null,"cluster_id":null,"listen":"[fd00::1]:65535","kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"peers":[]}' \
 	'listen=[fd00::1]:65535'
 good "listen IPv6 loopback, port 1" \
-	'{"broker_id":null,"cluster_id":null,"listen":"[::1]:1","kafka_listen":null,"kafka_advertised":null,"peers":[]}' \
+	'{"broker_id":null,"cluster_id":null,"listen":"[::1]:1","kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"peers":[]}' \
 	'listen=[::1]:1'
 good "peers, IPv4 and IPv6" \
-	"{\"broker_id\":1,\"cluster_id\":null,\"listen\":null,\"peers\":[$PEER2,$PEER3]}" \
+	"{\"broker_id\":1,\"cluster_id\":null,\"listen\":null,\"kafka_listen\":null,\"kafka_advertised\":null,\"cluster_secret\":false,\"peers\":[$PEER2,$PEER3]}" \
 	broker_id=1 'peers=2@10.0.0.2:9092,3@[fd00::3]:9092'
 good "64 peers" \
-	"{\"broker_id\":0,\"cluster_id\":null,\"listen\":null,\"peers\":$(peer_json 64)}" \
+	"{\"broker_id\":0,\"cluster_id\":null,\"listen\":null,\"kafka_listen\":null,\"kafka_advertised\":null,\"cluster_secret\":false,\"peers\":$(peer_json 64)}" \
 	broker_id=0 peers="$P64"
 good "the example of kmod/param.c" \
-	"{\"broker_id\":1,\"cluster_id\":\"prod\",\"listen\":\"10.0.0.1:9092\",\"peers\":[$PEER2,$PEER3]}" \
+	"{\"broker_id\":1,\"cluster_id\":\"prod\",\"listen\":\"10.0.0.1:9092\",\"kafka_listen\":null,\"kafka_advertised\":null,\"cluster_secret\":false,\"peers\":[$PEER2,$PEER3]}" \
 	broker_id=1 cluster_id=prod listen=10.0.0.1:9092 \
 	'peers=2@10.0.0.2:9092,3@[fd00::3]:9092' \
 	topics=orders:3:3:min_insync_replicas=2,audit:1:1
 good "topics with a single broker" \
-	'{"broker_id":4,"cluster_id":null,"listen":null,"kafka_listen":null,"kafka_advertised":null,"peers":[]}' \
+	'{"broker_id":4,"cluster_id":null,"listen":null,"kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"peers":[]}' \
 	broker_id=4 topics=t:1:1
 topics "topics of the example, with a default and a given config" \
 	'length == 2 and
@@ -544,6 +544,17 @@ bad "peers without broker_id" \
 	"bad peers '2@10.0.0.2:9092': peers need the broker's own id to be set" \
 	peers=2@10.0.0.2:9092
 bad "65 peers" "bad peers: more than 64 peers" broker_id=0 peers="$P65"
+
+# the Kafka listener
+good "kafka_listen and kafka_advertised" \
+	'{"broker_id":1,"cluster_id":null,"listen":null,"kafka_listen":"127.0.0.1:9192","kafka_advertised":"kafka-1.example:9192","cluster_secret":false,"peers":[]}' \
+	broker_id=1 kafka_listen=127.0.0.1:9192 kafka_advertised=kafka-1.example:9192
+bad "kafka_listen on a wildcard address without kafka_advertised" \
+	"bad kafka_listen '0.0.0.0:9192': a Kafka listener on a wildcard address needs an advertised address" \
+	broker_id=1 kafka_listen=0.0.0.0:9192
+bad "kafka_advertised with an underscore" \
+	"bad kafka_advertised 'a_b:1': advertised host has a character outside [A-Za-z0-9.-]" \
+	broker_id=1 kafka_listen=127.0.0.1:9192 kafka_advertised=a_b:1
 
 # the kernel refuses a string parameter of more than 1024 characters before
 # the module sees it

@@ -20,8 +20,14 @@ Run it inside a network namespace (ip netns exec NS repl_helper.py ...):
         bad-cluster  a HELLO from PEER_ID with another cluster id
         unknown-id   a HELLO from broker 77, not a configured peer
         bad-fetch    a good HELLO from PEER_ID (the broker must answer
-                     with its own HELLO: LEADER_ID, CLUSTER), then a
-                     FETCH whose payload is 3 bytes long
+                     with its own HELLO: LEADER_ID, CLUSTER), our AUTH,
+                     then a FETCH whose payload is 3 bytes long. Run
+                     it from PEER_ID's address: a broker takes a HELLO
+                     claiming a peer id only from that peer's address
+        forged-auth  a HELLO claiming a cluster secret, answered, then an
+                     AUTH with a random proof
+        wrong-addr   a good HELLO claiming PEER_ID, sent from an address
+                     that is not PEER_ID's (run it elsewhere)
         hello        a good HELLO from PEER_ID, answered as above; the
                      connection is then closed by us ("CASE answered")
 
@@ -60,7 +66,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 UAPI = os.path.join(HERE, "..", "uapi", "linux", "krep.h")
 
 MAGIC = 0x4B524550
-HELLO, FETCH = 1, 2
+HELLO, FETCH, AUTH = 1, 2, 4
 HDR = struct.Struct(">IBBHII")
 
 
@@ -72,7 +78,7 @@ def die(msg):
 # --- inter-broker wire protocol -------------------------------------------
 
 WIRE_VERSION = 2
-HELLO_LEN = 200         # struct krep_wire_hello, version 2
+HELLO_LEN = 264         # struct krep_wire_hello, version 2
 
 
 def frame(ftype, payload, length=None, version=WIRE_VERSION, corr=0):
@@ -81,10 +87,18 @@ def frame(ftype, payload, length=None, version=WIRE_VERSION, corr=0):
     return HDR.pack(MAGIC, version, ftype, 0, length, corr) + payload
 
 
-def hello_payload(broker_id, cluster):
+def hello_payload(broker_id, cluster, flags=0):
+    """A follower's HELLO: a random nonce, no proof, no Kafka listener;
+    flags 1 claims a cluster secret."""
     cid = cluster.encode()
-    return (struct.pack(">IHH", broker_id, WIRE_VERSION, 0) + cid +
-            b"\0" * (64 - len(cid)) + b"\0" * 128)
+    return (struct.pack(">IHH", broker_id, WIRE_VERSION, flags) + cid +
+            b"\0" * (64 - len(cid)) + b"\0" * 128 + os.urandom(32) +
+            b"\0" * 32)
+
+
+def auth_frame():
+    """The follower's AUTH that ends the handshake, without a secret."""
+    return frame(AUTH, b"\0" * 32)
 
 
 def connect(addr):
@@ -174,6 +188,18 @@ def badpeer(addr, cluster, leader_id, peer_id, cases):
             s.sendall(frame(HELLO, hello_payload(peer_id, "not-" + cluster)))
         elif case == "unknown-id":
             s.sendall(frame(HELLO, hello_payload(77, cluster)))
+        elif case == "forged-auth":
+            # claims a secret, then an AUTH with a proof made up
+            s.sendall(frame(HELLO, hello_payload(peer_id, cluster, 1)))
+            if expect_hello(s, leader_id, cluster):
+                print("forged-auth no HELLO answer")
+                rc = 1
+                s.close()
+                continue
+            s.sendall(frame(AUTH, os.urandom(32)))
+        elif case == "wrong-addr":
+            # a good HELLO, from an address not PEER_ID's: refused
+            s.sendall(frame(HELLO, hello_payload(peer_id, cluster)))
         elif case in ("bad-fetch", "hello"):
             s.sendall(frame(HELLO, hello_payload(peer_id, cluster)))
             err = expect_hello(s, leader_id, cluster)
@@ -186,7 +212,7 @@ def badpeer(addr, cluster, leader_id, peer_id, cases):
                 print("hello answered")
                 s.close()
                 continue
-            s.sendall(frame(FETCH, b"\0\0\0", corr=1))
+            s.sendall(auth_frame() + frame(FETCH, b"\0\0\0", corr=1))
         else:
             die("unknown case %s" % case)
         t = wait_closed(s, wait)

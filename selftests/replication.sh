@@ -376,7 +376,7 @@ explained() {
 	[ "$n" -gt 0 ]
 }
 
-ktap_plan 39
+ktap_plan 40
 
 # --- set-up ---------------------------------------------------------------
 
@@ -1127,7 +1127,7 @@ bad_try() {
 	krep_kmsg_mark "$mark-bad-$1"
 	t_bad=${EPOCHREALTIME/./}
 	pyx badpeer "$NET.1:$PORT" "$CLUSTER" 1 2 garbage short-hello oversized \
-		bad-type fetch-first bad-cluster unknown-id bad-fetch hello trunc-hold \
+		bad-type fetch-first bad-cluster unknown-id wrong-addr trunc-hold \
 		>"$tmp/bad" 2>&1
 	bad_rc=$?
 	log=$(klog "$mark-bad-$1")
@@ -1157,8 +1157,13 @@ bad_try() {
 	pyx_recv >"$tmp/flood.res" 2>&1
 	flog=$(klogm "$mark-flood-$1")
 
-	hello=$(pyx badpeer "$NET.1:$PORT" "$CLUSTER" 1 3 hello 2>&1)
+	# from broker 3's own address: the one a HELLO claiming 3 must
+	# come from. The AUTH of bad-fetch replaces broker 3's connection
+	# for a moment (one per peer id); broker 3 reconnects at once.
+	hello=$(ip netns exec "$B3" /usr/bin/python3 "$here/repl_helper.py" \
+		badpeer "$NET.1:$PORT" "$CLUSTER" 1 3 bad-fetch hello 2>&1)
 	hrc=$?
+	blog=$(klog "$mark-bad-$1")
 	out2=$(echo after-bad | kc "$B1" --json produce steady acks all timeout 10000 2>&1)
 	prc=$?
 	l1=$(describe "$B1" steady)
@@ -1217,15 +1222,24 @@ badcase bad-type "an unknown frame type" "unknown frame type"
 badcase fetch-first "a FETCH before HELLO" "first frame is not HELLO"
 badcase bad-cluster "a HELLO with the wrong cluster id" "cluster id mismatch"
 badcase unknown-id "a HELLO from an unknown broker id" "broker id is not a configured peer"
-badcase bad-fetch "a malformed FETCH after a good HELLO" "malformed FETCH header"
+badcase wrong-addr "a good HELLO claiming broker 2 from another address" \
+	"HELLO from an address not configured for its broker id"
+re="krep: connection from broker 3 \\(${NET//./\\.}\\.3:[0-9]+\\) closed: malformed FETCH header"
+if [[ $hello == *"bad-fetch closed "* ]] && [[ $blog =~ $re ]]; then
+	ktap_ok "bad peer: a malformed FETCH after a good HELLO and AUTH (from broker 3's address): dropped, 'malformed FETCH header'"
+else
+	ktap_diag "helper: $hello"
+	grep -E "connection from" <<<"$blog" | ktap_diag_stdin
+	ktap_fail "bad peer: a malformed FETCH after a good HELLO and AUTH: dropped, 'malformed FETCH header'"
+fi
 # not before the HELLO deadline (3/4 of it: the helper's clock starts
 # after its connect, the broker's at the accept)
 badcase trunc-hold "a truncated frame, then silence" "no HELLO in time" \
 	$((HELLO_MS * 3 / 4)) $((HELLO_MS * 10))
-if grep -qx "hello answered" "$tmp/bad"; then
+if grep -qx "hello answered" <<<"$hello"; then
 	ktap_ok "a well-formed HELLO is answered with broker 1's HELLO"
 else
-	ktap_diag_stdin <"$tmp/bad"
+	ktap_diag "$hello"
 	ktap_fail "a well-formed HELLO is answered with broker 1's HELLO"
 fi
 
@@ -1241,7 +1255,7 @@ isnum "$us_mark" "$us_first" && first_ms=$(((us_first - us_mark) / 1000))
 # helper saw them closed ("early", within 1 s) is a diagnostic, it depends
 # on how busy the machine is.
 if [ "${opened:-0}" = "$FLOOD" ] && [ "${closed:-0}" = "$FLOOD" ] && [ "${open:-1}" = 0 ] &&
-   grep -q "krep: refusing a connection" <<<"$flog" &&
+   grep -q "krep: refusing a replication connection" <<<"$flog" &&
    [ "$first_ms" -ge "$HELLO_MS" ]; then
 	ktap_ok "flood of $FLOOD silent connections: all dropped (some refused at once, $early seen closed within 1 s; the first HELLO deadline $first_ms ms after the flood began, the last close at ${tmax}s)"
 else
@@ -1255,7 +1269,7 @@ else
 	ktap_diag "flood ready: $frc; produce exit $FP_RC: $(cat "$tmp/$fpname.out" "$tmp/$fpname.err"); flood still on when it returned: $([ "$falive" = 0 ] && echo yes || echo no); the VM stood still for $fstall ms at most meanwhile"
 	ktap_fail "acks=all completes while the flood holds the listener"
 fi
-if [ "$hrc" = 0 ] && [ "$hello" = "hello answered" ] && [ "$prc" = 0 ] &&
+if [ "$hrc" = 0 ] && grep -qx "hello answered" <<<"$hello" && [ "$prc" = 0 ] &&
    [ "$isr1" = 1,2,3 ] && isnum "$pe0" "$hw1" && [ "$pe1" = "$pe0" ] &&
    [ "$hw1" = "$leo1" ]; then
 	ktap_ok "after the bad peers: new peers are answered, the ISR never changed, acks=all completes"

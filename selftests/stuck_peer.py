@@ -12,11 +12,15 @@ the process ends). It also runs on its own: stuck_peer.py COMMAND ARGS.
        NFETCH RCVBUF
       connect to a broker's replication listener with SO_RCVBUF RCVBUF
       (set before the connect, so the window stays small), send a HELLO
-      claiming PEER_ID, check the broker's HELLO (LEADER_ID, CLUSTER),
-      then pipeline NFETCH FETCH frames (uapi/linux/krep_wire.h) for
-      TOPIC-PARTITION at offset 0, leader epoch EPOCH, max_wait 0 and
-      max_bytes 1 MiB, each of which a leader with records answers at
-      once, and never read again. Returns once every FETCH is sent
+      claiming PEER_ID (run it from PEER_ID's configured address: a
+      broker takes a HELLO claiming a peer id only from there), check
+      the broker's HELLO (LEADER_ID, CLUSTER), send the AUTH that ends
+      the handshake (no cluster secret: a zero proof), then pipeline
+      NFETCH FETCH frames (uapi/linux/krep_wire.h) for TOPIC-PARTITION
+      at offset 0, leader epoch EPOCH, max_wait 0 and max_bytes 1 MiB,
+      each of which a leader with records answers at once (PEER_ID must
+      be one of the partition's replicas, or the answers are small
+      errors), and never read again. Returns once every FETCH is sent
       (waiting up to 20 s for room) and the first answer's bytes have
       arrived (up to 20 s); prints
       "NAME local ADDR:PORT sent N inq BYTES".
@@ -26,16 +30,23 @@ the process ends). It also runs on its own: stuck_peer.py COMMAND ARGS.
   release NAME
       close NAME's socket with a reset (SO_LINGER 0), which also ends
       any send of the broker blocked on it; "NAME released".
+  hello HOST:PORT CLUSTER LEADER_ID PEER_ID
+      one connection: a good HELLO claiming PEER_ID; prints "hello
+      answered" when the broker answers with its own HELLO (LEADER_ID,
+      CLUSTER; we then close), "hello closed SECONDS" when it closes the
+      connection without answering, "hello open SECONDS" when it does
+      neither in 10 s, "hello bad-answer WHY" for a wrong answer.
   garbage HOST:PORT CLUSTER PEER_ID TOPIC EPOCH N SEED
       N connections one after the other, each of a kind picked at
       random (seeded with SEED): random bytes; a truncated HELLO; a
       HELLO header of a wrong length; a good HELLO then random bytes; a
-      good HELLO then a truncated FETCH; a good HELLO and a FETCH of
-      TOPIC-0 at offset 0 then a reset before its answer is read. Each is
-      closed by us right after (some with a reset). A broker that closed
-      first, refused or reset us is fine; a connect that fails is not.
-      Prints "garbage N connected C failed F" and the count of each kind;
-      exit status 1 if F > 0.
+      good HELLO and AUTH then a truncated FETCH; a good HELLO, AUTH
+      and a FETCH of TOPIC-0 at offset 0 then a reset before its answer
+      is read. Run it from PEER_ID's address, so that the good HELLOs
+      pass. Each is closed by us right after (some with a reset). A
+      broker that closed first, refused or reset us is fine; a connect
+      that fails is not. Prints "garbage N connected C failed F" and
+      the count of each kind; exit status 1 if F > 0.
 
 Exit status 0, 1 on an error (with a message on stderr), 2 on usage.
 """
@@ -50,7 +61,8 @@ import sys
 import termios
 import time
 
-from repl_helper import FETCH, HDR, HELLO, expect_hello, frame, hello_payload
+from repl_helper import (FETCH, HDR, HELLO, auth_frame, expect_hello, frame,
+                         hello_payload)
 
 SIOCOUTQ = 0x5411
 TCP_STATES = {1: "established", 2: "syn_sent", 3: "syn_recv",
@@ -124,6 +136,11 @@ def stuck_open(name, addr, cluster, leader_id, peer_id, topic, partition,
     if why:
         s.close()
         return err("%s: %s" % (name, why))
+    try:
+        s.sendall(auth_frame())
+    except OSError as e:
+        s.close()
+        return err("%s: AUTH to %s: %s" % (name, addr, e))
     payload = fetch_payload(peer_id, topic, partition, epoch, 0)
     data = b"".join(frame(FETCH, payload, corr=i + 1) for i in range(nfetch))
     s.setblocking(False)
@@ -168,6 +185,35 @@ def stuck_release(name):
     return 0
 
 
+def hello_try(addr, cluster, leader_id, peer_id):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(10)
+    try:
+        s.connect(hostport(addr))
+        start = time.monotonic()
+        s.sendall(frame(HELLO, hello_payload(peer_id, cluster)))
+    except OSError as e:
+        s.close()
+        return err("hello: connect or HELLO to %s: %s" % (addr, e))
+    # the broker's first byte, or its close, without taking it
+    try:
+        got = s.recv(1, socket.MSG_PEEK)
+    except socket.timeout:
+        got = None
+    except OSError:
+        got = b""
+    t = time.monotonic() - start
+    if got is None:
+        print("hello open %.2f" % t)
+    elif not got:
+        print("hello closed %.2f" % t)
+    else:
+        why = expect_hello(s, leader_id, cluster)
+        print("hello bad-answer %s" % why if why else "hello answered")
+    s.close()
+    return 0
+
+
 KINDS = ("random", "short-hello", "big-header", "hello-random",
          "hello-short-fetch", "hello-fetch-reset")
 
@@ -184,6 +230,7 @@ def garbage_one(addr, cluster, peer_id, topic, epoch, kind, rnd):
         return False
     reset = rnd.random() < 0.5
     hello = frame(HELLO, hello_payload(peer_id, cluster))
+    auth = auth_frame()
     try:
         if kind == "random":
             s.sendall(rnd.randbytes(rnd.randint(1, 300)))
@@ -199,10 +246,11 @@ def garbage_one(addr, cluster, peer_id, topic, epoch, kind, rnd):
         elif kind == "hello-short-fetch":
             f = frame(FETCH, fetch_payload(peer_id, topic, 0, epoch, 0),
                       corr=1)
-            s.sendall(hello + f[:rnd.randint(1, len(f) - 1)])
+            s.sendall(hello + auth + f[:rnd.randint(1, len(f) - 1)])
         elif kind == "hello-fetch-reset":
-            s.sendall(hello + frame(FETCH, fetch_payload(peer_id, topic, 0,
-                                                         epoch, 0), corr=1))
+            s.sendall(hello + auth +
+                      frame(FETCH, fetch_payload(peer_id, topic, 0, epoch, 0),
+                            corr=1))
             # the broker's HELLO, maybe the first bytes of its answer
             s.recv(200)
             reset = True
@@ -241,6 +289,8 @@ def main(argv):
             return stuck_status(a[1])
         if len(a) == 2 and a[0] == "release":
             return stuck_release(a[1])
+        if len(a) == 5 and a[0] == "hello":
+            return hello_try(a[1], a[2], int(a[3]), int(a[4]))
         if len(a) == 8 and a[0] == "garbage":
             return garbage(a[1], a[2], int(a[3]), a[4], int(a[5]),
                            int(a[6]), int(a[7]))

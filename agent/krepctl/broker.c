@@ -11,6 +11,7 @@
 
 #include "json.h"
 #include "krepctl.h"
+#include "secret.h"
 
 struct peer_info {
 	bool has_id;
@@ -29,6 +30,7 @@ struct broker_info {
 	bool has_kafka_listen;
 	struct krep_ep kafka_listen;
 	char *kafka_advertised;
+	int auth;		/* KREP_A_AUTH, -1 if absent */
 	bool has_gen;
 	uint32_t gen;
 	size_t npeers;
@@ -50,6 +52,7 @@ static void set_usage(FILE *f)
 	      "                          [peers ID@ENDPOINT[,ID@ENDPOINT...] | peers none]\n"
 	      "                          [kafka-listen ENDPOINT|none]\n"
 	      "                          [kafka-advertised HOST:PORT|none]\n"
+	      "                          [secret-file PATH|none]\n"
 	      "\n"
 	      "Change this network namespace's broker. Give at least one keyword;\n"
 	      "the change applies completely or not at all. Needs CAP_NET_ADMIN.\n"
@@ -66,6 +69,10 @@ static void set_usage(FILE *f)
 	      "                   what Metadata tells clients for this broker\n"
 	      "                   (default: the kafka-listen address); needed\n"
 	      "                   when kafka-listen is a wildcard address\n"
+	      "  secret-file PATH the cluster secret (16..64 bytes; the file must\n"
+	      "                   be private: chmod 600): brokers prove it to each\n"
+	      "                   other in HELLO; every broker needs the same one.\n"
+	      "                   Never shown back; 'none' removes it\n"
 	      "\n"
 	      "ENDPOINT is A.B.C.D:PORT or [IPV6-ADDRESS]:PORT, PORT 1..65535.\n"
 	      "Values are checked by the kernel, which says why it refuses one.\n",
@@ -102,6 +109,7 @@ static struct nla_policy broker_policy[KREP_A_MAX + 1] = {
 	[KREP_A_GENERATION]	= { .type = NLA_U32 },
 	[KREP_A_KAFKA_LISTEN]	= { .type = NLA_NESTED },
 	[KREP_A_KAFKA_ADVERTISED] = { .type = NLA_STRING },
+	[KREP_A_AUTH]		= { .type = NLA_U8 },
 };
 
 static struct nla_policy peer_policy[KREP_A_PEER_MAX + 1] = {
@@ -170,6 +178,7 @@ static int broker_info_get(struct nl_msg *msg, void *arg)
 	int err;
 
 	broker_info_free(bi);
+	bi->auth = -1;
 	if (genlmsg_parse(nlmsg_hdr(msg), 0, tb, KREP_A_MAX, broker_policy))
 		goto malformed;
 	if (tb[KREP_A_BROKER_ID]) {
@@ -197,6 +206,8 @@ static int broker_info_get(struct nl_msg *msg, void *arg)
 		if (!bi->kafka_advertised)
 			goto nomem;
 	}
+	if (tb[KREP_A_AUTH])
+		bi->auth = nla_get_u8(tb[KREP_A_AUTH]);
 	if (tb[KREP_A_GENERATION]) {
 		bi->has_gen = true;
 		bi->gen = nla_get_u32(tb[KREP_A_GENERATION]);
@@ -253,6 +264,8 @@ static void show_text(FILE *f, const struct broker_info *bi)
 	fprintf(f, "kafka %s  advertised %s\n", bi->has_kafka_listen ?
 		krep_ep_format(&bi->kafka_listen, ep, sizeof(ep)) : "-",
 		bi->kafka_advertised ? bi->kafka_advertised : "-");
+	fprintf(f, "cluster secret %s\n", bi->auth < 0 ? "-" :
+		bi->auth ? "set" : "none");
 	for (i = 0; i < bi->npeers; i++) {
 		p = &bi->peers[i];
 		if (p->has_id)
@@ -305,6 +318,11 @@ static void show_json(FILE *f, const struct broker_info *bi)
 		json_str(&j, bi->kafka_advertised);
 	else
 		json_null(&j);
+	json_key(&j, "cluster_secret");
+	if (bi->auth < 0)
+		json_null(&j);
+	else
+		json_bool(&j, bi->auth);
 	json_key(&j, "generation");
 	if (bi->has_gen)
 		json_u64(&j, bi->gen);
@@ -392,6 +410,7 @@ static int show_run(struct krepctl *ctl, int argc, char **argv)
 void krep_broker_set_free(struct krep_broker_set *set)
 {
 	krep_peers_free(&set->peers);
+	explicit_bzero(set->secret, sizeof(set->secret));
 	memset(set, 0, sizeof(*set));
 }
 
@@ -419,6 +438,24 @@ static int set_ep(const char *kw, const char *val, struct krep_ep *ep)
 	if (err)
 		krepctl_usage_error(set_usage, "broker set: %s '%s': %s",
 				    kw, val, why);
+	return err;
+}
+
+/* the cluster secret from a private file, or 'none' to remove it */
+static int set_secret(const char *val, struct krep_broker_set *set)
+{
+	char why[512];
+	int err;
+
+	if (!strcmp(val, "none")) {
+		set->secret_len = 0;
+		return 0;
+	}
+	err = krep_secret_file_read(val, set->secret, KREP_SECRET_MIN,
+				    KREP_SECRET_MAX, &set->secret_len, why,
+				    sizeof(why));
+	if (err)
+		krepctl_usage_error(set_usage, "broker set: %s", why);
 	return err;
 }
 
@@ -454,7 +491,8 @@ int krep_broker_set_parse(int argc, char **argv, struct krep_broker_set *set)
 		if (strcmp(kw, "id") && strcmp(kw, "cluster") &&
 		    strcmp(kw, "listen") && strcmp(kw, "peers") &&
 		    strcmp(kw, "kafka-listen") &&
-		    strcmp(kw, "kafka-advertised")) {
+		    strcmp(kw, "kafka-advertised") &&
+		    strcmp(kw, "secret-file")) {
 			err = -EINVAL;
 			krepctl_usage_error(set_usage,
 					    "broker set: unknown keyword '%s'",
@@ -475,7 +513,8 @@ int krep_broker_set_parse(int argc, char **argv, struct krep_broker_set *set)
 		    (!strcmp(kw, "peers") && set->has_peers) ||
 		    (!strcmp(kw, "kafka-listen") && set->has_kafka_listen) ||
 		    (!strcmp(kw, "kafka-advertised") &&
-		     set->kafka_advertised)) {
+		     set->kafka_advertised) ||
+		    (!strcmp(kw, "secret-file") && set->has_secret)) {
 			err = -EINVAL;
 			krepctl_usage_error(set_usage,
 					    "broker set: '%s' given twice", kw);
@@ -500,6 +539,9 @@ int krep_broker_set_parse(int argc, char **argv, struct krep_broker_set *set)
 		} else if (!strcmp(kw, "kafka-advertised")) {
 			err = 0;
 			set->kafka_advertised = strcmp(val, "none") ? val : "";
+		} else if (!strcmp(kw, "secret-file")) {
+			err = set_secret(val, set);
+			set->has_secret = !err;
 		} else {
 			err = set_peers(val, &set->peers);
 			set->has_peers = !err;
@@ -559,7 +601,9 @@ struct nl_msg *krep_broker_set_msg(int family, const struct krep_broker_set *set
 	     kafka_listen_put(msg, &set->kafka_listen)) ||
 	    (set->kafka_advertised &&
 	     nla_put_string(msg, KREP_A_KAFKA_ADVERTISED,
-			    set->kafka_advertised))) {
+			    set->kafka_advertised)) ||
+	    (set->has_secret &&
+	     nla_put(msg, KREP_A_SECRET, set->secret_len, set->secret))) {
 		nlmsg_free(msg);
 		return NULL;
 	}

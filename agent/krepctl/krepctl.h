@@ -254,6 +254,9 @@ struct krep_broker_set {
 	bool has_kafka_listen;
 	struct krep_ep kafka_listen;	/* AF_UNSPEC: none (remove it) */
 	const char *kafka_advertised;	/* NULL: leave, "": clear */
+	bool has_secret;
+	uint8_t secret[64];		/* len 0: clear it */
+	size_t secret_len;
 	bool has_peers;
 	struct krep_peers peers;
 };

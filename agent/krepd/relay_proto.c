@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "relay_proto.h"
+#include "secret.h"
 
 #define BUF_MIN		(64 * 1024)
 /* an empty buffer larger than this is given back */
@@ -327,75 +328,12 @@ void krep_relay_server_mac(const struct krep_relay_secret *s,
 int krep_relay_secret_load(const char *path, struct krep_relay_secret *s,
 			   char *err, size_t errlen)
 {
-	uint8_t buf[KREP_RELAY_SECRET_MAX + 2];
-	size_t len = 0;
-	struct stat st;
-	ssize_t n;
-	int fd, ret;
+	size_t len;
+	int ret;
 
-	s->len = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "cannot open secret file %s: %s", path,
-			 strerror(errno));
-		return ret;
-	}
-	if (fstat(fd, &st)) {
-		ret = -errno;
-		snprintf(err, errlen, "cannot stat secret file %s: %s", path,
-			 strerror(errno));
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		ret = -EINVAL;
-		snprintf(err, errlen, "secret file %s is not a regular file",
-			 path);
-		goto out;
-	}
-	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
-		ret = -EPERM;
-		snprintf(err, errlen,
-			 "secret file %s is accessible by group or others (mode %04o): make it private (chmod 600)",
-			 path, (unsigned int)(st.st_mode & 07777));
-		goto out;
-	}
-	while (len < sizeof(buf)) {
-		n = read(fd, buf + len, sizeof(buf) - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			ret = -errno;
-			snprintf(err, errlen, "cannot read secret file %s: %s",
-				 path, strerror(errno));
-			goto out;
-		}
-		if (!n)
-			break;
-		len += n;
-	}
-	if (len && buf[len - 1] == '\n')
-		len--;
-	if (len > KREP_RELAY_SECRET_MAX) {
-		ret = -EMSGSIZE;
-		snprintf(err, errlen,
-			 "secret file %s holds more than %d bytes", path,
-			 KREP_RELAY_SECRET_MAX);
-		goto out;
-	}
-	if (len < KREP_RELAY_SECRET_MIN) {
-		ret = -EINVAL;
-		snprintf(err, errlen,
-			 "secret file %s holds %zu bytes: at least %d are needed (without the final newline)",
-			 path, len, KREP_RELAY_SECRET_MIN);
-		goto out;
-	}
-	memcpy(s->key, buf, len);
-	s->len = len;
-	ret = 0;
-out:
-	krep_sha256_wipe(buf, sizeof(buf));
-	close(fd);
+	ret = krep_secret_file_read(path, s->key, KREP_RELAY_SECRET_MIN,
+				    KREP_RELAY_SECRET_MAX, &len, err, errlen);
+	s->len = ret ? 0 : len;
 	return ret;
 }
 

@@ -743,6 +743,7 @@ static void test_reply(void)
 	put_ep(m, KREP_A_LISTEN, "10.0.0.1:9092");
 	put_ep(m, KREP_A_KAFKA_LISTEN, "0.0.0.0:9192");
 	nla_put_string(m, KREP_A_KAFKA_ADVERTISED, "b1.example:9192");
+	nla_put_u8(m, KREP_A_AUTH, 1);
 	n = nla_nest_start(m, KREP_A_PEERS | NLA_F_NESTED);
 	put_peer(m, 2, "10.0.0.2:9092", KREP_PEER_CONFIGURED);
 	put_peer(m, 3, "[fd00::3]:9092", KREP_PEER_UP);
@@ -756,6 +757,7 @@ static void test_reply(void)
 		  "broker 1  cluster krep-test  generation 3\n"
 		  "listen 10.0.0.1:9092\n"
 		  "kafka 0.0.0.0:9192  advertised b1.example:9192\n"
+		  "cluster secret set\n"
 		  "peer 2  10.0.0.2:9092  configured\n"
 		  "peer 3  [fd00::3]:9092  up\n"
 		  "peer 4  10.0.0.4:9092  unknown(9)\n"
@@ -766,6 +768,7 @@ static void test_reply(void)
 		  "\"listen\":\"10.0.0.1:9092\","
 		  "\"kafka_listen\":\"0.0.0.0:9192\","
 		  "\"kafka_advertised\":\"b1.example:9192\","
+		  "\"cluster_secret\":true,"
 		  "\"generation\":3,\"peers\":["
 		  "{\"id\":2,\"addr\":\"10.0.0.2:9092\",\"state\":\"configured\"},"
 		  "{\"id\":3,\"addr\":\"[fd00::3]:9092\",\"state\":\"up\"},"
@@ -777,11 +780,12 @@ static void test_reply(void)
 	m = krep_genl_msg_new(FAMILY, KREP_CMD_BROKER_GET, 0, 0);
 	CHECK_STR(reply_text(m, false),
 		  "broker -  cluster -  generation -\nlisten -\n"
-		  "kafka -  advertised -\n",
+		  "kafka -  advertised -\ncluster secret -\n",
 		  "unconfigured broker, text");
 	CHECK_STR(reply_text(m, true),
 		  "{\"broker_id\":null,\"cluster_id\":null,\"listen\":null,"
 		  "\"kafka_listen\":null,\"kafka_advertised\":null,"
+		  "\"cluster_secret\":null,"
 		  "\"generation\":null,\"peers\":[]}\n",
 		  "unconfigured broker, JSON nulls");
 	nlmsg_free(m);
@@ -790,10 +794,12 @@ static void test_reply(void)
 	nla_put_u32(m, KREP_A_BROKER_ID, 0);
 	nla_put_string(m, KREP_A_CLUSTER_ID, "a\"b\\c\n");
 	nla_put_u32(m, KREP_A_GENERATION, 0);
+	nla_put_u8(m, KREP_A_AUTH, 0);
 	CHECK_STR(reply_text(m, true),
 		  "{\"broker_id\":0,\"cluster_id\":\"a\\\"b\\\\c\\n\","
 		  "\"listen\":null,\"kafka_listen\":null,"
-		  "\"kafka_advertised\":null,\"generation\":0,\"peers\":[]}\n",
+		  "\"kafka_advertised\":null,\"cluster_secret\":false,"
+		  "\"generation\":0,\"peers\":[]}\n",
 		  "JSON escapes the cluster id");
 	nlmsg_free(m);
 

@@ -19,6 +19,8 @@
  *             KREP_A_KAFKA_ADVERTISED string HOST:PORT that Metadata gives
  *                                          clients for this broker, absent
  *                                          while there is no Kafka listener
+ *             KREP_A_AUTH            u8    1 when the broker holds a cluster
+ *                                          secret (never the secret itself)
  *             KREP_A_PEERS           nest  of KREP_A_PEER (nest):
  *                 KREP_A_PEER_ID     u32
  *                 KREP_A_PEER_EP     nest  KREP_A_EP_*
@@ -51,6 +53,11 @@
  *                                          and a port
  *             KREP_A_KAFKA_LISTEN    nest  KREP_A_EP_*: the Kafka client
  *                                          listener (an empty nest: none)
+ *             KREP_A_SECRET          binary KREP_SECRET_MIN..KREP_SECRET_MAX
+ *                                          bytes: the cluster secret brokers
+ *                                          authenticate each other with
+ *                                          (krep_wire.h); empty: none.
+ *                                          Write-only; peers reconnect
  *             KREP_A_KAFKA_ADVERTISED string HOST:PORT (1..KREP_ADVERTISED_MAX
  *                                          chars; "" clears it): what
  *                                          Metadata gives for this broker;
@@ -242,6 +249,8 @@
 #define KREP_BROKER_ID_MAX	0x7fffffffU	/* Kafka node ids are int32 >= 0 */
 #define KREP_CLUSTER_ID_MAX	64		/* characters, without the NUL */
 #define KREP_ADVERTISED_MAX	127		/* characters, without the NUL */
+#define KREP_SECRET_MIN		16		/* bytes of a cluster secret */
+#define KREP_SECRET_MAX		64
 #define KREP_PEERS_MAX		64
 #define KREP_DEFAULT_PORT	9092
 #define KREP_NO_LEADER		0xffffffffU	/* KREP_A_LEADER: none */
@@ -322,6 +331,8 @@ enum krep_attr {
 	KREP_A_LOG_MEMORY_MAX,	/* u64: the broker's cap (BROKER_GET) */
 	KREP_A_KAFKA_LISTEN,	/* nest: enum krep_ep_attr */
 	KREP_A_KAFKA_ADVERTISED, /* string: HOST:PORT */
+	KREP_A_SECRET,		/* binary: the cluster secret (SET only) */
+	KREP_A_AUTH,		/* u8: 1 when a cluster secret is set (GET) */
 
 	__KREP_A_MAX,
 	KREP_A_MAX = __KREP_A_MAX - 1

@@ -11,8 +11,24 @@
  *
  *   follower (client)                         leader (server, `listen`)
  *   HELLO {broker id, cluster id, version,
- *          Kafka advertised address}       -->
- *                                          <-- HELLO {its own}
+ *          Kafka advertised address,
+ *          nonce F}                        -->
+ *                                          <-- HELLO {its own, nonce L,
+ *                                              proof L}
+ *   AUTH {proof F}                         -->
+ *
+ * Authentication: brokers that hold a cluster secret K (BROKER_SET
+ * KREP_A_SECRET) set KREP_WIRE_HELLO_F_AUTH and prove it, each binding
+ * both nonces and both ids (L the leader's id, F the follower's):
+ *   proof L = HMAC-SHA256(K, "krep-hello-leader" || nonce F || nonce L ||
+ *                         be32 L || be32 F)
+ *   proof F = HMAC-SHA256(K, "krep-hello-follower" || nonce L || nonce F ||
+ *                         be32 F || be32 L)
+ * Without a secret the proofs are zero and both flags clear; a broker
+ * with a secret refuses one without, and the other way round. A leader
+ * serves no FETCH before the AUTH; it accepts a HELLO claiming a peer id
+ * only from that peer's configured address, and a new authenticated
+ * connection of a peer id replaces the old one.
  *   FETCH {replica id, max wait, max bytes,
  *          per partition: topic, partition,
  *          current leader epoch, fetch offset,
@@ -40,6 +56,7 @@ enum krep_wire_type {
 	KREP_WIRE_HELLO = 1,
 	KREP_WIRE_FETCH = 2,
 	KREP_WIRE_FETCH_RESP = 3,
+	KREP_WIRE_AUTH = 4,
 };
 
 struct krep_wire_hdr {
@@ -53,11 +70,15 @@ struct krep_wire_hdr {
 
 #define KREP_WIRE_CLUSTER_ID_LEN	64
 #define KREP_WIRE_ADVERTISED_LEN	128
+#define KREP_WIRE_NONCE_LEN		32
+#define KREP_WIRE_PROOF_LEN		32	/* HMAC-SHA256 */
+
+#define KREP_WIRE_HELLO_F_AUTH		0x1	/* the sender has a secret */
 
 struct krep_wire_hello {
 	__be32 broker_id;
 	__be16 version;		/* KREP_WIRE_VERSION */
-	__be16 reserved;	/* 0 */
+	__be16 flags;		/* KREP_WIRE_HELLO_F_*, others 0 */
 	char cluster_id[KREP_WIRE_CLUSTER_ID_LEN];	/* NUL-padded */
 	/*
 	 * "HOST:PORT" where the sender serves Kafka clients (what the
@@ -65,6 +86,12 @@ struct krep_wire_hello {
 	 * empty when it has no Kafka listener. Version 2.
 	 */
 	char kafka_advertised[KREP_WIRE_ADVERTISED_LEN];
+	__u8 nonce[KREP_WIRE_NONCE_LEN];	/* random, per connection */
+	__u8 proof[KREP_WIRE_PROOF_LEN];	/* the leader's; else 0 */
+};
+
+struct krep_wire_auth {
+	__u8 proof[KREP_WIRE_PROOF_LEN];	/* the follower's, or 0 */
 };
 
 struct krep_wire_fetch {
