@@ -17,6 +17,11 @@
  *                  by a wake-up of one of its partitions' wait queues,
  *                  or at its deadline. Cancelled by the connection's
  *                  release after the waits are removed.
+ *   kc.deadline_work (delayed) closes a connection whose request does
+ *                  not arrive whole in time, or that stays idle; armed
+ *                  by the receive work only (at accept, at a request's
+ *                  size, after each request). Cancelled by the release,
+ *                  which runs after the receive work was cancelled.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -36,10 +41,47 @@ struct krep_kconn {
 	u32 size;
 	u8 *req;
 	u32 req_got;
+	u32 charged;			/* of ns->kafka_rx_big, for req */
+	unsigned long req_deadline;	/* jiffies: req must be whole */
+	unsigned long idle_deadline;	/* jiffies: the next request */
+	struct delayed_work deadline_work;
 	struct mutex park_lock;		/* guards park */
 	struct krep_kpark *park;
 	struct delayed_work park_work;
 };
+
+static void uncharge(struct krep_conn *c, struct krep_kconn *kc)
+{
+	if (kc->charged)
+		atomic_sub(kc->charged, &c->kn->ns->kafka_rx_big);
+	kc->charged = 0;
+}
+
+/* from the receive work: the next deadline of @kc */
+static void arm_deadline(struct krep_conn *c, struct krep_kconn *kc)
+{
+	unsigned long at = kc->size_got == 4 ? kc->req_deadline :
+					       kc->idle_deadline;
+
+	mod_delayed_work(krep_wq, &kc->deadline_work,
+			 time_after(at, jiffies) ? at - jiffies : 0);
+}
+
+static void deadline_work(struct work_struct *work)
+{
+	struct krep_kconn *kc = container_of(to_delayed_work(work),
+					     struct krep_kconn, deadline_work);
+	bool reading = READ_ONCE(kc->size_got) == 4;
+
+	/* a parked request is answered by its own deadline */
+	if (READ_ONCE(kc->park))
+		return;
+	if (reading && time_after_eq(jiffies, READ_ONCE(kc->req_deadline)))
+		krep_conn_close(kc->c, "request not received whole in time");
+	else if (!reading &&
+		 time_after_eq(jiffies, READ_ONCE(kc->idle_deadline)))
+		krep_conn_close(kc->c, NULL);	/* idle, as Kafka */
+}
 
 static int kwait_wake(wait_queue_entry_t *wq, unsigned int mode, int flags,
 		      void *key)
@@ -238,6 +280,20 @@ static int read_request(struct krep_conn *c, struct krep_kconn *kc,
 			*why = "request size out of range";
 			return -EPROTO;
 		}
+		if (kc->size > KREP_KAFKA_BIG) {
+			atomic_t *big = &c->kn->ns->kafka_rx_big;
+
+			if (atomic_add_return(kc->size, big) >
+			    KREP_KAFKA_BIG_BUDGET) {
+				atomic_sub(kc->size, big);
+				*why = "too many large requests being received";
+				return -ENOBUFS;
+			}
+			kc->charged = kc->size;
+		}
+		WRITE_ONCE(kc->req_deadline, jiffies +
+			   msecs_to_jiffies(KREP_KAFKA_REQUEST_MS));
+		arm_deadline(c, kc);
 		kc->req = kvmalloc(kc->size, GFP_KERNEL_ACCOUNT);
 		if (!kc->req) {
 			*why = "out of memory for a request";
@@ -273,8 +329,12 @@ void krep_kafka_rx_work(struct work_struct *work)
 			goto bad;
 		req = kc->req;
 		kc->req = NULL;
-		kc->size_got = 0;
+		WRITE_ONCE(kc->size_got, 0);
+		WRITE_ONCE(kc->idle_deadline, jiffies +
+			   msecs_to_jiffies(KREP_KAFKA_IDLE_MS));
+		arm_deadline(c, kc);
 		ret = krep_kafka_handle(c, req, kc->size, &why);
+		uncharge(c, kc);
 		if (ret)
 			goto bad;
 	}
@@ -299,13 +359,18 @@ int krep_kafka_conn_init(struct krep_conn *c)
 	kc->c = c;
 	mutex_init(&kc->park_lock);
 	INIT_DELAYED_WORK(&kc->park_work, park_work);
+	INIT_DELAYED_WORK(&kc->deadline_work, deadline_work);
 	c->kc = kc;
 	return 0;
 }
 
-/* accepted: nothing to arm yet (TCP keepalive covers a dead client) */
+/* accepted, before its callbacks: the idle deadline runs */
 void krep_kafka_conn_start(struct krep_conn *c)
 {
+	struct krep_kconn *kc = c->kc;
+
+	kc->idle_deadline = jiffies + msecs_to_jiffies(KREP_KAFKA_IDLE_MS);
+	arm_deadline(c, kc);
 }
 
 /* from the connection's release: stop the parked request */
@@ -321,8 +386,10 @@ void krep_kafka_conn_release(struct krep_conn *c)
 		kpark_unwait(kp);
 	mutex_unlock(&kc->park_lock);
 	cancel_delayed_work_sync(&kc->park_work);
+	cancel_delayed_work_sync(&kc->deadline_work);
 	if (kp)
 		kpark_free(kp);
+	uncharge(c, kc);
 }
 
 /* from the connection's last reference */

@@ -21,6 +21,7 @@
 #include <linux/jiffies.h>
 #include <linux/rculist.h>
 #include <linux/slab.h>
+#include <linux/sort.h>
 #include <linux/krep.h>
 
 #include "krep.h"
@@ -111,6 +112,29 @@ static struct krep_partition *lookup(struct krep_net *kn,
 		return NULL;
 	}
 	return p;
+}
+
+static int cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Does a request name one partition twice? (Kafka's clients never do;
+ * a request that does could multiply the broker's work and waits.)
+ */
+static int partitions_unique(struct krep_partition **ps, unsigned int n)
+{
+	unsigned int i;
+
+	sort(ps, n, sizeof(*ps), cmp_ptr, NULL);
+	for (i = 1; i < n; i++) {
+		if (ps[i] == ps[i - 1])
+			return -EPROTO;
+	}
+	return 0;
 }
 
 /* --- ApiVersions --- */
@@ -396,7 +420,10 @@ static int kprod_respond(struct kprod *pr, struct krep_conn *c)
 			struct kprod_part *pp = &pr->parts[k];
 
 			krep_kw_i32(&rs.w, pp->index);
-			krep_kw_i16(&rs.w, pp->kerr);
+			/* INVALID_RECORD exists from version 8 on */
+			krep_kw_i16(&rs.w, pp->kerr == KREP_KERR_INVALID_RECORD &&
+				    pr->ver < 8 ? KREP_KERR_CORRUPT_MESSAGE :
+				    pp->kerr);
 			krep_kw_i64(&rs.w, pp->kerr ? -1 : pp->res.base);
 			krep_kw_i64(&rs.w, -1);		/* log append time */
 			if (pr->ver >= 5)
@@ -520,6 +547,36 @@ bad:
 	return -EPROTO;
 }
 
+/* resolve every partition, then refuse a request naming one twice */
+static int produce_lookup(struct kreq *q, struct kprod *pr, const char **why)
+{
+	struct krep_partition **ps;
+	unsigned int i, n = 0;
+	int err;
+
+	ps = kvcalloc(max(pr->nparts, 1U), sizeof(*ps), GFP_KERNEL_ACCOUNT);
+	if (!ps)
+		return -ENOMEM;
+	for (i = 0; i < pr->nparts; i++) {
+		struct kprod_part *pp = &pr->parts[i];
+
+		if (pr->acks != 0 && pr->acks != 1 && pr->acks != -1) {
+			pp->kerr = KREP_KERR_INVALID_REQUIRED_ACKS;
+			pp->why = "acks must be 0, 1 or -1";
+			continue;
+		}
+		pp->p = lookup(q->kn, &pr->names[pp->topic], pp->index, &pp->t,
+			       &pp->kerr, &pp->why);
+		if (pp->p)
+			ps[n++] = pp->p;
+	}
+	err = partitions_unique(ps, n);
+	kvfree(ps);
+	if (err)
+		*why = "a Produce request names a partition twice";
+	return err;
+}
+
 static int produce(struct kreq *q, const char **why)
 {
 	struct kprod *pr = kzalloc(sizeof(*pr), GFP_KERNEL_ACCOUNT);
@@ -536,16 +593,12 @@ static int produce(struct kreq *q, const char **why)
 	err = produce_parse(q, pr, &recs, why);
 	if (err)
 		goto out;
+	err = produce_lookup(q, pr, why);
+	if (err)
+		goto out;
 	for (i = 0; i < pr->nparts; i++) {
 		struct kprod_part *pp = &pr->parts[i];
 
-		if (pr->acks != 0 && pr->acks != 1 && pr->acks != -1) {
-			pp->kerr = KREP_KERR_INVALID_REQUIRED_ACKS;
-			pp->why = "acks must be 0, 1 or -1";
-			continue;
-		}
-		pp->p = lookup(q->kn, &pr->names[pp->topic], pp->index, &pp->t,
-			       &pp->kerr, &pp->why);
 		if (!pp->p)
 			continue;
 		if (!recs[i]) {
@@ -686,6 +739,7 @@ static int kfetch_resume(struct krep_kpark *kp, bool final)
 			if (fp->p && fp->offset < 0) {
 				kerr = KREP_KERR_OFFSET_OUT_OF_RANGE;
 			} else if (fp->p) {
+				unsigned int pieces = rs.tx.n;
 				struct krep_fetch_req req = {
 					.offset = fp->offset,
 					/* a first batch may pass the budget */
@@ -700,6 +754,11 @@ static int kfetch_resume(struct krep_kpark *kp, bool final)
 								 !total,
 								 krep_kresp_emit,
 								 &rs, &res, &st);
+				/* records already in: the response is broken */
+				if (n < 0 && rs.tx.n != pieces) {
+					krep_kresp_free(&rs);
+					return -EIO;
+				}
 				if (n < 0) {
 					kerr = st.kerr;
 					n = 0;
@@ -815,8 +874,9 @@ bad:
 static int fetch(struct kreq *q, const char **why)
 {
 	struct kfetch *f = kzalloc(sizeof(*f), GFP_KERNEL_ACCOUNT);
+	struct krep_partition **ps;
 	s32 max_wait = 0;
-	u32 i;
+	u32 i, n = 0;
 	int err;
 
 	if (!f)
@@ -826,12 +886,24 @@ static int fetch(struct kreq *q, const char **why)
 	err = fetch_parse(q, f, &max_wait, why);
 	if (err)
 		goto fail;
+	ps = kvcalloc(max(f->nparts, 1U), sizeof(*ps), GFP_KERNEL_ACCOUNT);
+	err = -ENOMEM;
+	if (!ps)
+		goto fail;
 	for (i = 0; i < f->nparts; i++) {
 		struct kfetch_part *fp = &f->parts[i];
 		const char *lwhy;
 
 		fp->p = lookup(q->kn, &f->names[fp->topic], fp->index, &fp->t,
 			       &fp->kerr, &lwhy);
+		if (fp->p)
+			ps[n++] = fp->p;
+	}
+	err = partitions_unique(ps, n);
+	kvfree(ps);
+	if (err) {
+		*why = "a Fetch request names a partition twice";
+		goto fail;
 	}
 	err = krep_kpark_init(&f->kp, q->c, f->nparts,
 			      max_wait < 0 ? 0 :
@@ -858,7 +930,7 @@ static int list_offsets(struct kreq *q, const char **why)
 	struct krep_kr *r = &q->r;
 	struct krep_kresp rs;
 	bool committed = false;
-	s32 n, m, i, j;
+	s32 n, m, i, j, total = 0;
 
 	krep_kr_i32(r);				/* replica id */
 	if (q->ver >= 2)
@@ -876,7 +948,8 @@ static int list_offsets(struct kreq *q, const char **why)
 		read_name(r, &name);
 		put_name(&rs.w, &name);
 		m = krep_kr_array(r, KAFKA_MAX_PARTS);
-		if (m < 0)
+		total += max(m, 0);
+		if (m < 0 || total > KAFKA_MAX_PARTS)
 			r->bad = true;
 		krep_kw_array(&rs.w, max(m, 0));
 		for (j = 0; j < m && !r->bad; j++) {

@@ -73,13 +73,15 @@ u32 krep_kr_uvarint(struct krep_kr *r)
 
 const char *krep_kr_string(struct krep_kr *r, u16 *len)
 {
-	s32 n;
+	s64 n;
 
 	if (r->flex)
-		n = (s32)krep_kr_uvarint(r) - 1;
+		n = (s64)krep_kr_uvarint(r) - 1;
 	else
 		n = krep_kr_i16(r);
 	*len = 0;
+	if (n < -1)
+		r->bad = true;		/* only -1 means null */
 	if (r->bad || n < 0)
 		return NULL;		/* null */
 	if (n > U16_MAX) {
@@ -95,6 +97,8 @@ const u8 *krep_kr_records(struct krep_kr *r, u32 *len)
 	s64 n = r->flex ? (s64)krep_kr_uvarint(r) - 1 : krep_kr_i32(r);
 
 	*len = 0;
+	if (n < -1)
+		r->bad = true;
 	if (r->bad || n < 0)
 		return NULL;
 	*len = n;
@@ -148,8 +152,12 @@ static u8 *kw_room(struct krep_kw *w, u32 n)
 
 	if (w->err)
 		return NULL;
+	if (n > KREP_KW_MAX - w->len) {
+		w->err = -EMSGSIZE;	/* no response grows past this */
+		return NULL;
+	}
 	if (w->len + n > w->cap) {
-		u32 cap = max3(256U, w->cap * 2, w->len + n);
+		u32 cap = min(max3(256U, w->cap * 2, w->len + n), KREP_KW_MAX);
 
 		p = kvmalloc(cap, GFP_KERNEL_ACCOUNT);
 		if (!p) {

@@ -46,6 +46,9 @@ static inline bool krep_kr_done(const struct krep_kr *r)
 	return !r->bad && r->p == r->end;
 }
 
+/* the largest response (bytes besides records sent from the log) */
+#define KREP_KW_MAX	(4U << 20)
+
 /* a response under construction; memory errors stick in @err */
 struct krep_kw {
 	u8 *buf;

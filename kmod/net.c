@@ -912,10 +912,11 @@ static void connect_work(struct work_struct *work)
 		err = kernel_connect(sock, (struct sockaddr *)&peer->ep.sa,
 				     len, O_NONBLOCK);
 	mutex_unlock(&c->tx_lock);
+	if (!err || err == -EINPROGRESS)
+		err = send_hello(c);
+	/* a refused connect is not news (it may surface in the push) */
 	if (err && err != -EINPROGRESS)
-		krep_conn_close(c, NULL);
-	else if (send_hello(c))
-		krep_conn_close(c, "cannot send HELLO");
+		krep_conn_close(c, err == -ENOMEM ? "cannot send HELLO" : NULL);
 	krep_conn_put(c);
 	return;
 
@@ -961,7 +962,10 @@ void krep_net_stop(struct krep_net *kn)
 	 * connect_work still running lists nothing once stopped. Only this
 	 * broker's connections are waited for, never the shared queue.
 	 */
-	wait_event(ns->conns_wq, conns_empty(ns));
+	wait_event(ns->conns_wq, list_empty_careful(&ns->conns));
+	/* the last release work may still be in ns->lock, waking us */
+	mutex_lock(&ns->lock);
+	mutex_unlock(&ns->lock);
 	/* nothing re-arms these once stopped and no connection is left */
 	for (i = 0; i < ns->npeers; i++) {
 		cancel_delayed_work_sync(&ns->peers[i].connect_work);

@@ -114,6 +114,7 @@ struct krep_net_state {
 	wait_queue_head_t conns_wq;	/* woken as conns empties */
 	unsigned int ninbound;		/* accepted peer connections */
 	unsigned int nclients;		/* Kafka client connections */
+	atomic_t kafka_rx_big;		/* bytes of large requests being read */
 	unsigned int npeers;
 	struct krep_peer *peers;
 	bool stopped;

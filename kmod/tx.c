@@ -150,7 +150,7 @@ static int push(struct krep_conn *c)
 				ret = kernel_sendpage(sock, it->page,
 						      it->off + f->off,
 						      it->len - f->off,
-						      MSG_DONTWAIT |
+						      MSG_DONTWAIT | MSG_NOSIGNAL |
 						      (more ? MSG_MORE |
 						       MSG_SENDPAGE_NOTLAST : 0));
 			else
@@ -177,6 +177,8 @@ static int push(struct krep_conn *c)
 /* resume reading requests once the peer has read most of its answers */
 static void maybe_resume_rx(struct krep_conn *c)
 {
+	/* pairs with krep_conn_tx_over(): one of us sees the other */
+	smp_mb();
 	if (READ_ONCE(c->tx_queued) <= KREP_CONN_TXQ_MAX / 2 &&
 	    test_and_clear_bit(KREP_CONN_RX_PAUSED, &c->flags))
 		krep_conn_queue(c, &c->rx_work);
@@ -209,6 +211,9 @@ static int enqueue(struct krep_conn *c, struct tx_frame *f)
 	WRITE_ONCE(c->tx_queued, c->tx_queued + f->hdr_len + f->tx.bytes);
 	err = push_locked(c);
 	mutex_unlock(&c->tx_lock);
+	/* an inline push may have drained what paused the receive side */
+	if (!err)
+		maybe_resume_rx(c);
 	return err;
 }
 
@@ -285,11 +290,13 @@ int krep_conn_send(struct krep_conn *c, u8 type, u32 correlation,
 bool krep_conn_tx_over(struct krep_conn *c)
 {
 	/*
-	 * Not over once TCP gave up (TCP_USER_TIMEOUT, a reset): the
-	 * receive work must read on, see the error and close.
+	 * Not over once TCP gave up (TCP_USER_TIMEOUT, a reset: an error
+	 * and CLOSE): the receive work must read on, see it and close. A
+	 * peer that only half-closed stays paused.
 	 */
 	if (READ_ONCE(c->tx_queued) <= KREP_CONN_TXQ_MAX ||
-	    READ_ONCE(c->sock->sk->sk_state) != TCP_ESTABLISHED)
+	    READ_ONCE(c->sock->sk->sk_err) ||
+	    READ_ONCE(c->sock->sk->sk_state) == TCP_CLOSE)
 		return false;
 	set_bit(KREP_CONN_RX_PAUSED, &c->flags);
 	/* pairs with the push's drain: one of us sees the other */
