@@ -4,7 +4,7 @@
  * (net.c: accept, callbacks, the non-blocking send queue of tx.c).
  *
  * A request is an int32 size and that many bytes (at most
- * KREP_KAFKA_MAX_REQUEST). The receive work reads one whole request and
+ * kafka_max_request_bytes). The receive work reads one whole request and
  * hands it to kafka_api.c, which answers it at once or parks it (a Fetch
  * waiting for records, an acks=all Produce waiting for the ISR). A
  * parked request stops the reading of the next one, so pipelined
@@ -33,6 +33,7 @@
 #include "krep.h"
 #include "kafka.h"
 #include "net.h"
+#include "param.h"
 
 struct krep_kconn {
 	struct krep_conn *c;
@@ -276,7 +277,7 @@ static int read_request(struct krep_conn *c, struct krep_kconn *kc,
 			return 0;
 		kc->size = get_unaligned_be32(kc->size_buf);
 		/* api key, version, correlation id, client id length */
-		if (kc->size < 10 || kc->size > KREP_KAFKA_MAX_REQUEST) {
+		if (kc->size < 10 || kc->size > krep_param_kafka_max_request_bytes()) {
 			*why = "request size out of range";
 			return -EPROTO;
 		}
@@ -331,7 +332,7 @@ void krep_kafka_rx_work(struct work_struct *work)
 		kc->req = NULL;
 		WRITE_ONCE(kc->size_got, 0);
 		WRITE_ONCE(kc->idle_deadline, jiffies +
-			   msecs_to_jiffies(KREP_KAFKA_IDLE_MS));
+			   msecs_to_jiffies(krep_param_kafka_idle_ms()));
 		arm_deadline(c, kc);
 		ret = krep_kafka_handle(c, req, kc->size, &why);
 		uncharge(c, kc);
@@ -369,7 +370,7 @@ void krep_kafka_conn_start(struct krep_conn *c)
 {
 	struct krep_kconn *kc = c->kc;
 
-	kc->idle_deadline = jiffies + msecs_to_jiffies(KREP_KAFKA_IDLE_MS);
+	kc->idle_deadline = jiffies + msecs_to_jiffies(krep_param_kafka_idle_ms());
 	arm_deadline(c, kc);
 }
 

@@ -18,20 +18,17 @@ struct krep_kpark;
 struct page;
 struct work_struct;
 
-/* a request larger than this closes its connection */
-#define KREP_KAFKA_MAX_REQUEST		(8U << 20)
 /*
  * Requests over KREP_KAFKA_BIG bytes being read, all of a broker's
  * clients together, hold at most KREP_KAFKA_BIG_BUDGET bytes; one that
  * would pass it closes its connection. A request must arrive whole
  * within KREP_KAFKA_REQUEST_MS of its size, and a connection without a
- * request for KREP_KAFKA_IDLE_MS (Kafka's connections.max.idle.ms) is
- * closed.
+ * request for kafka_idle_ms (Kafka's connections.max.idle.ms) is closed.
+ * A request over kafka_max_request_bytes closes its connection.
  */
 #define KREP_KAFKA_BIG			(64U << 10)
 #define KREP_KAFKA_BIG_BUDGET		(64U << 20)
 #define KREP_KAFKA_REQUEST_MS		30000
-#define KREP_KAFKA_IDLE_MS		600000
 
 /* Kafka's request API keys that krep serves */
 enum {

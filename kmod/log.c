@@ -41,6 +41,9 @@ struct krep_index_entry {
 	u32 pos;
 };
 
+/* slots of a new segment's page and index arrays; they double as needed */
+#define KREP_SEG_GROW_MIN	16U
+
 struct krep_segment {
 	struct list_head node;
 	u64 base_offset;
@@ -48,7 +51,8 @@ struct krep_segment {
 	u32 size;			/* bytes of batches */
 	u32 cap;			/* bytes it may hold */
 	unsigned int npages;		/* pages allocated so far */
-	struct page **pages;		/* cap / PAGE_SIZE slots */
+	unsigned int pages_cap;		/* slots of @pages, grown as needed */
+	struct page **pages;		/* up to cap / PAGE_SIZE slots */
 	struct krep_index_entry *index;
 	unsigned int nindex, index_cap;
 	u32 last_index_pos;
@@ -69,6 +73,32 @@ void krep_log_init(struct krep_log *log, struct krep_mem *mem,
 static unsigned int seg_max_pages(const struct krep_segment *seg)
 {
 	return DIV_ROUND_UP(seg->cap, PAGE_SIZE);
+}
+
+static unsigned int seg_max_index(const struct krep_segment *seg)
+{
+	return seg->cap / KREP_INDEX_INTERVAL + 2;
+}
+
+/* grow the array *@arr of *@cap elements of @size to hold @need, at most @max */
+static int grow(void **arr, unsigned int *cap, unsigned int need,
+		unsigned int max, size_t size)
+{
+	unsigned int n = min(max(need, *cap * 2), max);
+	void *p;
+
+	if (need <= *cap)
+		return 0;
+	if (need > max)
+		return -EMSGSIZE;
+	p = kvmalloc_array(n, size, GFP_KERNEL_ACCOUNT);
+	if (!p)
+		return -ENOMEM;
+	memcpy(p, *arr, (size_t)*cap * size);
+	kvfree(*arr);
+	*arr = p;
+	*cap = n;
+	return 0;
 }
 
 static void seg_free(struct krep_log *log, struct krep_segment *seg)
@@ -106,10 +136,13 @@ static struct krep_segment *seg_new(struct krep_log *log, u64 base)
 	seg->next_offset = base;
 	seg->cap = log->segment_bytes;
 	seg->max_ts = -1;
-	seg->pages = kvcalloc(seg_max_pages(seg), sizeof(*seg->pages),
-			      GFP_KERNEL);
-	seg->index_cap = seg->cap / KREP_INDEX_INTERVAL + 2;
-	seg->index = kvcalloc(seg->index_cap, sizeof(*seg->index), GFP_KERNEL);
+	/* the arrays grow with the data, not to the segment's size at once */
+	seg->pages_cap = min(seg_max_pages(seg), KREP_SEG_GROW_MIN);
+	seg->pages = kvcalloc(seg->pages_cap, sizeof(*seg->pages),
+			      GFP_KERNEL_ACCOUNT);
+	seg->index_cap = min(seg_max_index(seg), KREP_SEG_GROW_MIN);
+	seg->index = kvcalloc(seg->index_cap, sizeof(*seg->index),
+			      GFP_KERNEL_ACCOUNT);
 	if (!seg->pages || !seg->index) {
 		kvfree(seg->pages);
 		kvfree(seg->index);
@@ -130,12 +163,16 @@ static int seg_reserve(struct krep_log *log, struct krep_segment *seg, u32 len)
 
 	if (!more)
 		return 0;
+	if (grow((void **)&seg->pages, &seg->pages_cap, need,
+		 seg_max_pages(seg), sizeof(*seg->pages)))
+		return -ENOMEM;
 	if (atomic64_add_return((u64)more * PAGE_SIZE, &mem->used) > mem->max) {
 		atomic64_sub((u64)more * PAGE_SIZE, &mem->used);
 		return -ENOSPC;
 	}
 	while (seg->npages < need) {
-		struct page *page = alloc_page(GFP_KERNEL | __GFP_NOWARN);
+		struct page *page = alloc_page(GFP_KERNEL_ACCOUNT |
+					       __GFP_NOWARN);
 
 		if (!page) {
 			/* uncharge what was not allocated; keep the rest */
@@ -215,6 +252,9 @@ static void seg_index(struct krep_segment *seg, const struct krep_batch *b)
 {
 	if (seg->size && seg->size - seg->last_index_pos < KREP_INDEX_INTERVAL)
 		return;
+	/* without room the entry is skipped: a lookup scans a little more */
+	grow((void **)&seg->index, &seg->index_cap, seg->nindex + 1,
+	     seg_max_index(seg), sizeof(*seg->index));
 	if (seg->nindex < seg->index_cap) {
 		seg->index[seg->nindex].rel_offset =
 			b->base_offset - seg->base_offset;

@@ -69,7 +69,6 @@ struct workqueue_struct *krep_wq;
 
 #define KREP_BACKOFF_MIN_MS	100
 #define KREP_MAX_INBOUND	128	/* connections accepted at once */
-#define KREP_MAX_CLIENTS	1024	/* Kafka client connections at once */
 /* the largest FETCH: header plus the maximum of partition entries */
 #define KREP_WIRE_MAX_REQUEST	(sizeof(struct krep_wire_fetch) +	\
 				 KREP_WIRE_MAX_PARTITIONS *		\
@@ -764,7 +763,8 @@ static bool accept_one(struct krep_listener *l)
 	struct krep_net *kn = l->kn;
 	struct krep_net_state *ns = kn->ns;
 	unsigned int *count = l->kafka ? &ns->nclients : &ns->ninbound;
-	unsigned int max = l->kafka ? KREP_MAX_CLIENTS : KREP_MAX_INBOUND;
+	unsigned int max = l->kafka ? krep_param_kafka_max_connections() :
+				      KREP_MAX_INBOUND;
 	struct socket *sock;
 	struct krep_conn *c;
 

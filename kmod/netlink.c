@@ -130,7 +130,7 @@ static int put_stats(struct sk_buff *skb, struct krep_stats *st)
 }
 
 static int put_broker(struct sk_buff *skb, struct krep_net *kn,
-		      const struct krep_broker_cfg *cfg)
+		      const struct krep_broker_cfg *cfg, bool admin)
 {
 	struct nlattr *peers, *peer;
 	unsigned int i;
@@ -138,7 +138,8 @@ static int put_broker(struct sk_buff *skb, struct krep_net *kn,
 	if (cfg->broker_id != KREP_BROKER_ID_UNSET &&
 	    nla_put_u32(skb, KREP_A_BROKER_ID, cfg->broker_id))
 		return -EMSGSIZE;
-	if (cfg->cluster_id[0] &&
+	/* what a peer must present in HELLO: for admins only */
+	if (admin && cfg->cluster_id[0] &&
 	    nla_put_string(skb, KREP_A_CLUSTER_ID, cfg->cluster_id))
 		return -EMSGSIZE;
 	if (krep_endpoint_valid(&cfg->listen) &&
@@ -181,10 +182,13 @@ static int put_broker(struct sk_buff *skb, struct krep_net *kn,
 	return 0;
 }
 
-/* a message carrying the broker's state; caller holds cfg_lock */
+/*
+ * A message carrying the broker's state; caller holds cfg_lock. The
+ * cluster id only for @admin (and in events: see uapi/linux/krep.h).
+ */
 static struct sk_buff *broker_msg(struct krep_net *kn,
 				  const struct krep_broker_cfg *cfg, u8 cmd,
-				  u32 portid, u32 seq)
+				  u32 portid, u32 seq, bool admin)
 {
 	struct sk_buff *msg;
 	void *hdr;
@@ -193,7 +197,7 @@ static struct sk_buff *broker_msg(struct krep_net *kn,
 	if (!msg)
 		return NULL;
 	hdr = genlmsg_put(msg, portid, seq, &krep_genl_family, 0, cmd);
-	if (!hdr || put_broker(msg, kn, cfg)) {
+	if (!hdr || put_broker(msg, kn, cfg, admin)) {
 		nlmsg_free(msg);
 		return NULL;
 	}
@@ -203,12 +207,14 @@ static struct sk_buff *broker_msg(struct krep_net *kn,
 
 static int krep_nl_broker_get(struct sk_buff *skb, struct genl_info *info)
 {
-	struct krep_net *kn = krep_net(genl_info_net(info));
+	struct net *net = genl_info_net(info);
+	struct krep_net *kn = krep_net(net);
+	bool admin = netlink_ns_capable(skb, net->user_ns, CAP_NET_ADMIN);
 	struct sk_buff *msg;
 
 	mutex_lock(&kn->cfg_lock);
 	msg = broker_msg(kn, krep_broker_cfg_locked(kn), KREP_CMD_BROKER_GET,
-			 info->snd_portid, info->snd_seq);
+			 info->snd_portid, info->snd_seq, admin);
 	mutex_unlock(&kn->cfg_lock);
 	if (!msg)
 		return -ENOMEM;
@@ -412,7 +418,7 @@ static void notify_broker(struct krep_net *kn, const struct krep_broker_cfg *cfg
 	if (!genl_has_listeners(&krep_genl_family, kn->net,
 				KREP_MCGRP_EVENTS_ID))
 		return;
-	msg = broker_msg(kn, cfg, KREP_CMD_BROKER_SET, 0, 0);
+	msg = broker_msg(kn, cfg, KREP_CMD_BROKER_SET, 0, 0, true);
 	if (msg)
 		genlmsg_multicast_netns(&krep_genl_family, kn->net, msg, 0,
 					KREP_MCGRP_EVENTS_ID, GFP_KERNEL);

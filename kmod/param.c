@@ -99,6 +99,21 @@ module_param(socket_timeout_ms, uint, 0444);
 MODULE_PARM_DESC(socket_timeout_ms,
 		 "close a replication connection whose sent data is unacknowledged this long: TCP_USER_TIMEOUT (default 30000, 100..600000)");
 
+static unsigned int kafka_idle_ms = 600000;
+module_param(kafka_idle_ms, uint, 0444);
+MODULE_PARM_DESC(kafka_idle_ms,
+		 "close a Kafka client connection without a request this long, as connections.max.idle.ms (default 600000, 100..600000)");
+
+static unsigned int kafka_max_request_bytes = 8U << 20;
+module_param(kafka_max_request_bytes, uint, 0444);
+MODULE_PARM_DESC(kafka_max_request_bytes,
+		 "the largest Kafka request; a larger one closes its connection (default 8388608, 65536..104857600)");
+
+static unsigned int kafka_max_connections = 1024;
+module_param(kafka_max_connections, uint, 0444);
+MODULE_PARM_DESC(kafka_max_connections,
+		 "Kafka client connections each broker serves at once (default 1024, 1..65536)");
+
 static unsigned int close_log_interval_ms = 5000;
 module_param(close_log_interval_ms, uint, 0444);
 MODULE_PARM_DESC(close_log_interval_ms,
@@ -124,6 +139,21 @@ u32 krep_param_socket_timeout_ms(void)
 	return socket_timeout_ms;
 }
 
+u32 krep_param_kafka_idle_ms(void)
+{
+	return kafka_idle_ms;
+}
+
+u32 krep_param_kafka_max_request_bytes(void)
+{
+	return kafka_max_request_bytes;
+}
+
+u32 krep_param_kafka_max_connections(void)
+{
+	return kafka_max_connections;
+}
+
 u32 krep_param_close_log_interval_ms(void)
 {
 	return close_log_interval_ms;
@@ -140,6 +170,7 @@ static int check_deadlines(void)
 		{ "fetch_timeout_ms", &fetch_timeout_ms },
 		{ "reconnect_backoff_max_ms", &reconnect_backoff_max_ms },
 		{ "socket_timeout_ms", &socket_timeout_ms },
+		{ "kafka_idle_ms", &kafka_idle_ms },
 		{ "close_log_interval_ms", &close_log_interval_ms },
 	};
 	int i;
@@ -406,6 +437,17 @@ int krep_param_parse(struct krep_broker_cfg **cfgp, struct list_head *specs)
 	}
 	if (check_deadlines())
 		goto fail;
+	if (kafka_max_request_bytes < 65536 ||
+	    kafka_max_request_bytes > 104857600) {
+		pr_err("bad kafka_max_request_bytes %u: must be 65536..104857600\n",
+		       kafka_max_request_bytes);
+		goto fail;
+	}
+	if (kafka_max_connections < 1 || kafka_max_connections > 65536) {
+		pr_err("bad kafka_max_connections %u: must be 1..65536\n",
+		       kafka_max_connections);
+		goto fail;
+	}
 	if (broker_id < -1) {
 		pr_err("bad broker_id %d: must be 0..2147483647\n", broker_id);
 		goto fail;

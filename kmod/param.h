@@ -16,6 +16,9 @@ u32 krep_param_fetch_timeout_ms(void);
 u32 krep_param_reconnect_backoff_max_ms(void);
 u32 krep_param_socket_timeout_ms(void);
 u32 krep_param_close_log_interval_ms(void);
+u32 krep_param_kafka_idle_ms(void);
+u32 krep_param_kafka_max_request_bytes(void);
+u32 krep_param_kafka_max_connections(void);
 int krep_param_parse(struct krep_broker_cfg **cfgp, struct list_head *topics);
 
 #endif /* _KREP_PARAM_H */

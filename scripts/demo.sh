@@ -136,17 +136,19 @@ for n in 2 3; do
 		ip -n $ns link set eth0 up && ip -n $ns link set lo up ||
 		fail "cannot wire $ns"
 done
-run insmod kmod/krep.ko broker_id=1 cluster_id=demo listen=10.99.0.1:9092 \
-	peers=2@10.99.0.2:9092,3@10.99.0.3:9092 \
+run insmod kmod/krep.ko broker_id=1 cluster_id=demo listen=10.99.0.1:9093 \
+	peers=2@10.99.0.2:9093,3@10.99.0.3:9093 kafka_listen=10.99.0.1:9092 \
 	topics=orders:3:3:replica_lag_time_max_ms=$LAG_MS || fail "insmod failed"
 for n in 2 3; do
-	others=$(for o in 1 2 3; do [ $o = $n ] || printf '%s@10.99.0.%s:9092,' $o $o; done)
+	others=$(for o in 1 2 3; do [ $o = $n ] || printf '%s@10.99.0.%s:9093,' $o $o; done)
 	run "$KREPCTL" --netns krep-demo-b$n broker set id $n cluster demo \
-		listen 10.99.0.$n:9092 peers "${others%,}" || fail "broker $n set"
+		listen 10.99.0.$n:9093 peers "${others%,}" \
+		kafka-listen 10.99.0.$n:9092 || fail "broker $n set"
 	run "$KREPCTL" --netns krep-demo-b$n topic create orders partitions 3 \
 		replication-factor 3 config replica_lag_time_max_ms=$LAG_MS ||
 		fail "topic create on broker $n"
 done
+note "brokers replicate on port 9093; Kafka clients connect to 9092."
 note "each broker creates the same topic, and the same round-robin"
 note "assignment makes broker p+1 the preferred leader of partition p."
 peers_up() { [ "$(k1 --json broker show | jq '[.peers[] | select(.state == "up")] | length')" = 2 ]; }
@@ -314,7 +316,21 @@ p=$(part k1 0)
 note "after commit: hw=$(jqr .hw <<<"$p") lso=$(jqr .lso <<<"$p")"
 
 #------------------------------------------------------------------------
-step 7 "krepctl watch --once and the commit-latency histogram close the tour"
+step 7 "Kafka clients: kcat lists the cluster, produces 20 records to orders-2 with acks=all through broker 2, and reads them back through broker 3"
+run kcat -b 10.99.0.1:9092 -L -t orders || fail "kcat -L"
+seq -f 'kafka-%g' 1 20 >/tmp/demo-kin
+ip netns exec krep-demo-b2 kcat -b 10.99.0.2:9092 -P -t orders -p 2 \
+	-X acks=all </tmp/demo-kin || fail "kcat -P"
+note "kcat -P through broker 2: Metadata told it orders-2's leader"
+ip netns exec krep-demo-b3 kcat -b 10.99.0.3:9092 -C -t orders -p 2 \
+	-o -20 -e -q >/tmp/demo-kout || fail "kcat -C"
+sed 's/^/    | /' /tmp/demo-kout | head -n 3
+note "..."
+cmp -s /tmp/demo-kin /tmp/demo-kout || fail "kcat read back other records"
+note "kcat -C read the same 20 records back from orders-2's leader"
+
+#------------------------------------------------------------------------
+step 8 "krepctl watch --once and the commit-latency histogram close the tour"
 run k1 watch --once || fail "krepctl watch --once"
 bt_int lat
 bt_wait lat hw isr

@@ -27,7 +27,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 . "$here/lib.sh"
 
 krep_require_vm
-krep_require_cmd jq python3 head od
+krep_require_cmd jq python3 head od setpriv
 
 NET=10.204.0
 PORT=9092
@@ -39,7 +39,7 @@ tmp=$(mktemp -d)
 krep_cleanup_push rm -rf "$tmp"
 krep_cleanup_push krep_mod_unload
 
-ktap_plan 16
+ktap_plan 17
 
 krep_mod_unload || ktap_bail "krep is loaded and rmmod fails"
 mark=auth-$$
@@ -92,6 +92,17 @@ if [ -n "$shown" ] && [[ $shown != *"$secret"* ]]; then
 	ktap_ok "broker show never prints the secret"
 else
 	ktap_fail "broker show never prints the secret"
+fi
+
+# the cluster id, which a HELLO must present: for admins only
+cid_admin=$(kc "$B1" --json broker show | jq -r .cluster_id)
+cid_user=$(ip netns exec "$B1" setpriv --bounding-set -net_admin \
+	"$KREPCTL" --json broker show | jq -r .cluster_id)
+if [ "$cid_admin" = "$CLUSTER" ] && [ "$cid_user" = null ]; then
+	ktap_ok "broker show gives the cluster id to CAP_NET_ADMIN only"
+else
+	ktap_diag "with CAP_NET_ADMIN: $cid_admin, without: $cid_user"
+	ktap_fail "broker show gives the cluster id to CAP_NET_ADMIN only"
 fi
 
 # 2. broker 3 with another secret

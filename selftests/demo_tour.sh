@@ -15,9 +15,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 . "$here/lib.sh"
 
 krep_require_vm
-krep_require_cmd ip jq bpftrace
+krep_require_cmd ip jq bpftrace kcat
 
-STEPS=7
+STEPS=8
 tmp=$(mktemp -d)
 mark=demo-tour-$$
 krep_cleanup_push rm -rf "$tmp"

@@ -353,13 +353,14 @@ PEER2='{"id":2,"addr":"10.0.0.2:9092"}'
 PEER3='{"id":3,"addr":"[fd00::3]:9092"}'
 NONE='{"broker_id":null,"cluster_id":null,"listen":null,"kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"peers":[]}'
 
-ktap_plan 86
+ktap_plan 90
 
 krep_mod_unload || ktap_bail "krep is loaded and rmmod fails"
 
 # good values
 SYS="hello_timeout_ms=5000 fetch_timeout_ms=3000 reconnect_backoff_max_ms=5000
-     socket_timeout_ms=30000 close_log_interval_ms=5000 log_memory_max=$((256 << 20))" \
+     socket_timeout_ms=30000 kafka_idle_ms=600000 kafka_max_request_bytes=8388608
+     kafka_max_connections=1024 close_log_interval_ms=5000 log_memory_max=$((256 << 20))" \
 	good "no parameters (the defaults in /sys/module/krep/parameters/)" "$NONE"
 good "empty values mean unset" "$NONE" broker_id=-1 cluster_id= listen= \
 	peers= topics=
@@ -445,7 +446,7 @@ bad "log_memory_max below 1 MiB" \
 
 # the deadlines, 100..600000 ms each
 DEADLINES="hello_timeout_ms fetch_timeout_ms reconnect_backoff_max_ms socket_timeout_ms
-	   close_log_interval_ms"
+	   kafka_idle_ms close_log_interval_ms"
 lo=() hi=()
 for d in $DEADLINES; do
 	lo+=("$d=100")
@@ -555,6 +556,11 @@ bad "kafka_listen on a wildcard address without kafka_advertised" \
 bad "kafka_advertised with an underscore" \
 	"bad kafka_advertised 'a_b:1': advertised host has a character outside [A-Za-z0-9.-]" \
 	broker_id=1 kafka_listen=127.0.0.1:9192 kafka_advertised=a_b:1
+bad "kafka_max_request_bytes=65535" \
+	"bad kafka_max_request_bytes 65535: must be 65536..104857600" \
+	kafka_max_request_bytes=65535
+bad "kafka_max_connections=0" \
+	"bad kafka_max_connections 0: must be 1..65536" kafka_max_connections=0
 
 # the kernel refuses a string parameter of more than 1024 characters before
 # the module sees it

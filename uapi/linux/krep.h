@@ -12,7 +12,10 @@
  *   request:  (none)
  *   reply:    KREP_CMD_BROKER_GET
  *             KREP_A_BROKER_ID       u32   absent while the broker has no id
- *             KREP_A_CLUSTER_ID      string absent while unset
+ *             KREP_A_CLUSTER_ID      string absent while unset, and for
+ *                                          callers without CAP_NET_ADMIN
+ *                                          over the namespace (the events
+ *                                          of the group carry it)
  *             KREP_A_LISTEN          nest  KREP_A_EP_*, absent while unset
  *             KREP_A_KAFKA_LISTEN    nest  KREP_A_EP_*: the Kafka client
  *                                          listener, absent while unset
