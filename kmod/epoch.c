@@ -73,6 +73,42 @@ bool krep_epoch_end_offset(const struct krep_epoch_cache *c, u32 epoch,
 	return true;
 }
 
+/**
+ * krep_epoch_end_kafka - OffsetForLeaderEpoch as Kafka's
+ * LeaderEpochFileCache.endOffsetFor answers it, for clients
+ * @c: the cache
+ * @epoch: the epoch asked
+ * @leo: the replica's log end offset
+ * @found: set to the epoch of the answer, -1 for none (UNDEFINED_EPOCH)
+ * @end: set to its end offset, -1 for none (UNDEFINED_EPOCH_OFFSET)
+ *
+ * The latest epoch ends at @leo; an older one where the next recorded
+ * epoch above it starts, answered with the largest recorded epoch not
+ * above it, or with @epoch itself when it is older than all of them; an
+ * epoch above the latest has no end.
+ */
+void krep_epoch_end_kafka(const struct krep_epoch_cache *c, s32 epoch,
+			  u64 leo, s32 *found, s64 *end)
+{
+	unsigned int i;
+
+	*found = -1;
+	*end = -1;
+	if (epoch < 0 || !c->n)
+		return;
+	if (c->e[c->n - 1].epoch == epoch) {
+		*found = epoch;
+		*end = leo;
+		return;
+	}
+	for (i = 0; i < c->n && c->e[i].epoch <= epoch; i++)
+		;
+	if (i == c->n)
+		return;
+	*end = c->e[i].start;
+	*found = i ? c->e[i - 1].epoch : epoch;
+}
+
 /* the log was truncated to @end: forget epochs that start at or after it */
 void krep_epoch_truncate_end(struct krep_epoch_cache *c, u64 end)
 {

@@ -29,6 +29,8 @@ void krep_epoch_assign(struct krep_epoch_cache *c, u32 epoch, u64 start);
 s64 krep_epoch_latest(const struct krep_epoch_cache *c);
 bool krep_epoch_end_offset(const struct krep_epoch_cache *c, u32 epoch,
 			   u64 leo, u32 *found, u64 *end);
+void krep_epoch_end_kafka(const struct krep_epoch_cache *c, s32 epoch,
+			  u64 leo, s32 *found, s64 *end);
 void krep_epoch_truncate_end(struct krep_epoch_cache *c, u64 end);
 void krep_epoch_truncate_start(struct krep_epoch_cache *c, u64 start);
 

@@ -37,6 +37,7 @@ enum {
 	KREP_KAPI_LIST_OFFSETS = 2,
 	KREP_KAPI_METADATA = 3,
 	KREP_KAPI_API_VERSIONS = 18,
+	KREP_KAPI_OFFSET_FOR_LEADER_EPOCH = 23,
 };
 
 /* one wait of a parked request on a partition's wait queue */

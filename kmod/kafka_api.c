@@ -9,6 +9,9 @@
  *   Produce       3-8   one RecordBatch v2 per partition, acks 0, 1, all
  *   Fetch         4-11  full fetches (no sessions), records by page
  *   ListOffsets   1-5   earliest, latest (HW, or LSO read_committed), time
+ *   OffsetForLeaderEpoch 0-3  the end offset of a leader epoch (KIP-101,
+ *                        KIP-320: clients check their position after a
+ *                        leader change)
  *
  * Each request is parsed whole with one bounded cursor (kproto.c) before
  * anything is done; a request that does not parse exactly, an unknown
@@ -45,6 +48,7 @@ static const struct {
 	{ KREP_KAPI_LIST_OFFSETS, 1, 5 },
 	{ KREP_KAPI_METADATA, 0, 8 },
 	{ KREP_KAPI_API_VERSIONS, 0, 3 },
+	{ KREP_KAPI_OFFSET_FOR_LEADER_EPOCH, 0, 3 },
 };
 
 /* one request being answered */
@@ -991,6 +995,76 @@ static int list_offsets(struct kreq *q, const char **why)
 	return krep_kresp_send(q->c, &rs);
 }
 
+/* --- OffsetForLeaderEpoch --- */
+
+/* one partition: the end of @epoch, as Kafka's leader epoch cache says */
+static void put_epoch_end(struct krep_kw *w, s16 ver, struct krep_net *kn,
+			  const struct kname *name, s32 index, s32 cur_epoch,
+			  s32 epoch)
+{
+	struct krep_status st = {};
+	struct krep_partition *p;
+	struct krep_topic *t;
+	const char *why;
+	s32 found = -1;
+	s64 end = -1;
+	s16 kerr = 0;
+
+	p = lookup(kn, name, index, &t, &kerr, &why);
+	if (p && krep_partition_kafka_epoch_end(p, cur_epoch, epoch, &found,
+						&end, &st))
+		kerr = st.kerr;
+	krep_topic_put(t);
+	krep_kw_i16(w, kerr);
+	krep_kw_i32(w, index);
+	if (ver >= 1)
+		krep_kw_i32(w, kerr ? -1 : found);
+	krep_kw_i64(w, kerr ? -1 : end);
+}
+
+static int offset_for_leader_epoch(struct kreq *q, const char **why)
+{
+	struct krep_kr *r = &q->r;
+	struct krep_kresp rs;
+	s32 n, m, i, j, total = 0;
+
+	if (q->ver >= 3)
+		krep_kr_i32(r);			/* replica id */
+	krep_kresp_begin(&rs, q->corr, false, false);
+	if (q->ver >= 2)
+		krep_kw_i32(&rs.w, 0);		/* throttle time */
+	n = krep_kr_array(r, KAFKA_MAX_PARTS);
+	if (n < 0)
+		r->bad = true;
+	krep_kw_array(&rs.w, max(n, 0));
+	for (i = 0; i < n && !r->bad; i++) {
+		struct kname name;
+
+		read_name(r, &name);
+		put_name(&rs.w, &name);
+		m = krep_kr_array(r, KAFKA_MAX_PARTS);
+		total += max(m, 0);
+		if (m < 0 || total > KAFKA_MAX_PARTS)
+			r->bad = true;
+		krep_kw_array(&rs.w, max(m, 0));
+		for (j = 0; j < m && !r->bad; j++) {
+			s32 index = krep_kr_i32(r);
+			s32 cur_epoch = q->ver >= 2 ? krep_kr_i32(r) : -1;
+			s32 epoch = krep_kr_i32(r);
+
+			if (!r->bad)
+				put_epoch_end(&rs.w, q->ver, q->kn, &name, index,
+					      cur_epoch, epoch);
+		}
+	}
+	if (!krep_kr_done(r)) {
+		krep_kresp_free(&rs);
+		*why = "malformed OffsetForLeaderEpoch request";
+		return -EPROTO;
+	}
+	return krep_kresp_send(q->c, &rs);
+}
+
 /**
  * krep_kafka_handle - answer one whole request (or park it)
  * @c: the client connection
@@ -1048,6 +1122,9 @@ int krep_kafka_handle(struct krep_conn *c, u8 *buf, u32 len,
 		break;
 	case KREP_KAPI_FETCH:
 		err = fetch(&q, why);
+		break;
+	case KREP_KAPI_OFFSET_FOR_LEADER_EPOCH:
+		err = offset_for_leader_epoch(&q, why);
 		break;
 	default:
 		err = list_offsets(&q, why);

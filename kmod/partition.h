@@ -211,6 +211,9 @@ int krep_partition_leader_and_isr(struct krep_partition *p,
 int krep_partition_epoch_end(struct krep_partition *p, u32 epoch,
 			     bool follower_read, s64 *found, u64 *end,
 			     struct krep_status *st);
+int krep_partition_kafka_epoch_end(struct krep_partition *p, s32 cur_epoch,
+				   s32 epoch, s32 *found, s64 *end,
+				   struct krep_status *st);
 bool krep_partition_diverges(const struct krep_partition *p,
 			     const struct krep_fetch_part *fp,
 			     struct krep_fetch_result *res);

@@ -202,6 +202,43 @@ int krep_partition_epoch_end(struct krep_partition *p, u32 epoch,
 }
 
 /**
+ * krep_partition_kafka_epoch_end - a Kafka client's OffsetForLeaderEpoch
+ * @p: the partition, led here
+ * @cur_epoch: the client's current leader epoch, or -1 (KIP-320 fencing)
+ * @epoch: the epoch asked
+ * @found: set as krep_epoch_end_kafka() does
+ * @end: likewise
+ * @st: the refusal
+ *
+ * Return: 0 or a negative errno with @st set.
+ */
+int krep_partition_kafka_epoch_end(struct krep_partition *p, s32 cur_epoch,
+				   s32 epoch, s32 *found, s64 *end,
+				   struct krep_status *st)
+{
+	int err = 0;
+
+	mutex_lock(&p->lock);
+	if (p->dead)
+		err = krep_fail(st, KREP_KERR_UNKNOWN_TOPIC_OR_PARTITION,
+				-ENOENT, "topic was deleted");
+	else if (p->role != KREP_ROLE_LEADER)
+		err = krep_fail(st, KREP_KERR_NOT_LEADER_OR_FOLLOWER, -EREMOTE,
+				"this broker is not the partition's leader");
+	else if (cur_epoch >= 0 && cur_epoch < p->leader_epoch)
+		err = krep_fail(st, KREP_KERR_FENCED_LEADER_EPOCH, -ESTALE,
+				"leader epoch older than the replica's");
+	else if (cur_epoch >= 0 && cur_epoch > p->leader_epoch)
+		err = krep_fail(st, KREP_KERR_UNKNOWN_LEADER_EPOCH, -EAGAIN,
+				"leader epoch newer than the replica's");
+	else
+		krep_epoch_end_kafka(&p->epochs, epoch, p->log.end_offset,
+				     found, end);
+	mutex_unlock(&p->lock);
+	return err;
+}
+
+/**
  * krep_partition_diverges - does a follower's log leave the leader's?
  * @p: the partition, led here, locked
  * @fp: the follower's fetch (offset = its LEO, epoch of its last batch)

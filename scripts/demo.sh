@@ -162,16 +162,16 @@ printf 'demo-secret-%s%s\n' "$RANDOM" "$RANDOM" >/tmp/demo-secret
 chmod 600 /tmp/demo-secret
 for n in 2 3; do
 	# not through run(): "run ... &" would leave $! a subshell's
-	[ "$QUIET" = 1 ] || printf '    $ %s\n' "krepd --relay 10.99.0.$n:9093 --secret-file /tmp/demo-secret --netns krep-demo-b$n &" >&2
-	"$KREPD" --relay 10.99.0.$n:9093 --secret-file /tmp/demo-secret \
+	[ "$QUIET" = 1 ] || printf '    $ %s\n' "krepd --relay 10.99.0.$n:9094 --secret-file /tmp/demo-secret --netns krep-demo-b$n &" >&2
+	"$KREPD" --relay 10.99.0.$n:9094 --secret-file /tmp/demo-secret \
 		--netns krep-demo-b$n >/tmp/demo-relay$n.log 2>&1 &
 	eval "RELAY$n=\$!"
 done
 rm -f /tmp/demo-krepd.state
-printf '    $ %s\n' "krepd --controller --broker 1@local --broker 2@relay:10.99.0.2:9093:/tmp/demo-secret --broker 3@relay:... &" >&2
+printf '    $ %s\n' "krepd --controller --broker 1@local --broker 2@relay:10.99.0.2:9094:/tmp/demo-secret --broker 3@relay:... &" >&2
 "$KREPD" --controller --foreground --broker 1@local \
-	--broker 2@relay:10.99.0.2:9093:/tmp/demo-secret \
-	--broker 3@relay:10.99.0.3:9093:/tmp/demo-secret \
+	--broker 2@relay:10.99.0.2:9094:/tmp/demo-secret \
+	--broker 3@relay:10.99.0.3:9094:/tmp/demo-secret \
 	--session-timeout-ms 6000 --poll-ms 200 \
 	--preferred-interval-ms 0 --state-file /tmp/demo-krepd.state \
 	--socket "$CTL_SOCK" >/tmp/demo-krepd.log 2>&1 &

@@ -41,7 +41,7 @@ tmp=$(mktemp -d)
 krep_cleanup_push rm -rf "$tmp"
 krep_cleanup_push krep_mod_unload
 
-ktap_plan 32
+ktap_plan 35
 
 krep_mod_unload || ktap_bail "krep is loaded and rmmod fails"
 mark=kafka-$$
@@ -153,9 +153,9 @@ while read -r line; do
 	*) ktap_diag "$line" ;;
 	esac
 done <"$tmp/raw.out"
-# kafka_raw.py has 14 checks: one result each, and one for its exit
-ktap_check "kafka_raw.py ran its 14 checks and passed (status $rc)" \
-	test "$nraw" = 14 -a "$rc" = 0
+# kafka_raw.py has 17 checks: one result each, and one for its exit
+ktap_check "kafka_raw.py ran its 17 checks and passed (status $rc)" \
+	test "$nraw" = 17 -a "$rc" = 0
 
 # 6. a consumer's parked Fetch is woken by a produce
 start=$SECONDS

@@ -146,9 +146,11 @@ def api_versions(addr):
     check(corr == 7 and err == 0 and r.done(),
           "ApiVersions v0: correlation id, no error, exact length",
           "corr %d err %d" % (corr, err))
-    want = {0: (3, 8), 1: (4, 11), 2: (1, 5), 3: (0, 8), 18: (0, 3)}
+    want = {0: (3, 8), 1: (4, 11), 2: (1, 5), 3: (0, 8), 18: (0, 3),
+            23: (0, 3)}
     check(apis == want, "ApiVersions lists Produce 3-8, Fetch 4-11, "
-          "ListOffsets 1-5, Metadata 0-8, ApiVersions 0-3", repr(apis))
+          "ListOffsets 1-5, Metadata 0-8, ApiVersions 0-3, "
+          "OffsetForLeaderEpoch 0-3", repr(apis))
 
     # v3: flexible body (compact array, tagged fields), header still v0
     body = b"\x0akafka_raw" + b"\x021" + b"\0"
@@ -158,15 +160,15 @@ def api_versions(addr):
     for _ in range(n):
         r.i16(), r.i16(), r.i16(), r.uvarint()
     throttle, tags = r.i32(), r.uvarint()
-    check(corr == 8 and err == 0 and n == 5 and tags == 0 and r.done(),
-          "ApiVersions v3: compact array of 5 APIs and tagged fields",
+    check(corr == 8 and err == 0 and n == 6 and tags == 0 and r.done(),
+          "ApiVersions v3: compact array of 6 APIs and tagged fields",
           "corr %d err %d n %d" % (corr, err, n))
 
     # a version newer than ours: version 0 body with UNSUPPORTED_VERSION
     s.sendall(request(18, 9, 9, b"\0\0\0", flexible=True))
     r = Reader(response(s))
     corr, err, n = r.i32(), r.i16(), r.i32()
-    check(corr == 9 and err == 35 and n == 5,
+    check(corr == 9 and err == 35 and n == 6,
           "ApiVersions v9: UNSUPPORTED_VERSION (35) and the list in v0",
           "corr %d err %d n %d" % (corr, err, n))
     s.close()
@@ -223,6 +225,35 @@ def produce_errors(leader, follower, topic):
           "UNKNOWN_TOPIC_OR_PARTITION (3)", "err %d" % err)
 
 
+def epoch_end(addr, topic):
+    """OffsetForLeaderEpoch v3 for partition 0: (error, epoch, end)."""
+    def ask(current, epoch=0):
+        body = (s32(-1) + s32(1) + string(topic) + s32(1) + s32(0) +
+                s32(current) + s32(epoch))
+        s = connect(addr)
+        s.sendall(request(23, 3, 41, body))
+        r = Reader(response(s))
+        s.close()
+        r.i32(), r.i32(), r.i32()       # corr, throttle, topics
+        r.string()
+        r.i32()                         # partitions
+        err, part, epoch, end = r.i16(), r.i32(), r.i32(), r.i64()
+        return err, epoch, end, r.done()
+    err, epoch, end, done = ask(-1)
+    check(err == 0 and epoch == 0 and end > 0 and done,
+          "OffsetForLeaderEpoch v3: epoch 0 of partition 0 ends at its LEO",
+          "err %d epoch %d end %d" % (err, epoch, end))
+    err, epoch, end, done = ask(-1, 1)
+    check(err == 0 and epoch == -1 and end == -1 and done,
+          "OffsetForLeaderEpoch for an epoch above the latest: "
+          "UNDEFINED epoch and offset (-1, -1), as Kafka's cache",
+          "err %d epoch %d end %d" % (err, epoch, end))
+    err, epoch, end, done = ask(5)
+    check(err == 75 and end == -1,
+          "OffsetForLeaderEpoch with a newer current leader epoch: "
+          "UNKNOWN_LEADER_EPOCH (75)", "err %d end %d" % (err, end))
+
+
 def bad_requests(addr):
     s = connect(addr)
     s.sendall(request(1234, 0, 1, b""))
@@ -264,6 +295,7 @@ def main(argv):
     api_versions(addr)
     metadata_unknown(addr)
     produce_errors(addr, follower, topic)
+    epoch_end(addr, topic)
     pipelined(addr)
     bad_requests(addr)
     return 1 if FAILED else 0
