@@ -33,6 +33,7 @@
 #include "net.h"
 #include "partition.h"
 #include "topic.h"
+#include "trace.h"
 
 #define KAFKA_MAX_PARTS		4096	/* partitions named in one request */
 #define KAFKA_FETCH_BUDGET	BIT(20)	/* record bytes in one response */
@@ -1134,6 +1135,7 @@ int krep_kafka_handle(struct krep_conn *c, u8 *buf, u32 len,
 		*why = err == -ENOMEM ? "out of memory for a request" :
 					"cannot send a response";
 out:
+	trace_krep_kafka_request(c->kn, q.key, q.ver, q.corr, len, err);
 	kvfree(buf);
 	return err;
 }

@@ -212,6 +212,35 @@ TRACE_EVENT(krep_fetch,
 		  __entry->bytes, __entry->error)
 );
 
+/* a Kafka client's request, once answered, parked or refused */
+TRACE_EVENT(krep_kafka_request,
+	TP_PROTO(const struct krep_net *kn, s16 api_key, s16 api_version,
+		 s32 correlation, u32 bytes, int err),
+	TP_ARGS(kn, api_key, api_version, correlation, bytes, err),
+	TP_STRUCT__entry(
+		__field(unsigned int, netns)
+		__field(s64, broker)
+		__field(s16, api_key)
+		__field(s16, api_version)
+		__field(s32, correlation)
+		__field(u32, bytes)
+		__field(int, err)
+	),
+	TP_fast_assign(
+		__entry->netns = kn->net->ns.inum;
+		__entry->broker = READ_ONCE(kn->broker_id);
+		__entry->api_key = api_key;
+		__entry->api_version = api_version;
+		__entry->correlation = correlation;
+		__entry->bytes = bytes;
+		__entry->err = err;
+	),
+	TP_printk("netns=%u broker=%lld api=%d v%d correlation=%d bytes=%u err=%d",
+		  __entry->netns, __entry->broker, __entry->api_key,
+		  __entry->api_version, __entry->correlation, __entry->bytes,
+		  __entry->err)
+);
+
 #endif /* _KREP_TRACE_H */
 
 #undef TRACE_INCLUDE_PATH

@@ -41,7 +41,7 @@ tmp=$(mktemp -d)
 krep_cleanup_push rm -rf "$tmp"
 krep_cleanup_push krep_mod_unload
 
-ktap_plan 35
+ktap_plan 36
 
 krep_mod_unload || ktap_bail "krep is loaded and rmmod fails"
 mark=kafka-$$
@@ -141,10 +141,17 @@ fi
 leo2=$(kc "$B3" --json topic describe kt | jq '.[] | select(.partition == 2) | .hw')
 ktap_check "partition 2's HW on its leader is 300" test "$leo2" = 300
 
-# 5. raw requests: versions, errors, pipelining, bad requests
+# 5. raw requests: versions, errors, pipelining, bad requests; the
+# krep_kafka_request tracepoint sees them (through tracefs)
+tr=/sys/kernel/tracing
+[ -d "$tr/events/krep" ] || tr=/sys/kernel/debug/tracing
+echo >"$tr/trace"
+echo 1 >"$tr/events/krep/krep_kafka_request/enable"
 bx 1 python3 "$here/kafka_raw.py" "$(boot 1)" kt 1 "$(boot 2)" \
 	>"$tmp/raw.out" 2>&1
 rc=$?
+echo 0 >"$tr/events/krep/krep_kafka_request/enable"
+cat "$tr/trace" >"$tmp/trace"
 nraw=0
 while read -r line; do
 	case $line in
@@ -156,6 +163,10 @@ done <"$tmp/raw.out"
 # kafka_raw.py has 17 checks: one result each, and one for its exit
 ktap_check "kafka_raw.py ran its 17 checks and passed (status $rc)" \
 	test "$nraw" = 17 -a "$rc" = 0
+# ApiVersions v3 answered (correlation 8), the unknown API key refused
+ktap_check "krep_kafka_request traced kafka_raw.py's ApiVersions v3 and its unknown API key" \
+	eval 'grep -q "api=18 v3 correlation=8 bytes=[0-9]* err=0" "$tmp/trace" &&
+	      grep -q "api=1234 v0 correlation=1 bytes=[0-9]* err=-71" "$tmp/trace"'
 
 # 6. a consumer's parked Fetch is woken by a produce
 start=$SECONDS
