@@ -41,7 +41,7 @@ tmp=$(mktemp -d)
 krep_cleanup_push rm -rf "$tmp"
 krep_cleanup_push krep_mod_unload
 
-ktap_plan 36
+ktap_plan 42
 
 krep_mod_unload || ktap_bail "krep is loaded and rmmod fails"
 mark=kafka-$$
@@ -183,6 +183,29 @@ ktap_check "a consumer at the end gets the next record (fetch.wait.max.ms 20000)
 	grep -qx late-record "$tmp/late"
 ktap_check "... before its Fetch's 20 s max wait ran out ($took s)" \
 	test "$took" -lt 20
+
+# 7. the limits, on one broker in the VM's own namespace
+krep_mod_unload || ktap_diag "rmmod before the limits failed"
+ip link set lo up
+if krep_mod_load broker_id=1 kafka_listen=127.0.0.1:9192 \
+	kafka_max_connections=3 kafka_max_request_bytes=65536 kafka_idle_ms=1500; then
+	ktap_ok "loaded with kafka_max_connections=3 kafka_max_request_bytes=65536 kafka_idle_ms=1500"
+else
+	ktap_fail "loaded with kafka_max_connections=3 kafka_max_request_bytes=65536 kafka_idle_ms=1500"
+fi
+timeout 120 python3 "$here/kafka_raw.py" --limits 127.0.0.1:9192 3 65536 1500 \
+	>"$tmp/limits.out" 2>&1
+rc=$?
+nlim=0
+while read -r line; do
+	case $line in
+	"ok "*) ktap_ok "${line#ok }"; nlim=$((nlim + 1)) ;;
+	"not ok "*) ktap_fail "${line#not ok }"; nlim=$((nlim + 1)) ;;
+	*) ktap_diag "$line" ;;
+	esac
+done <"$tmp/limits.out"
+ktap_check "kafka_raw.py --limits ran its 4 checks and passed (status $rc)" \
+	test "$nlim" = 4 -a "$rc" = 0
 
 krep_teardown_checks "$mark"
 ktap_finish

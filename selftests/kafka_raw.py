@@ -6,11 +6,14 @@ Checks what no client library lets a test choose: exact versions, errors,
 malformed and oversized requests. Run inside a broker's namespace:
 
   kafka_raw.py HOST:PORT TOPIC LEADER_ID FOLLOWER_HOST:PORT
+  kafka_raw.py --limits HOST:PORT MAX_CONNECTIONS MAX_REQUEST IDLE_MS
 
 TOPIC must exist with partition 0 led by LEADER_ID (served at HOST:PORT)
-and replicated to the broker at FOLLOWER_HOST:PORT. Prints one line per
-check, "ok DESCRIPTION" or "not ok DESCRIPTION: WHAT", and exits 0 when
-every check passed, 1 otherwise.
+and replicated to the broker at FOLLOWER_HOST:PORT. With --limits, the
+broker at HOST:PORT was loaded with kafka_max_connections,
+kafka_max_request_bytes and kafka_idle_ms as given and has no other
+client. Prints one line per check, "ok DESCRIPTION" or "not ok
+DESCRIPTION: WHAT", and exits 0 when every check passed, 1 otherwise.
 """
 
 import socket
@@ -86,7 +89,9 @@ def closed(s):
     """True when the broker closed the connection (EOF or reset)."""
     try:
         return s.recv(1) == b""
-    except (ConnectionResetError, socket.timeout):
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
         return False
 
 
@@ -287,7 +292,52 @@ def pipelined(addr):
     s.close()
 
 
+def served(s, corr):
+    """True when an ApiVersions v0 on @s is answered."""
+    try:
+        s.sendall(request(18, 0, corr, b""))
+        r = response(s)
+    except OSError:
+        return False
+    return r is not None and Reader(r).i32() == corr
+
+
+def limits(addr, max_conns, max_req, idle_ms):
+    import time
+    conns = [connect(addr) for _ in range(max_conns)]
+    ok = all(served(s, 100 + i) for i, s in enumerate(conns))
+    extra = connect(addr)
+    check(ok and closed(extra),
+          "kafka_max_connections=%d: %d connections served, one more "
+          "closed at once" % (max_conns, max_conns))
+    extra.close()
+    for s in conns:
+        s.close()
+    # a request one byte over the limit closes its connection; one at the
+    # limit is read (and answered: an ApiVersions padded with tags is
+    # malformed, so the answer is the connection closing only after the
+    # whole request came, which a too-large size never lets happen)
+    s = connect(addr)
+    s.sendall(s32(max_req + 1))
+    check(closed(s), "a request of kafka_max_request_bytes + 1 closes its "
+          "connection at its size")
+    s = connect(addr)
+    start = time.monotonic()
+    served(s, 7)
+    gone = closed(s)
+    took = (time.monotonic() - start) * 1000
+    check(gone and took >= idle_ms * 0.9,
+          "kafka_idle_ms=%d: an idle connection is closed, not before "
+          "(%.0f ms)" % (idle_ms, took), "closed %s" % gone)
+    s = connect(addr)
+    check(served(s, 8), "a new connection is served afterwards")
+    s.close()
+
+
 def main(argv):
+    if len(argv) == 6 and argv[1] == "--limits":
+        limits(argv[2], int(argv[3]), int(argv[4]), int(argv[5]))
+        return 1 if FAILED else 0
     if len(argv) != 5:
         print(__doc__, file=sys.stderr)
         return 2
