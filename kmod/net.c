@@ -51,6 +51,7 @@
 #include <linux/slab.h>
 #include <linux/tcp.h>
 #include <linux/uio.h>
+#include <net/ip.h>
 #include <net/ipv6.h>
 #include <net/sock.h>
 #include <net/tcp.h>
@@ -214,10 +215,15 @@ static void conn_release_work(struct work_struct *work)
 	struct krep_net_state *ns = c->kn->ns;
 	struct krep_peer *peer;
 
-	/* the socket is shut down: nothing running waits on the peer */
-	if (cancel_work_sync(&c->rx_work))
-		krep_conn_put(c);	/* the queued work's reference */
+	/*
+	 * The socket is shut down: nothing running waits on the peer. The
+	 * send work may queue the receive work (a resume): it goes first. A
+	 * receive work queued after this (by park_work) finds DEAD and
+	 * touches nothing.
+	 */
 	if (cancel_work_sync(&c->tx_work))
+		krep_conn_put(c);	/* the queued work's reference */
+	if (cancel_work_sync(&c->rx_work))
 		krep_conn_put(c);
 	if (c->kc) {
 		krep_kafka_conn_release(c);
@@ -819,6 +825,8 @@ static int listener_start(struct krep_listener *l,
 	if (err)
 		return err;
 	sock_set_reuseaddr(sock->sk);
+	/* an address not (yet) on an interface: listen all the same */
+	ip_sock_set_freebind(sock->sk);
 	len = ep->sa.sa_family == AF_INET ? sizeof(ep->in4) : sizeof(ep->in6);
 	err = kernel_bind(sock, (struct sockaddr *)&ep->sa, len);
 	if (!err)
@@ -834,6 +842,51 @@ static int listener_start(struct krep_listener *l,
 	write_unlock_bh(&sock->sk->sk_callback_lock);
 	l->sock = sock;
 	return 0;
+}
+
+static bool ep_same(const struct krep_endpoint *a,
+		    const struct krep_endpoint *b)
+{
+	if (a->sa.sa_family != b->sa.sa_family)
+		return false;
+	if (a->sa.sa_family == AF_INET)
+		return a->in4.sin_addr.s_addr == b->in4.sin_addr.s_addr &&
+		       a->in4.sin_port == b->in4.sin_port;
+	return ipv6_addr_equal(&a->in6.sin6_addr, &b->in6.sin6_addr) &&
+	       a->in6.sin6_port == b->in6.sin6_port;
+}
+
+/**
+ * krep_net_can_listen - can a listener move from @now to @next?
+ * @net: the broker's namespace
+ * @now: where it listens today (AF_UNSPEC: nowhere)
+ * @next: where it would (AF_UNSPEC: nowhere)
+ *
+ * A trial bind on @next when it differs from @now, as listener_start()
+ * binds (SO_REUSEADDR, IP_FREEBIND: an address not on an interface yet
+ * is fine), so BROKER_SET can refuse a listener that could not start.
+ *
+ * Return: 0 or the bind's error (-EADDRINUSE, -EACCES, ...).
+ */
+int krep_net_can_listen(struct net *net, const struct krep_endpoint *now,
+			const struct krep_endpoint *next)
+{
+	struct socket *sock;
+	int len, err;
+
+	if (!krep_endpoint_valid(next) || ep_same(now, next))
+		return 0;
+	err = sock_create_kern(net, next->sa.sa_family, SOCK_STREAM,
+			       IPPROTO_TCP, &sock);
+	if (err)
+		return err;
+	sock_set_reuseaddr(sock->sk);
+	ip_sock_set_freebind(sock->sk);
+	len = next->sa.sa_family == AF_INET ? sizeof(next->in4) :
+					      sizeof(next->in6);
+	err = kernel_bind(sock, (struct sockaddr *)&next->sa, len);
+	sock_release(sock);
+	return err;
 }
 
 static void listener_stop(struct krep_listener *l)

@@ -18,6 +18,7 @@
 #include "broker.h"
 #include "tx.h"
 
+struct net;
 struct socket;
 struct sock;
 struct bio_vec;
@@ -131,6 +132,8 @@ void krep_net_state_free(struct krep_net *kn);
 int krep_net_apply(struct krep_net *kn);
 void krep_net_stop(struct krep_net *kn);
 u8 krep_net_peer_state(struct krep_net *kn, u32 id);
+int krep_net_can_listen(struct net *net, const struct krep_endpoint *now,
+			const struct krep_endpoint *next);
 
 /* a broker and where Kafka clients reach it */
 struct krep_broker_ep {

@@ -457,6 +457,26 @@ static int parse_claim(struct genl_info *info, struct krep_ctrl_claim *c)
 	return 0;
 }
 
+/* a listener the new configuration opens: refuse it if it cannot bind */
+static int check_listen(struct net *net, const struct krep_broker_cfg *old,
+			const struct krep_endpoint *now,
+			const struct krep_endpoint *next, struct nlattr *attr,
+			struct netlink_ext_ack *extack)
+{
+	static const struct krep_endpoint none = {
+		.sa = { .sa_family = AF_UNSPEC },
+	};
+	int err;
+
+	/* without an id the broker listened nowhere */
+	err = krep_net_can_listen(net, old->broker_id == KREP_BROKER_ID_UNSET ?
+				  &none : now, next);
+	if (err)
+		NL_SET_ERR_MSG_ATTR(extack, attr,
+				    "cannot listen on this address (in use, or not allowed)");
+	return err;
+}
+
 static int krep_nl_broker_set(struct sk_buff *skb, struct genl_info *info)
 {
 	struct krep_net *kn = krep_net(genl_info_net(info));
@@ -490,10 +510,29 @@ static int krep_nl_broker_set(struct sk_buff *skb, struct genl_info *info)
 		}
 	}
 	if (config) {
-		cfg = build_cfg(krep_broker_cfg_locked(kn), info);
+		struct krep_broker_cfg *old = krep_broker_cfg_locked(kn);
+
+		cfg = build_cfg(old, info);
 		if (IS_ERR(cfg)) {
 			mutex_unlock(&kn->cfg_lock);
 			return PTR_ERR(cfg);
+		}
+		/* the listeners start only once the broker has an id */
+		err = 0;
+		if (cfg->broker_id != KREP_BROKER_ID_UNSET)
+			err = check_listen(genl_info_net(info), old,
+					   &old->listen, &cfg->listen,
+					   info->attrs[KREP_A_LISTEN],
+					   info->extack) ?:
+			      check_listen(genl_info_net(info), old,
+					   &old->kafka_listen,
+					   &cfg->kafka_listen,
+					   info->attrs[KREP_A_KAFKA_LISTEN],
+					   info->extack);
+		if (err) {
+			mutex_unlock(&kn->cfg_lock);
+			krep_broker_cfg_free(cfg);
+			return err;
 		}
 	}
 	/* everything checked: apply all of it */

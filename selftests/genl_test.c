@@ -23,6 +23,7 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -453,6 +454,54 @@ TEST_F(broker, get_fresh)
 	EXPECT_TRUE(b.has_auth);
 	EXPECT_EQ(0, b.auth);
 	EXPECT_FALSE(b.has_kafka);
+}
+
+/*
+ * A SET whose listener could not bind is refused and changes nothing
+ * (a listener on an address not on any interface is fine: IP_FREEBIND)
+ */
+TEST_F(broker, listen_in_use)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_port = htons(9311) };
+	struct ep ep = ep_make(AF_INET, "127.0.0.1", 9311);
+	struct ep far = ep_make(AF_INET, "192.0.2.7", 9311);
+	struct broker before, after;
+	struct nlattr *a;
+	int fd, one = 1;
+
+	inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &one,
+				sizeof(one)));
+	ASSERT_EQ(0, bind(fd, (struct sockaddr *)&sin, sizeof(sin)));
+	ASSERT_EQ(0, listen(fd, 1));
+
+	ASSERT_EQ(0, broker_get(&self->nl, &before));
+	set_init(self);
+	put_u32(&self->r, KREP_A_BROKER_ID, 1);
+	a = put_ep(&self->r, KREP_A_LISTEN, &ep);
+	expect_err(&self->nl, &self->r, EADDRINUSE,
+		   "cannot listen on this address (in use, or not allowed)", a);
+	ASSERT_EQ(0, broker_get(&self->nl, &after));
+	EXPECT_TRUE(broker_equal(&before, &after));
+	/* the same for the Kafka listener */
+	set_init(self);
+	put_u32(&self->r, KREP_A_BROKER_ID, 1);
+	a = put_ep(&self->r, KREP_A_KAFKA_LISTEN, &ep);
+	expect_err(&self->nl, &self->r, EADDRINUSE,
+		   "cannot listen on this address (in use, or not allowed)", a);
+	close(fd);
+
+	/* free again, and an address of no interface: both accepted */
+	set_init(self);
+	put_u32(&self->r, KREP_A_BROKER_ID, 1);
+	put_ep(&self->r, KREP_A_LISTEN, &ep);
+	expect_ok(&self->nl, &self->r);
+	set_init(self);
+	put_ep(&self->r, KREP_A_KAFKA_LISTEN, &far);
+	expect_ok(&self->nl, &self->r);
 }
 
 /* the cluster secret: 16..64 bytes, write-only, empty removes it */
