@@ -82,7 +82,10 @@
  *             epoch or a higher one. Once a claim was made, the broker's
  *             ISR changes wait for that controller's commit.
  *   The request is validated as a whole before anything changes: it either
- *   applies completely or not at all.
+ *   applies completely or not at all. A listener (KREP_A_LISTEN,
+ *   KREP_A_KAFKA_LISTEN) the SET would move is tried first: an address in
+ *   use or not allowed fails with the bind's errno (EADDRINUSE, ...); an
+ *   address not on an interface yet is fine (IP_FREEBIND).
  *
  * KREP_CMD_TOPIC_NEW   (do)          CAP_NET_ADMIN
  *   request:  KREP_A_TOPIC (1..249 chars of [a-zA-Z0-9._-], not . or ..),
