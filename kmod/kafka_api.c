@@ -119,6 +119,28 @@ static struct krep_partition *lookup(struct krep_net *kn,
 	return p;
 }
 
+/*
+ * Room for element @n of the array *@arr of @size-byte elements, which
+ * holds 16, then 32, 64, ... of them: allocated or doubled when @n
+ * reaches its size. Return: 0 or -ENOMEM.
+ */
+static int parts_room(void **arr, u32 n, size_t size)
+{
+	u32 cap = n < 16 ? 16 : n * 2;
+	void *p;
+
+	if (*arr && (n < 16 || (n & (n - 1))))
+		return 0;
+	p = kvcalloc(cap, size, GFP_KERNEL_ACCOUNT);
+	if (!p)
+		return -ENOMEM;
+	if (*arr)
+		memcpy(p, *arr, n * size);
+	kvfree(*arr);
+	*arr = p;
+	return 0;
+}
+
 static int cmp_ptr(const void *a, const void *b)
 {
 	uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
@@ -374,6 +396,7 @@ static int metadata(struct kreq *q, const char **why)
 struct kprod_part {
 	u32 topic;			/* index into kprod.names */
 	s32 index;
+	const u8 *rec;			/* in the request; NULL once appended */
 	struct krep_topic *t;
 	struct krep_partition *p;
 	u32 len;
@@ -484,11 +507,10 @@ static int kprod_resume(struct krep_kpark *kp, bool final)
 	return kprod_respond(pr, kp->c) ? -EIO : 1;
 }
 
-static int produce_parse(struct kreq *q, struct kprod *pr,
-			 const u8 ***recs, const char **why)
+static int produce_parse(struct kreq *q, struct kprod *pr, const char **why)
 {
 	struct krep_kr *r = &q->r;
-	u32 i, j, cap = 16;
+	u32 i, j;
 	u16 len;
 	s32 n, m;
 
@@ -504,9 +526,8 @@ static int produce_parse(struct kreq *q, struct kprod *pr,
 	pr->ntopics = n;
 	pr->names = kvcalloc(max(n, 1), sizeof(*pr->names), GFP_KERNEL_ACCOUNT);
 	pr->topic_parts = kvcalloc(max(n, 1), sizeof(u32), GFP_KERNEL_ACCOUNT);
-	pr->parts = kvcalloc(cap, sizeof(*pr->parts), GFP_KERNEL_ACCOUNT);
-	*recs = kvcalloc(cap, sizeof(**recs), GFP_KERNEL_ACCOUNT);
-	if (!pr->names || !pr->topic_parts || !pr->parts || !*recs)
+	if (!pr->names || !pr->topic_parts ||
+	    parts_room((void **)&pr->parts, 0, sizeof(*pr->parts)))
 		return -ENOMEM;
 	for (i = 0; i < n && !r->bad; i++) {
 		read_name(r, &pr->names[i]);
@@ -516,31 +537,13 @@ static int produce_parse(struct kreq *q, struct kprod *pr,
 		for (j = 0; j < m && !r->bad; j++) {
 			struct kprod_part *pp;
 
-			if (pr->nparts == cap) {
-				struct kprod_part *np;
-				const u8 **nr;
-
-				np = kvcalloc(cap * 2, sizeof(*np),
-					      GFP_KERNEL_ACCOUNT);
-				nr = kvcalloc(cap * 2, sizeof(*nr),
-					      GFP_KERNEL_ACCOUNT);
-				if (!np || !nr) {
-					kvfree(np);
-					kvfree(nr);
-					return -ENOMEM;
-				}
-				memcpy(np, pr->parts, cap * sizeof(*np));
-				memcpy(nr, *recs, cap * sizeof(*nr));
-				kvfree(pr->parts);
-				kvfree(*recs);
-				pr->parts = np;
-				*recs = nr;
-				cap *= 2;
-			}
+			if (parts_room((void **)&pr->parts, pr->nparts,
+				       sizeof(*pr->parts)))
+				return -ENOMEM;
 			pp = &pr->parts[pr->nparts];
 			pp->topic = i;
 			pp->index = krep_kr_i32(r);
-			(*recs)[pr->nparts] = krep_kr_records(r, &pp->len);
+			pp->rec = krep_kr_records(r, &pp->len);
 			pr->nparts++;
 			pr->topic_parts[i]++;
 		}
@@ -586,7 +589,6 @@ static int produce(struct kreq *q, const char **why)
 {
 	struct kprod *pr = kzalloc(sizeof(*pr), GFP_KERNEL_ACCOUNT);
 	struct krep_status st;
-	const u8 **recs = NULL;
 	bool pending = false;
 	u32 i;
 	int err;
@@ -595,7 +597,7 @@ static int produce(struct kreq *q, const char **why)
 		return -ENOMEM;
 	pr->corr = q->corr;
 	pr->ver = q->ver;
-	err = produce_parse(q, pr, &recs, why);
+	err = produce_parse(q, pr, why);
 	if (err)
 		goto out;
 	err = produce_lookup(q, pr, why);
@@ -604,16 +606,19 @@ static int produce(struct kreq *q, const char **why)
 	for (i = 0; i < pr->nparts; i++) {
 		struct kprod_part *pp = &pr->parts[i];
 
-		if (!pp->p)
+		if (!pp->p) {
+			pp->rec = NULL;
 			continue;
-		if (!recs[i]) {
+		}
+		if (!pp->rec) {
 			pp->kerr = KREP_KERR_INVALID_RECORD;
 			pp->why = "no records";
 			continue;
 		}
 		st = (struct krep_status){};
-		err = krep_partition_append(pp->p, recs[i], pp->len, pr->acks,
+		err = krep_partition_append(pp->p, pp->rec, pp->len, pr->acks,
 					    -1, &pp->res, &st);
+		pp->rec = NULL;		/* the request goes once answered */
 		if (err) {
 			pp->kerr = st.kerr;
 			pp->why = st.why;
@@ -646,10 +651,8 @@ static int produce(struct kreq *q, const char **why)
 		if (pr->parts[i].pending)
 			krep_kpark_wait_on(&pr->kp, &pr->parts[i].p->commit_wq);
 	}
-	kvfree(recs);
 	return krep_kafka_park(&pr->kp);
 out:
-	kvfree(recs);
 	kprod_free(pr);
 	return err;
 }
@@ -797,8 +800,8 @@ static int fetch_parse(struct kreq *q, struct kfetch *f, s32 *max_wait,
 		       const char **why)
 {
 	struct krep_kr *r = &q->r;
-	u32 i, j, cap = 16;
-	s32 n, m, session, epoch;
+	s32 n, m, session;
+	u32 i, j;
 	u16 len;
 
 	krep_kr_i32(r);				/* replica id */
@@ -808,10 +811,9 @@ static int fetch_parse(struct kreq *q, struct kfetch *f, s32 *max_wait,
 	f->max_bytes = n <= 0 ? 0 : n;
 	f->isolation = krep_kr_i8(r) == 1;
 	session = 0;
-	epoch = -1;
 	if (q->ver >= 7) {
 		session = krep_kr_i32(r);
-		epoch = krep_kr_i32(r);
+		krep_kr_i32(r);			/* session epoch */
 	}
 	/* full fetches only: a session id we never gave is unknown */
 	if (session)
@@ -824,8 +826,8 @@ static int fetch_parse(struct kreq *q, struct kfetch *f, s32 *max_wait,
 	f->ntopics = n;
 	f->names = kvcalloc(max(n, 1), sizeof(*f->names), GFP_KERNEL_ACCOUNT);
 	f->topic_parts = kvcalloc(max(n, 1), sizeof(u32), GFP_KERNEL_ACCOUNT);
-	f->parts = kvcalloc(cap, sizeof(*f->parts), GFP_KERNEL_ACCOUNT);
-	if (!f->names || !f->topic_parts || !f->parts)
+	if (!f->names || !f->topic_parts ||
+	    parts_room((void **)&f->parts, 0, sizeof(*f->parts)))
 		return -ENOMEM;
 	for (i = 0; i < n && !r->bad; i++) {
 		read_name(r, &f->names[i]);
@@ -835,18 +837,9 @@ static int fetch_parse(struct kreq *q, struct kfetch *f, s32 *max_wait,
 		for (j = 0; j < m && !r->bad; j++) {
 			struct kfetch_part *fp;
 
-			if (f->nparts == cap) {
-				struct kfetch_part *np;
-
-				np = kvcalloc(cap * 2, sizeof(*np),
-					      GFP_KERNEL_ACCOUNT);
-				if (!np)
-					return -ENOMEM;
-				memcpy(np, f->parts, cap * sizeof(*np));
-				kvfree(f->parts);
-				f->parts = np;
-				cap *= 2;
-			}
+			if (parts_room((void **)&f->parts, f->nparts,
+				       sizeof(*f->parts)))
+				return -ENOMEM;
 			fp = &f->parts[f->nparts++];
 			fp->topic = i;
 			fp->index = krep_kr_i32(r);

@@ -62,6 +62,20 @@ krep_wait_for 60 isr_full || ktap_bail "kt's ISR does not fill"
 ktap_ok "3 brokers with Kafka listeners, topic kt with a full ISR"
 
 boot() { echo "$NET.$1:$KAFKA_PORT"; }
+# relay_results FILE: kafka_raw.py's "ok ..."/"not ok ..." lines as
+# results, other lines as diagnostics; their count in $nres
+relay_results() {
+	local line
+
+	nres=0
+	while read -r line; do
+		case $line in
+		"ok "*) ktap_ok "${line#ok }"; nres=$((nres + 1)) ;;
+		"not ok "*) ktap_fail "${line#not ok }"; nres=$((nres + 1)) ;;
+		*) ktap_diag "$line" ;;
+		esac
+	done <"$1"
+}
 # bx N CMD...: CMD in broker N's namespace, a minute at most
 bx() { timeout 60 ip netns exec "$(bns "$1")" "${@:2}"; }
 # jqf EXPR FILE: jq -e on a file that must not be empty
@@ -152,14 +166,8 @@ bx 1 python3 "$here/kafka_raw.py" "$(boot 1)" kt 1 "$(boot 2)" \
 rc=$?
 echo 0 >"$tr/events/krep/krep_kafka_request/enable"
 cat "$tr/trace" >"$tmp/trace"
-nraw=0
-while read -r line; do
-	case $line in
-	"ok "*) ktap_ok "${line#ok }"; nraw=$((nraw + 1)) ;;
-	"not ok "*) ktap_fail "${line#not ok }"; nraw=$((nraw + 1)) ;;
-	*) ktap_diag "$line" ;;
-	esac
-done <"$tmp/raw.out"
+relay_results "$tmp/raw.out"
+nraw=$nres
 # kafka_raw.py has 17 checks: one result each, and one for its exit
 ktap_check "kafka_raw.py ran its 17 checks and passed (status $rc)" \
 	test "$nraw" = 17 -a "$rc" = 0
@@ -196,14 +204,8 @@ fi
 timeout 120 python3 "$here/kafka_raw.py" --limits 127.0.0.1:9192 3 65536 1500 \
 	>"$tmp/limits.out" 2>&1
 rc=$?
-nlim=0
-while read -r line; do
-	case $line in
-	"ok "*) ktap_ok "${line#ok }"; nlim=$((nlim + 1)) ;;
-	"not ok "*) ktap_fail "${line#not ok }"; nlim=$((nlim + 1)) ;;
-	*) ktap_diag "$line" ;;
-	esac
-done <"$tmp/limits.out"
+relay_results "$tmp/limits.out"
+nlim=$nres
 ktap_check "kafka_raw.py --limits ran its 4 checks and passed (status $rc)" \
 	test "$nlim" = 4 -a "$rc" = 0
 
