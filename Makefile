@@ -128,3 +128,19 @@ clean:
 	-$(MAKE) -C agent clean
 	-$(MAKE) -C selftests clean
 	rm -rf build
+
+# make fuzz FUZZ_SECS=N: selftests/fuzz.sh in one VM, N seconds of
+# structure-aware fuzzing (selftests/fuzz_kafka.py) against three brokers,
+# then the checks that they still serve. KREP_FUZZ_SEED=S draws the same
+# inputs again. The console goes to build/fuzz/console.log; a failed run's
+# reproducers (the last connections before it) to build/fuzz/repro-*.
+FUZZ_SECS ?= 120
+.PHONY: fuzz
+fuzz: deps
+	$(MAKE) KDIR="$(VM_KDIR)" all
+	@mkdir -p build/fuzz
+	@rm -f build/fuzz/repro-*
+	KREP_FUZZ_SECS=$(FUZZ_SECS) $(VM) --timeout $$(($(FUZZ_SECS) + 900)) \
+		--console build/fuzz/console.log -- selftests/fuzz.sh; \
+	rc=$$?; python3 selftests/fuzz_kafka.py extract build/fuzz/console.log \
+		build/fuzz; exit $$rc

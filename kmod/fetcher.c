@@ -299,7 +299,7 @@ static int frx_head(struct krep_conn *c, struct krep_fetch_rx *f,
 {
 	struct krep_status st = {};
 	struct krep_partition *p;
-	const char *tname;
+	const char *tname, *bad;
 	struct krep_rd rd;
 	u16 tlen;
 	int err;
@@ -318,10 +318,15 @@ static int frx_head(struct krep_conn *c, struct krep_fetch_rx *f,
 		*why = "malformed FETCH response";
 		return -EPROTO;
 	}
-	f->errors |= f->res.error != 0;
-	f->progress |= f->rlen || f->res.div_end != KREP_NO_DIVERGENCE;
 	memcpy(f->name, tname, tlen);
 	f->name[tlen] = '\0';
+	/* a NUL or another stray byte would name another topic */
+	if (krep_topic_name_check(f->name, tlen, &bad)) {
+		*why = "malformed FETCH response";
+		return -EPROTO;
+	}
+	f->errors |= f->res.error != 0;
+	f->progress |= f->rlen || f->res.div_end != KREP_NO_DIVERGENCE;
 	f->t = krep_topic_get(c->kn, f->name);
 	p = f->t ? krep_topic_partition(f->t, f->part, &st) : NULL;
 	f->p = IS_ERR_OR_NULL(p) ? NULL : p;

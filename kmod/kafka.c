@@ -18,10 +18,11 @@
  *                  or at its deadline. Cancelled by the connection's
  *                  release after the waits are removed.
  *   kc.deadline_work (delayed) closes a connection whose request does
- *                  not arrive whole in time, or that stays idle; armed
- *                  by the receive work only (at accept, at a request's
- *                  size, after each request). Cancelled by the release,
- *                  which runs after the receive work was cancelled.
+ *                  not arrive whole in time (from its first byte), or
+ *                  that stays idle; armed by the receive work (at
+ *                  accept, at a request's first byte, after each
+ *                  request) and by itself when a deadline moved.
+ *                  Cancelled by the release, after the receive work.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -58,11 +59,12 @@ static void uncharge(struct krep_conn *c, struct krep_kconn *kc)
 	kc->charged = 0;
 }
 
-/* from the receive work: the next deadline of @kc */
+/* the next deadline of @kc: a request begun must end, else idleness */
 static void arm_deadline(struct krep_conn *c, struct krep_kconn *kc)
 {
-	unsigned long at = kc->size_got == 4 ? kc->req_deadline :
-					       kc->idle_deadline;
+	unsigned long at = READ_ONCE(kc->size_got) ?
+			   READ_ONCE(kc->req_deadline) :
+			   READ_ONCE(kc->idle_deadline);
 
 	mod_delayed_work(krep_wq, &kc->deadline_work,
 			 time_after(at, jiffies) ? at - jiffies : 0);
@@ -72,9 +74,12 @@ static void deadline_work(struct work_struct *work)
 {
 	struct krep_kconn *kc = container_of(to_delayed_work(work),
 					     struct krep_kconn, deadline_work);
-	bool reading = READ_ONCE(kc->size_got) == 4;
+	bool reading = READ_ONCE(kc->size_got);
 
-	/* a parked request is answered by its own deadline */
+	/*
+	 * A parked request is answered by its own deadline, and the receive
+	 * work arms the next one when it ends.
+	 */
 	if (READ_ONCE(kc->park))
 		return;
 	if (reading && time_after_eq(jiffies, READ_ONCE(kc->req_deadline)))
@@ -82,6 +87,8 @@ static void deadline_work(struct work_struct *work)
 	else if (!reading &&
 		 time_after_eq(jiffies, READ_ONCE(kc->idle_deadline)))
 		krep_conn_close(kc->c, NULL);	/* idle, as Kafka */
+	else	/* a deadline moved since this was armed */
+		arm_deadline(kc->c, kc);
 }
 
 static int kwait_wake(wait_queue_entry_t *wq, unsigned int mode, int flags,
@@ -201,10 +208,15 @@ static void park_work(struct work_struct *work)
 	kc->park = NULL;
 	mutex_unlock(&kc->park_lock);
 	kpark_free(kp);
-	if (ret < 0)
+	if (ret < 0) {
 		krep_conn_close(c, "cannot send a response");
-	else
-		krep_conn_queue(c, &c->rx_work);	/* the next request */
+		return;
+	}
+	/* idle from the answer on, not from the request: the clock again */
+	WRITE_ONCE(kc->idle_deadline, jiffies +
+		   msecs_to_jiffies(krep_param_kafka_idle_ms()));
+	arm_deadline(c, kc);
+	krep_conn_queue(c, &c->rx_work);	/* the next request */
 }
 
 /* the response header, and a size to fill in at the end */
@@ -272,7 +284,15 @@ static int read_request(struct krep_conn *c, struct krep_kconn *kc,
 				     4 - kc->size_got);
 		if (ret <= 0)
 			return ret ? ret : -EPIPE;
-		kc->size_got += ret;
+		/* a request begun must arrive whole in time, size included */
+		if (!kc->size_got) {
+			WRITE_ONCE(kc->req_deadline, jiffies +
+				   msecs_to_jiffies(KREP_KAFKA_REQUEST_MS));
+			WRITE_ONCE(kc->size_got, ret);
+			arm_deadline(c, kc);
+		} else {
+			WRITE_ONCE(kc->size_got, kc->size_got + ret);
+		}
 		if (kc->size_got < 4)
 			return 0;
 		kc->size = get_unaligned_be32(kc->size_buf);
@@ -292,9 +312,6 @@ static int read_request(struct krep_conn *c, struct krep_kconn *kc,
 			}
 			kc->charged = kc->size;
 		}
-		WRITE_ONCE(kc->req_deadline, jiffies +
-			   msecs_to_jiffies(KREP_KAFKA_REQUEST_MS));
-		arm_deadline(c, kc);
 		kc->req = kvmalloc(kc->size, GFP_KERNEL_ACCOUNT);
 		if (!kc->req) {
 			*why = "out of memory for a request";

@@ -110,9 +110,13 @@ static struct fetch_entry *parse_fetch(struct krep_conn *c, const u8 *buf,
 	}
 	for (i = 0; i < df->n; i++) {
 		const char *name = krep_rd_topic(&rd, &tlen);
+		const char *bad;
 
 		if (name)
 			memcpy(e[i].topic, name, tlen);
+		/* a NUL or another stray byte would name another topic */
+		if (name && krep_topic_name_check(e[i].topic, tlen, &bad))
+			rd.bad = true;
 		e[i].fp.partition = krep_rd_be32(&rd);
 		e[i].fp.leader_epoch = krep_rd_be32(&rd);
 		e[i].fp.offset = krep_rd_be64(&rd);

@@ -19,9 +19,10 @@ pipelined, in small pieces, cut short and stalled, reset or half-closed.
         peer-follower   inter-broker frames to --peer (HELLO claiming
                         --peer-id, AUTH, FETCHes): run it from that
                         peer id's configured address
-        peer-leader     a fake leader on --listen: the broker, which
-                        has --peer-id there as a peer, connects to it;
-                        it answers HELLO and the broker's FETCHes
+        peer-leader     a fake leader on --listen: the brokers that
+                        have --peer-id there as a peer (--followers)
+                        connect to it; it answers their HELLOs and
+                        FETCHes, a session per connection
       Everything is drawn from S: session K of target T from
       random.Random("S/T/K") alone. An oracle models how the broker
       frames what was sent and says what it must do and by when: answer
@@ -107,21 +108,20 @@ BITS = {"b": 8, "h": 16, "i": 32, "q": 64}
 
 
 def uvarint(v, pad=0):
+    """LEB128 of @v; @pad extra groups make it overlong (same value)."""
     v &= (1 << 64) - 1
     out = bytearray()
     while True:
         b = v & 0x7F
         v >>= 7
-        if v or pad:
-            out.append(b | 0x80)
-            if not v:
-                pad -= 1
-                if pad == 0:
-                    out.append(0)
-                    return bytes(out)
-        else:
+        if not v:
             out.append(b)
-            return bytes(out)
+            break
+        out.append(b | 0x80)
+    if pad:
+        out[-1] |= 0x80
+        out += b"\x80" * (pad - 1) + b"\0"
+    return bytes(out)
 
 
 def zigzag(v):
@@ -192,15 +192,15 @@ class Items(Seq):
     """An array's elements: a mutation may duplicate, drop or reorder them."""
 
 
-def enc_prefix(kind, n):
+def enc_prefix(kind, n, pad=0):
     if kind == "i16":
         return struct.pack(">H", (-1 if n is None else n) & 0xFFFF)
     if kind == "i32":
         return struct.pack(">I", (-1 if n is None else n) & 0xFFFFFFFF)
     if kind == "uv1":           # compact: length + 1, 0 for null
-        return uvarint(0 if n is None else n + 1)
+        return uvarint(0 if n is None else n + 1, pad)
     if kind == "uv":
-        return uvarint(0 if n is None else n)
+        return uvarint(0 if n is None else n, pad)
     if kind == "zv":            # a record's zigzag varint, -1 for null
         return zigzag(-1 if n is None else n)
     raise ValueError(kind)
@@ -236,11 +236,7 @@ class Pre(Node):
             n = len(self.child.items)
         else:
             n = len(body)
-        pre = enc_prefix(self.kind, n)
-        if self.pad and self.kind in ("uv1", "uv"):     # overlong varint
-            pre = uvarint(0 if n is None else n + (self.kind == "uv1"),
-                          self.pad)
-        return pre + body
+        return enc_prefix(self.kind, n, self.pad) + body
 
 
 class Batch(Node):
@@ -326,8 +322,8 @@ def rand_value(rnd):
         n = rnd.randint(120, 2000)
     else:
         n = rnd.randint(2000, 20000)
-    return bytes(rnd.getrandbits(8) for _ in range(min(n, 64))) * \
-        (n // 64) + bytes(n % 64)
+    pat = rnd.randbytes(min(n, 64)) or b"x"
+    return (pat * (n // len(pat) + 1))[:n]
 
 
 def make_batch(rnd, base=0, epoch=-1, nrec=None, now_ms=None):
@@ -354,9 +350,9 @@ def make_batch(rnd, base=0, epoch=-1, nrec=None, now_ms=None):
 
 # --- mutations -------------------------------------------------------------------
 
-ROLE_WEIGHT = {"": 1, "size": 4, "count": 4, "len": 4, "ver": 3, "key": 2,
-               "corr": 1, "wait": 3, "offset": 3, "epoch": 3, "acks": 3,
-               "ts": 2, "part": 3, "crc": 2, "flags": 2, "id": 2, "magic": 1}
+ROLE_WEIGHT = {"": 1, "size": 3, "count": 3, "len": 3, "ver": 3, "key": 2,
+               "corr": 1, "wait": 4, "offset": 4, "epoch": 4, "acks": 3,
+               "ts": 3, "part": 3, "crc": 2, "flags": 2, "id": 2, "magic": 1}
 
 
 def boundary(rnd, bits, cur):
@@ -390,7 +386,7 @@ def raw_mutate(rnd, node):
         b = bytearray(rnd.choice(INTERESTING))
     elif r < 0.65:
         i = rnd.randint(0, len(b))
-        b[i:i] = bytes(rnd.getrandbits(8) for _ in range(rnd.randint(1, 16)))
+        b[i:i] = rnd.randbytes(rnd.randint(1, 16))
     elif r < 0.8 and b:
         i = rnd.randrange(len(b))
         del b[i:i + rnd.randint(1, 16)]
@@ -476,7 +472,7 @@ def bytes_mutate(rnd, data):
     b = bytearray(data)
     r = rnd.random()
     if not b:
-        return bytes(rnd.getrandbits(8) for _ in range(rnd.randint(1, 8))), \
+        return rnd.randbytes(rnd.randint(1, 8)), \
             "bytes insert"
     if r < 0.3:
         for _ in range(rnd.randint(1, 4)):
@@ -485,7 +481,7 @@ def bytes_mutate(rnd, data):
         what = "bytes flip"
     elif r < 0.45:
         i = rnd.randint(0, len(b))
-        b[i:i] = bytes(rnd.getrandbits(8) for _ in range(rnd.randint(1, 32)))
+        b[i:i] = rnd.randbytes(rnd.randint(1, 32))
         what = "bytes insert"
     elif r < 0.6:
         i = rnd.randrange(len(b))
@@ -541,13 +537,14 @@ class Cfg:
         self.epoch9 = a.peer_epoch
         self.peer_topic = a.peer_topic
         self.max_request = a.max_request
+        self.idle_ms = getattr(a, "kafka_idle_ms", 600000)
         self.apis = {0: (3, 8), 1: (4, 11), 2: (1, 5), 3: (0, 8), 18: (0, 3)}
 
     def to_json(self):
         return {"topics": self.topics, "cluster": self.cluster,
                 "peer_id": self.peer_id, "epoch9": self.epoch9,
                 "peer_topic": self.peer_topic,
-                "max_request": self.max_request,
+                "max_request": self.max_request, "idle_ms": self.idle_ms,
                 "apis": {str(k): v for k, v in self.apis.items()}}
 
     @classmethod
@@ -559,6 +556,7 @@ class Cfg:
         c.epoch9 = j["epoch9"]
         c.peer_topic = j["peer_topic"]
         c.max_request = j["max_request"]
+        c.idle_ms = j.get("idle_ms", 600000)
         c.apis = {int(k): tuple(v) for k, v in j["apis"].items()}
         return c
 
@@ -748,8 +746,7 @@ def kafka_unit(rnd, cfg, corr):
         key = rnd.choice([4, 5, 9, 10, 17, 19, 22, 24, 36, 60, 1234, -1,
                           0x7FFF])
         ver = rnd.randint(0, 3)
-        body = [Raw(bytes(rnd.getrandbits(8)
-                          for _ in range(rnd.randint(0, 40))), "data")]
+        body = [Raw(rnd.randbytes(rnd.randint(0, 40)), "data")]
         meta["desc"] = "api %d v%d" % (key, ver)
     else:
         key = rnd.choices(apis, weights=[API_WEIGHT.get(k, 5)
@@ -841,7 +838,7 @@ def hello_node(rnd, broker_id, cluster, adv=b""):
                 Int("h", 0, "flags"),
                 Raw(cid + bytes(64 - len(cid)), "cluster", fixed=True),
                 Raw(adv + bytes(128 - len(adv)), "adv", fixed=True),
-                Raw(bytes(rnd.getrandbits(8) for _ in range(32)), "nonce",
+                Raw(rnd.randbytes(32), "nonce",
                     fixed=True),
                 Raw(bytes(32), "proof", fixed=True)])
 
@@ -864,9 +861,15 @@ def follower_fetch(rnd, cfg, sentinel_=False):
         r = rnd.random()
         if r < 0.6:
             t, p = cfg.peer_topic.encode(), 1
+        elif r < 0.64:
+            # the wire's names are any 1..249 bytes: with a NUL in them
+            t, p = rnd.choice([b"\0", cfg.peer_topic.encode() + b"\0",
+                               cfg.peer_topic.encode() + b"\0x"]), 1
         elif r < 0.8:
             t, n = pick_topic(rnd, cfg)
             p = rnd.randrange(n)
+            if not 0 < len(t) <= TOPIC_MAX:
+                t = b"nosuch"           # the wire's names are 1..249 bytes
         else:
             t, p = cfg.peer_topic.encode(), 0
         epoch = cfg.epoch9 if rnd.random() < 0.8 else \
@@ -879,6 +882,11 @@ def follower_fetch(rnd, cfg, sentinel_=False):
                 Pre("i32", Items(parts), count=True)])
 
 
+# the kernel's isalnum(): ASCII and ISO 8859-1's letters (lib/ctype.c)
+ALNUM = set(b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") | \
+    set(range(192, 215)) | set(range(216, 247)) | set(range(248, 256))
+
+
 def adv_ok(s):
     """kmod/broker.c's krep_advertised_check()"""
     if not s or len(s) > ADV_MAX or b":" not in s:
@@ -886,14 +894,15 @@ def adv_ok(s):
     colon = s.rindex(b":")
     if colon == 0:
         return False
-    port = s[colon + 1:]
-    if not re.fullmatch(rb"\+?[0-9]+", port) or not 0 < int(port) < 65536:
+    port = s[colon + 1:]        # kstrtouint(): "+", a newline at the end
+    m = re.fullmatch(rb"\+?([0-9]+)\n?", port)
+    if not m or not 0 < int(m.group(1)) < 65536:
         return False
     host = s[:colon]
     if host[:1] == b"[":
         return (host[-1:] == b"]" and len(host) >= 3 and
                 re.fullmatch(rb"[0-9a-fA-F:.]*", host[1:-1]) is not None)
-    return re.fullmatch(rb"[A-Za-z0-9.-]*", host) is not None
+    return all(c in ALNUM or c in b".-" for c in host)
 
 
 def hello_ok(p, cfg, want_id):
@@ -913,23 +922,28 @@ def hello_ok(p, cfg, want_id):
 
 
 def fetch_payload_ok(p, replica_id):
-    """replica.c's parse_fetch(): (ok, max wait in seconds)."""
+    """replica.c's parse_fetch(): (ok, max wait in seconds, [(topic,
+    partition)])."""
     if len(p) < 16:
-        return False, 0.0
+        return False, 0.0, None
     rid, wait, _, n = struct.unpack_from(">IIII", p)
     if n > WIRE_MAX_PARTS or rid != replica_id:
-        return False, 0.0
-    off = 16
+        return False, 0.0, None
+    off, parts = 16, []
     for _ in range(n):
         if off + 2 > len(p):
-            return False, 0.0
+            return False, 0.0, None
         tlen = struct.unpack_from(">H", p, off)[0]
         if not tlen or tlen > TOPIC_MAX:
-            return False, 0.0
+            return False, 0.0, None
+        if off + 2 + tlen + 32 > len(p):
+            return False, 0.0, None
+        parts.append((p[off + 2:off + 2 + tlen],
+                      struct.unpack_from(">I", p, off + 2 + tlen)[0]))
         off += 2 + tlen + 32
-        if off > len(p) or struct.unpack_from(">I", p, off - 4)[0]:
-            return False, 0.0
-    return off == len(p), min(wait, WAIT_MAX_MS) / 1000.0
+        if struct.unpack_from(">I", p, off - 4)[0]:
+            return False, 0.0, None
+    return off == len(p), min(wait, WAIT_MAX_MS) / 1000.0, parts
 
 
 def wire_model_in(data, cfg):
@@ -963,17 +977,17 @@ def wire_model_in(data, cfg):
             if hello_rx or not hello_ok(p, cfg, cfg.peer_id):
                 return frames, "bad", authed
             hello_rx = True
-            frames.append((HELLO, corr, 0.0))
+            frames.append((HELLO, corr, 0.0, None))
         elif typ == AUTH:
             if authed:
                 return frames, "bad", authed
             authed = True
-            frames.append((AUTH, corr, 0.0))
+            frames.append((AUTH, corr, 0.0, None))
         else:
-            ok, delay = fetch_payload_ok(p, cfg.peer_id)
+            ok, delay, parts = fetch_payload_ok(p, cfg.peer_id)
             if not ok:
                 return frames, "bad", authed
-            frames.append((FETCH, corr, delay))
+            frames.append((FETCH, corr, delay, parts))
 
 
 def parse_fetch_resp(p):
@@ -1087,3 +1101,1340 @@ def leader_response(rnd, cfg, req, corr):
                           Pre("i32", Items([]), role="size")]))
     return WFrame(FETCH_RESP, Seq([Pre("i32", Items(parts), count=True)]),
                   corr)
+
+
+def wframe_mutate(rnd, f):
+    """Mutate a wire frame's tree, sometimes its payload's bytes too (the
+    header's length then follows, mostly): (bytes, what)."""
+    what = mutate_tree(rnd, f) if rnd.random() < 0.8 else []
+    data = f.ser()
+    if not what or rnd.random() < 0.25:
+        p, w = bytes_mutate(rnd, data[HDR.size:])
+        what.append(w)
+        hdr = bytearray(data[:HDR.size])
+        if f.h[4].auto or rnd.random() < 0.3:
+            struct.pack_into(">I", hdr, 8, len(p))
+        data = bytes(hdr) + p
+    return data, "; ".join(what)
+
+
+# --- plans: what a session sends, drawn from its own generator ------------------------
+
+def session_rng(seed, target, idx):
+    return random.Random("%s/%s/%d" % (seed, target, idx))
+
+
+class Plan:
+    def __init__(self, mode):
+        self.mode = mode
+        self.units = []         # (label, bytes, mutated, desc)
+        self.sentinels = []     # per phase: bytes
+        self.chunked = False
+        self.cut = None         # bytes of the stream sent (stall, reset)
+        self.strict = False
+        self.extra = {}
+
+
+def plan_kafka(rnd, cfg, idx):
+    mode = rnd.choices(["pipeline", "lockstep", "stall", "idle", "reset",
+                        "close", "halfclose", "noread"],
+                       weights=[52, 19, 2, 2, 9, 4, 6, 3])[0]
+    pl = Plan(mode)
+    n = rnd.choices([1, 2, 3, 4, 6], weights=[50, 20, 12, 10, 8])[0]
+    base = (idx * 16) & 0x3FFFFFFF
+    for i in range(n):
+        data, meta = kafka_unit(rnd, cfg, base + i)
+        pl.units.append((meta["desc"].split(" ")[0], data, meta["mutated"],
+                         meta["desc"]))
+        pl.extra.setdefault("acks0", False)
+        if meta.get("acks") == 0 and meta["key"] == 0:
+            pl.extra["acks0"] = True
+    if mode == "idle":
+        # then a request that may wait (a Fetch of nothing parks for its
+        # max wait), and silence: the idle deadline still closes it
+        wait = rnd.choice([0, 100, cfg.idle_ms // 2, cfg.idle_ms + 1000,
+                           2 * cfg.idle_ms, WAIT_MAX_MS])
+        t = kreq(rnd, 1, 4, base + n, [
+            Int("i", -1), Int("i", wait, "wait"), Int("i", 1), Int("i", 1 << 20),
+            Int("b", 0), karr([])])
+        pl.units.append(("Fetch", t.ser(), False,
+                         "Fetch v4 of nothing, max wait %d ms" % wait))
+    nsent = n if mode == "lockstep" else 1
+    pl.sentinels = [sentinel(-(((idx * 16) & 0x3FFFFFFF) + i + 1))
+                    for i in range(nsent)]
+    pl.chunked = rnd.random() < 0.15
+    stream = b"".join(u[1] for u in pl.units)
+    if mode == "stall" or (mode == "reset" and rnd.random() < 0.5):
+        pl.cut = rnd.randint(1, max(1, len(stream) - 1))
+    if mode == "noread":
+        pl.extra["repeat"] = rnd.randint(1, 8)
+        pl.extra["hold"] = rnd.uniform(0.2, 2.0)
+    pl.extra["linger"] = rnd.uniform(0, 0.05)
+    pl.extra["reset_end"] = rnd.random() < 0.3
+    pl.strict = (mode in ("pipeline", "lockstep") and
+                 not any(u[2] for u in pl.units) and not pl.extra["acks0"])
+    return pl
+
+
+def plan_peer_follower(rnd, cfg, idx):
+    mode = rnd.choices(["lockstep", "burst", "stall", "reset"],
+                       weights=[72, 12, 8, 8])[0]
+    pl = Plan(mode)
+    adv = rnd.choice([b"", b"", b"10.9.9.9:9192", b"fz9.example:19092"])
+    f = WFrame(HELLO, hello_node(rnd, cfg.peer_id, cfg.cluster, adv))
+    if rnd.random() < 0.25:
+        data, what = wframe_mutate(rnd, f)
+        pl.units.append(("HELLO", data, True, "HELLO [%s]" % what))
+    else:
+        pl.units.append(("HELLO", f.ser(), False, "HELLO"))
+    f = WFrame(AUTH, Raw(bytes(32), "proof", fixed=True))
+    if rnd.random() < 0.08:
+        data, what = wframe_mutate(rnd, f)
+        pl.units.append(("AUTH", data, True, "AUTH [%s]" % what))
+    else:
+        pl.units.append(("AUTH", f.ser(), False, "AUTH"))
+    base = (idx * 16) & 0x3FFFFFFF
+    for i in range(rnd.choice([1, 1, 2, 3, 5])):
+        f = WFrame(FETCH, follower_fetch(rnd, cfg), corr=base + i)
+        if rnd.random() < 0.5:
+            data, what = wframe_mutate(rnd, f)
+            pl.units.append(("FETCH", data, True, "FETCH [%s]" % what))
+        else:
+            pl.units.append(("FETCH", f.ser(), False, "FETCH"))
+    if rnd.random() < 0.08:
+        k = rnd.choice(["hello-again", "fetch-resp", "type9", "random"])
+        if k == "hello-again":
+            g = WFrame(HELLO, hello_node(rnd, cfg.peer_id, cfg.cluster))
+        elif k == "fetch-resp":
+            g = WFrame(FETCH_RESP, Raw(struct.pack(">I", 0)), corr=1)
+        elif k == "type9":
+            g = WFrame(9, Raw(bytes(8)))
+        else:
+            g = Raw(rnd.randbytes(rnd.randint(1, 64)))
+        pl.units.insert(rnd.randint(0, len(pl.units)),
+                        ("GARBAGE", g.ser(), True, "garbage " + k))
+    pl.sentinels = [WFrame(FETCH, follower_fetch(rnd, cfg, True),
+                           corr=0x7E000000 | (idx & 0xFFFFFF)).ser()]
+    pl.chunked = rnd.random() < 0.15
+    stream = b"".join(u[1] for u in pl.units)
+    if mode == "stall" or (mode == "reset" and rnd.random() < 0.5):
+        pl.cut = rnd.randint(1, max(1, len(stream) - 1))
+    pl.extra["reset_end"] = rnd.random() < 0.3
+    return pl
+
+
+def plan_peer_leader(rnd):
+    """The fake leader's choices: what it answers the broker's HELLO
+    with, and how many FETCHes it answers; the answers themselves depend
+    on the FETCHes and are drawn from @rnd as they come."""
+    pl = Plan(rnd.choices(["valid", "mutated", "none", "partial", "reset",
+                           "garbage"], weights=[72, 14, 4, 4, 3, 3])[0])
+    pl.extra["exchanges"] = rnd.randint(1, 12)
+    pl.extra["end"] = rnd.choices(["close", "reset", "silent", "partial"],
+                                  weights=[50, 25, 15, 10])[0]
+    pl.extra["adv"] = rnd.choice([b"", b"10.9.9.9:9192", b"fz9.example:1"])
+    return pl
+
+
+# --- connections ---------------------------------------------------------------------
+
+def kafka_frames(buf):
+    """A Kafka response at the start of @buf: (bytes, (corr, size))."""
+    if len(buf) < 4:
+        return 0, None
+    n = struct.unpack_from(">i", buf)[0]
+    if n < 4 or n > (64 << 20):
+        raise ValueError("a response of size %d" % n)
+    if len(buf) < 4 + n:
+        return 0, None
+    return 4 + n, (struct.unpack_from(">i", buf, 4)[0], n)
+
+
+def wire_frames(buf):
+    """A broker's frame at the start of @buf: (bytes, (type, corr,
+    payload))."""
+    if len(buf) < HDR.size:
+        return 0, None
+    magic, ver, typ, flags, length, corr = HDR.unpack_from(buf)
+    if magic != MAGIC or ver != WIRE_VERSION or flags or \
+            typ not in (HELLO, FETCH, FETCH_RESP, AUTH) or length > (64 << 20):
+        raise ValueError("a frame header %r" % (HDR.unpack_from(buf),))
+    if len(buf) < HDR.size + length:
+        return 0, None
+    return HDR.size + length, (typ, corr,
+                               bytes(buf[HDR.size:HDR.size + length]))
+
+
+class Rec:
+    """What one connection sent, for a reproducer."""
+
+    def __init__(self, target, idx, addr, plan):
+        self.t0 = time.monotonic()
+        self.d = {"target": target, "idx": idx, "addr": addr,
+                  "mode": plan.mode, "actions": [], "outcome": "running",
+                  "units": [[u[0], u[3]] for u in plan.units]}
+
+    def act(self, kind, data=None):
+        a = [round(time.monotonic() - self.t0, 3), kind]
+        if data is not None:
+            a.append(data[:KEEP_BYTES].hex())
+            if len(data) > KEEP_BYTES:
+                a.append(len(data))
+        self.d["actions"].append(a)
+
+
+class Conn:
+    def __init__(self, sock, rec, parser):
+        self.sock, self.rec, self.parser = sock, rec, parser
+        self.buf = bytearray()
+        self.items = []
+        self.closed = None
+        self.bad = None
+        self.ev = asyncio.Event()
+        self.task = None
+        self.loop = asyncio.get_running_loop()
+
+    def start(self):
+        self.task = asyncio.ensure_future(self._read())
+
+    async def _read(self):
+        while True:
+            try:
+                data = await self.loop.sock_recv(self.sock, 1 << 18)
+            except OSError:
+                data = b""
+            if not data:
+                self.closed = self.loop.time()
+                self.ev.set()
+                return
+            self.buf += data
+            while True:
+                try:
+                    n, item = self.parser(self.buf)
+                except ValueError as e:
+                    self.bad = str(e)
+                    self.closed = self.loop.time()
+                    self.ev.set()
+                    return
+                if not n:
+                    break
+                del self.buf[:n]
+                self.items.append(item)
+            self.ev.set()
+
+    async def wait(self, pred, timeout):
+        """"ok" once @pred(), "closed", or "timeout"."""
+        end = self.loop.time() + timeout
+        while True:
+            self.ev.clear()
+            if pred():
+                return "ok"
+            if self.closed is not None:
+                return "closed"
+            left = end - self.loop.time()
+            if left <= 0:
+                return "timeout"
+            try:
+                await asyncio.wait_for(self.ev.wait(), left)
+            except asyncio.TimeoutError:
+                pass
+
+    async def send(self, data, rnd, chunked, timeout):
+        """True once sent; False when the broker closed or reset; None when
+        it took nothing for @timeout seconds."""
+        self.rec.act("send", data)
+        chunks = [data]
+        if chunked and len(data) > 1:
+            chunks, pos = [], 0
+            while pos < len(data):
+                k = rnd.randint(1, max(1, min(len(data) - pos, 600)))
+                chunks.append(data[pos:pos + k])
+                pos += k
+        for i, c in enumerate(chunks):
+            try:
+                await asyncio.wait_for(self.loop.sock_sendall(self.sock, c),
+                                       timeout)
+            except asyncio.TimeoutError:
+                return None
+            except OSError:
+                return False
+            if i + 1 < len(chunks):
+                await asyncio.sleep(rnd.uniform(0, 0.01))
+        return True
+
+    async def finish(self, reset=False):
+        if self.task:
+            self.task.cancel()
+            try:
+                await self.task
+            except (asyncio.CancelledError, Exception):
+                pass
+        if reset:
+            self.rec.act("reset")
+            try:
+                self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                     struct.pack("ii", 1, 0))
+            except OSError:
+                pass
+        else:
+            self.rec.act("close")
+        self.sock.close()
+
+
+def subsequence(got, sent):
+    """Is @got (response correlation ids) in the order of @sent?"""
+    it = iter(sent)
+    return all(any(c == s for s in it) for c in got)
+
+
+# --- the fuzzer ----------------------------------------------------------------------
+
+class Slot:
+    """A session's place among its target's concurrent ones; one that
+    only waits for a broker's deadline (seconds) moves to the long ones,
+    so that it does not hold back the short ones."""
+
+    def __init__(self, sem, long_sem):
+        self.sem, self.long_sem, self.long = sem, long_sem, False
+
+    async def detach(self):
+        if not self.long:
+            await self.long_sem.acquire()
+            self.long = True
+            self.sem.release()
+
+    def release(self):
+        (self.long_sem if self.long else self.sem).release()
+
+
+class Target:
+    def __init__(self, name, addr, conc, conc_long=64):
+        self.name, self.addr, self.conc = name, addr, conc
+        self.conc_long = conc_long
+        self.next_idx = 0
+        self.inflight = set()
+        self.ring = collections.deque(maxlen=RING)
+        self.inputs = self.sessions = self.answered = self.closed = 0
+        self.strict = self.failures = 0
+        self.secs = 0.0
+
+
+def hostport(s):
+    h, p = s.rsplit(":", 1)
+    return h, int(p)
+
+
+class Fuzz:
+    def __init__(self, a):
+        self.a = a
+        self.seed = a.seed
+        self.cfg = Cfg(a)
+        self.idle = a.kafka_idle_ms / 1000.0
+        self.hello_to = a.hello_timeout_ms / 1000.0
+        self.fetch_to = (REPLICA_FETCH_WAIT_MS + a.fetch_timeout_ms) / 1000.0
+        self.targets = collections.OrderedDict()
+        self.nfail = 0
+        self.nrepro = 0
+        self.errors = 0
+        self.stop = False
+
+    def out(self, msg):
+        print("fuzz: " + msg, flush=True)
+
+    def rings(self):
+        return {t.name: [r.d for r in t.ring] for t in self.targets.values()}
+
+    def emit(self, name, obj, out=None):
+        raw = base64.b64encode(zlib.compress(json.dumps(obj).encode(), 9))
+        b = raw.decode()
+        lines = ["FUZZ-REPRO-BEGIN %s %d" % (name, len(b))]
+        lines += ["FUZZ-REPRO %s" % b[i:i + 120] for i in range(0, len(b), 120)]
+        lines.append("FUZZ-REPRO-END %s" % name)
+        if out:
+            out.write("\n".join(lines) + "\n")
+        else:
+            for line in lines:
+                self.out(line)
+
+    def fail(self, T, rec, kind, detail):
+        self.nfail += 1
+        if T:
+            T.failures += 1
+        if rec:
+            rec.d["outcome"] = "FAIL %s: %s" % (kind, detail)
+        who = "%s #%d" % (T.name, rec.d["idx"]) if T and rec else \
+            (T.name if T else "fuzz")
+        self.out("FAIL %s: %s: %s" % (who, kind, detail))
+        if rec:
+            self.out("  mode %s, sent: %s" % (
+                rec.d["mode"], " | ".join(u[1] for u in rec.d["units"])[:2000]))
+        if self.nrepro < 3:
+            self.nrepro += 1
+            self.emit("%s-%s" % (self.seed, who.replace(" #", "-")),
+                      {"seed": self.seed, "reason": "%s: %s: %s" %
+                       (who, kind, detail), "config": self.cfg.to_json(),
+                       "failing": rec.d if rec else None,
+                       "rings": self.rings()})
+        if self.nfail >= self.a.max_failures:
+            self.stop = True
+
+    async def connect(self, T, rec, addr, rcvbuf=None):
+        loop = asyncio.get_running_loop()
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setblocking(False)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if rcvbuf:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        try:
+            await asyncio.wait_for(loop.sock_connect(s, hostport(addr)), 10)
+        except (OSError, asyncio.TimeoutError) as e:
+            s.close()
+            self.fail(T, rec, "connect", "cannot connect to %s: %r" %
+                      (addr, e))
+            return None
+        rec.act("connect")
+        return s
+
+    # --- Kafka ---
+
+    def kafka_expect(self, sent, sentinel_corr):
+        frames, end, delay = kafka_model(sent, self.cfg, self.idle)
+        if end == "boundary" and sentinel_corr is not None and frames and \
+                frames[-1]["corr"] == sentinel_corr:
+            return "answer", delay + SLACK, frames, end
+        if end == "bad":
+            return "close", delay + SLACK, frames, end
+        if end == "partial":
+            return "close", delay + REQUEST_MS / 1000 + SLACK, frames, end
+        return "close", delay + self.idle + SLACK, frames, "idle"
+
+    async def kafka_session(self, T, idx, slot):
+        rnd = session_rng(self.seed, T.name, idx)
+        pl = plan_kafka(rnd, self.cfg, idx)
+        rec = Rec(T.name, idx, T.addr, pl)
+        T.ring.append(rec)
+        T.inputs += len(pl.units)
+        s = await self.connect(T, rec, T.addr,
+                               4096 if pl.mode == "noread" else None)
+        if s is None:
+            return
+        c = Conn(s, rec, kafka_frames)
+        stream = b"".join(u[1] for u in pl.units)
+        if pl.mode != "noread":
+            c.start()
+        if pl.mode == "lockstep":
+            phases = [(u[1] + pl.sentinels[i], pl.sentinels[i])
+                      for i, u in enumerate(pl.units)]
+        elif pl.mode in ("pipeline", "halfclose"):
+            phases = [(stream + pl.sentinels[0], pl.sentinels[0])]
+        elif pl.mode == "noread":
+            phases = [(stream * pl.extra["repeat"], None)]
+        elif pl.cut is not None:
+            phases = [(stream[:pl.cut], None)]
+        else:
+            phases = [(stream, None)]
+        sent = b""
+        outcome = "done"
+        for data, sent_req in phases:
+            _, _, delay = kafka_model(sent + data, self.cfg, self.idle)
+            ok = await c.send(data, rnd, pl.chunked, delay + SLACK)
+            if ok is None:
+                self.fail(T, rec, "hang", "the broker took none of %d bytes "
+                          "for %.0f s" % (len(data), delay + SLACK))
+                await c.finish(True)
+                return
+            sent += data
+            if not ok:
+                outcome = "closed"
+                break
+            if pl.mode in ("reset", "close", "noread"):
+                break
+            if pl.mode == "halfclose":
+                rec.act("shutwr")
+                try:
+                    s.shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass
+            corr = struct.unpack_from(">i", sent_req, 8)[0] if sent_req \
+                else None
+            want, tmo, frames, end = self.kafka_expect(sent, corr)
+            if (end == "idle" and self.idle > 60) or \
+                    (end in ("partial", "idle") and
+                     pl.mode not in ("stall", "idle") and rnd.random() < 0.75):
+                # a mutation left a request unfinished: its deadline is
+                # checked on some of them, the others are let go
+                outcome = "let go"
+                break
+            if want == "close" or tmo > SLACK + 1:
+                await slot.detach()
+            got = await c.wait((lambda: any(i[0] == corr for i in c.items))
+                               if want == "answer" else (lambda: False), tmo)
+            if c.bad:
+                self.fail(T, rec, "bad response", c.bad)
+                await c.finish(True)
+                return
+            if got == "timeout":
+                last = frames[-1] if frames else None
+                self.fail(T, rec, "hang", "%s expected within %.1f s of the "
+                          "last byte sent; %d responses came (model: %d "
+                          "requests, last %r)" % (
+                              "an answer to correlation id %d or a close" %
+                              corr if want == "answer" else "a close", tmo,
+                              len(c.items), len(frames), last))
+                await c.finish(True)
+                return
+            if got == "closed":
+                outcome = "closed"
+                break
+        if pl.mode == "noread":
+            await slot.detach()
+            await asyncio.sleep(pl.extra["hold"])
+        elif pl.mode in ("reset", "close"):
+            await asyncio.sleep(pl.extra["linger"])
+        order = [f["corr"] for f in kafka_model(sent, self.cfg,
+                                                self.idle)[0]]
+        got = [i[0] for i in c.items]
+        if c.bad:
+            self.fail(T, rec, "bad response", c.bad)
+        elif not subsequence(got, order):
+            self.fail(T, rec, "order", "responses %r to requests %r" %
+                      (got[:20], order[:20]))
+        elif pl.strict and (outcome != "done" or
+                            any(f["corr"] not in got for f in
+                                kafka_model(sent, self.cfg, self.idle)[0])):
+            self.fail(T, rec, "valid request refused",
+                      "unmutated requests: answered %r of %r, %s" %
+                      (got[:20], order[:20], outcome))
+        elif pl.strict:
+            T.strict += 1
+        if outcome == "closed":
+            T.closed += 1
+        elif pl.mode in ("pipeline", "lockstep", "halfclose"):
+            T.answered += 1
+        rec.d["outcome"] = outcome
+        await c.finish(pl.extra["reset_end"] or pl.mode in ("reset",
+                                                           "noread"))
+
+    # --- a fake follower ---
+
+    def check_wire_in(self, T, rec, c, model_fetches):
+        """The leader's frames on an accepted connection parse exactly;
+        FETCH_RESPs answer our FETCHes (@model_fetches: (corr, [(topic,
+        partition)])) in order, each partition of the FETCH in its order,
+        its topic named as the FETCH named it."""
+        resps = []
+        asked = list(model_fetches)
+        for typ, corr, p in c.items:
+            if typ == HELLO:
+                if len(p) != HELLO_LEN:
+                    return "a HELLO of %d bytes" % len(p)
+                bid, ver, flags = struct.unpack_from(">IHH", p)
+                cid = p[8:72].split(b"\0")[0].decode(errors="replace")
+                if bid != self.a.broker_id or ver != WIRE_VERSION or flags \
+                        or cid != self.cfg.cluster:
+                    return "HELLO answer from %d v%d flags %d cluster %r" % (
+                        bid, ver, flags, cid)
+            elif typ == FETCH_RESP:
+                try:
+                    got = parse_fetch_resp(p)
+                except (ValueError, struct.error) as e:
+                    return "a malformed FETCH_RESP: %s" % e
+                resps.append(corr)
+                for k, (fc, parts) in enumerate(asked):
+                    if fc != corr:
+                        continue
+                    del asked[:k + 1]
+                    names = [(g[0], g[1]) for g in got]
+                    if names != parts:
+                        return "FETCH_RESP %d answers %r to a FETCH of %r" % (
+                            corr, names[:8], parts[:8])
+                    break
+            else:
+                return "a frame of type %d from the leader" % typ
+        if not subsequence(resps, [f[0] for f in model_fetches]):
+            return "FETCH_RESPs %r to FETCHes %r" % (resps[:20],
+                                                     model_fetches[:20])
+        return None
+
+    async def peer_follower_session(self, T, idx, slot):
+        rnd = session_rng(self.seed, T.name, idx)
+        pl = plan_peer_follower(rnd, self.cfg, idx)
+        rec = Rec(T.name, idx, T.addr, pl)
+        T.ring.append(rec)
+        T.inputs += len(pl.units)
+        s = await self.connect(T, rec, T.addr)
+        if s is None:
+            return
+        c = Conn(s, rec, wire_frames)
+        c.start()
+        stream = b"".join(u[1] for u in pl.units)
+        if pl.mode == "lockstep":
+            phases = [u[1] for u in pl.units] + pl.sentinels
+        elif pl.mode == "burst":
+            phases = [stream + pl.sentinels[0]]
+        elif pl.cut is not None:
+            phases = [stream[:pl.cut]]
+        else:
+            phases = [stream]
+        sent = b""
+        outcome = "done"
+        answered = 0
+        for k, data in enumerate(phases):
+            if pl.mode == "lockstep" and k == len(phases) - 1:
+                fr, end, authed = wire_model_in(sent, self.cfg)
+                if end != "boundary" or not authed:
+                    break           # no sentinel where it cannot parse
+            ok = await c.send(data, rnd, pl.chunked, 60 + SLACK)
+            if ok is None:
+                self.fail(T, rec, "hang", "the leader took none of %d bytes "
+                          "for %.0f s" % (len(data), 60 + SLACK))
+                await c.finish(True)
+                return
+            sent += data
+            if not ok:
+                outcome = "closed"
+                break
+            if pl.mode == "reset":
+                break
+            frames, end, authed = wire_model_in(sent, self.cfg)
+            fetches = [f for f in frames if f[0] == FETCH]
+            delay = sum(f[2] for f in fetches)
+            if end == "bad":
+                want, tmo = None, delay + SLACK
+            elif (end != "boundary" or not authed) and \
+                    (k == len(phases) - 1 or pl.mode != "lockstep"):
+                # the handshake never ends: the HELLO deadline closes it
+                if authed:
+                    break
+                want, tmo = None, delay + self.hello_to + SLACK
+            elif fetches:
+                want, tmo = fetches[-1][1], delay + SLACK
+            else:
+                continue
+            if want is None or tmo > SLACK + 1:
+                await slot.detach()
+            got = await c.wait((lambda: any(i[0] == FETCH_RESP and
+                                            i[1] == want for i in c.items))
+                               if want is not None else (lambda: False), tmo)
+            if c.bad:
+                break
+            if got == "timeout":
+                self.fail(T, rec, "hang", "%s expected within %.1f s of the "
+                          "last byte sent (model: frames %r, end %s, "
+                          "authed %s)" % (
+                              "a FETCH_RESP to correlation id %d or a close" %
+                              want if want is not None else "a close", tmo,
+                              [(f[0], f[1]) for f in frames][-6:], end,
+                              authed))
+                await c.finish(True)
+                return
+            if got == "closed":
+                outcome = "closed"
+                break
+            answered += 1
+        if pl.mode == "reset":
+            await asyncio.sleep(rnd.uniform(0, 0.05))
+        frames = wire_model_in(sent, self.cfg)[0]
+        why = c.bad and "a bad frame from the leader: %s" % c.bad or \
+            self.check_wire_in(T, rec, c, [(f[1], f[3]) for f in frames
+                                           if f[0] == FETCH])
+        if why:
+            self.fail(T, rec, "bad response", why)
+        if outcome == "closed":
+            T.closed += 1
+        elif answered:
+            T.answered += 1
+        rec.d["outcome"] = outcome
+        await c.finish(pl.extra["reset_end"] or pl.mode == "reset")
+
+    # --- a fake leader ---
+
+    def check_broker_hello(self, p, want):
+        if len(p) != HELLO_LEN:
+            return "HELLO of %d bytes" % len(p)
+        bid, ver, flags = struct.unpack_from(">IHH", p)
+        cid = p[8:72].split(b"\0")[0].decode(errors="replace")
+        adv = p[72:200]
+        if bid != want or ver != WIRE_VERSION or flags or \
+                cid != self.cfg.cluster or adv[-1] or \
+                (adv[0] and not adv_ok(adv.split(b"\0")[0])):
+            return "HELLO from %d v%d flags %d cluster %r adv %r" % (
+                bid, ver, flags, cid, adv.rstrip(b"\0"))
+        return None
+
+    async def peer_leader_session(self, T, idx, s, bid):
+        rnd = session_rng(self.seed, T.name, idx)
+        pl = plan_peer_leader(rnd)
+        rec = Rec(T.name, idx, self.a.listen, pl)
+        T.ring.append(rec)
+        s.setblocking(False)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        c = Conn(s, rec, wire_frames)
+        c.start()
+        got = await c.wait(lambda: c.items, SLACK)
+        if got == "timeout":
+            self.fail(T, rec, "hang", "the broker connected and sent no "
+                      "HELLO in %.0f s" % SLACK)
+            await c.finish(True)
+            return
+        if c.bad or not c.items:
+            if c.bad:
+                self.fail(T, rec, "bad frame", c.bad)
+            await c.finish()
+            return
+        typ, _, p = c.items[0]
+        why = self.check_broker_hello(p, bid) if typ == HELLO else \
+            "a frame of type %d first" % typ
+        if why:
+            self.fail(T, rec, "bad HELLO", why)
+            await c.finish(True)
+            return
+        f = WFrame(HELLO, hello_node(rnd, self.cfg.peer_id, self.cfg.cluster,
+                                     pl.extra["adv"]))
+        data = f.ser()
+        desc = "HELLO"
+        if pl.mode == "mutated":
+            data, what = wframe_mutate(rnd, f)
+            desc = "HELLO [%s]" % what
+        elif pl.mode == "partial":
+            data = data[:rnd.randint(1, len(data) - 1)]
+            desc = "HELLO cut at %d" % len(data)
+        elif pl.mode == "garbage":
+            data = rnd.randbytes(rnd.randint(1, 300))
+            desc = "garbage"
+        rec.d["units"].append(["HELLO", desc])
+        T.inputs += 1
+        if pl.mode == "reset":
+            await c.finish(True)
+            return
+        if pl.mode != "none":
+            if not await c.send(data, rnd, rnd.random() < 0.15, SLACK):
+                await c.finish()
+                T.closed += 1
+                return
+        seen, exchanges, outcome = 1, 0, "done"
+        authed = False
+        while not self.stop:
+            silent = exchanges == pl.extra["exchanges"] and \
+                pl.extra["end"] in ("silent", "partial")
+            tmo = (self.hello_to if not authed or pl.mode in
+                   ("none", "partial", "garbage") else self.fetch_to) + SLACK
+            got = await c.wait(lambda: len(c.items) > seen, tmo)
+            if c.bad:
+                self.fail(T, rec, "bad frame", c.bad)
+                break
+            if got == "timeout":
+                self.fail(T, rec, "hang", "the broker neither sent a frame "
+                          "nor closed in %.1f s (after %d answers, %s)" % (
+                              tmo, exchanges,
+                              "the last one cut short" if silent and
+                              pl.extra["end"] == "partial" else
+                              "the last FETCH unanswered" if silent else
+                              "HELLO %s" % pl.mode))
+                await c.finish(True)
+                return
+            if got == "closed":
+                outcome = "closed"
+                break
+            typ, corr, p = c.items[seen]
+            seen += 1
+            if typ == AUTH:
+                if authed or len(p) != AUTH_LEN or any(p):
+                    self.fail(T, rec, "bad AUTH", "%d bytes %s" % (
+                        len(p), p[:40].hex()))
+                    break
+                authed = True
+                continue
+            if typ != FETCH or not authed:
+                self.fail(T, rec, "bad frame", "type %d (after AUTH: %s)" %
+                          (typ, authed))
+                break
+            try:
+                rid, wait, mb, parts = parse_leader_fetch(p)
+            except (ValueError, struct.error) as e:
+                self.fail(T, rec, "bad FETCH", str(e))
+                break
+            if rid != bid or wait != REPLICA_FETCH_WAIT_MS or \
+                    mb != 1 << 20:
+                self.fail(T, rec, "bad FETCH", "replica %d wait %d bytes %d"
+                          % (rid, wait, mb))
+                break
+            if exchanges == pl.extra["exchanges"]:
+                if pl.extra["end"] == "silent":
+                    continue        # and wait for the fetch deadline
+                if pl.extra["end"] != "partial":
+                    break
+            f = leader_response(rnd, self.cfg, parts, corr)
+            desc = "FETCH_RESP %d parts" % len(parts)
+            if rnd.random() < 0.35:
+                data, what = wframe_mutate(rnd, f)
+                desc += " [%s]" % what
+            else:
+                data = f.ser()
+            if exchanges == pl.extra["exchanges"]:
+                data = data[:rnd.randint(1, max(1, len(data) - 1))]
+                desc += " cut at %d" % len(data)
+            exchanges += 1
+            rec.d["units"].append(["FETCH_RESP", desc])
+            T.inputs += 1
+            ok = await c.send(data, rnd, rnd.random() < 0.15, SLACK)
+            if ok is None:
+                self.fail(T, rec, "hang", "the broker took none of our "
+                          "FETCH_RESP in %.0f s" % SLACK)
+                await c.finish(True)
+                return
+            if not ok:
+                outcome = "closed"
+                break
+        if outcome == "closed":
+            T.closed += 1
+        elif exchanges:
+            T.answered += 1
+        rec.d["outcome"] = outcome
+        await c.finish(pl.extra["end"] == "reset")
+
+    async def peer_leader_loop(self, T, end):
+        """Accept the brokers that follow --peer-id (--followers), each
+        connection a session of its own."""
+        loop = asyncio.get_running_loop()
+        ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind(hostport(self.a.listen))
+        ls.listen(8)
+        ls.setblocking(False)
+        who = {}
+        for f in (self.a.followers or "%d@" % self.a.broker_id).split(","):
+            i, _, addr = f.partition("@")
+            who[addr] = int(i)
+        last = {i: loop.time() for i in who.values()}
+        busy = {i: False for i in who.values()}
+        pending = set()
+
+        async def one(idx, s, bid):
+            busy[bid] = True
+            try:
+                await self.peer_leader_session(T, idx, s, bid)
+            except Exception:
+                self.fuzzer_error(T, idx)
+            T.inflight.discard(idx)
+            busy[bid] = False
+            last[bid] = loop.time()
+
+        while loop.time() < end and not self.stop:
+            try:
+                s, addr = await asyncio.wait_for(
+                    loop.sock_accept(ls), max(0.1, min(1.0, end - loop.time())))
+            except asyncio.TimeoutError:
+                s = None
+            if s is not None:
+                bid = who.get(addr[0], who.get(""))
+                if bid is None:
+                    self.fail(T, None, "stranger", "a connection from %s" %
+                              (addr,))
+                    s.close()
+                    continue
+                last[bid] = loop.time()
+                idx = T.next_idx
+                T.next_idx += 1
+                T.inflight.add(idx)
+                T.sessions += 1
+                t = asyncio.ensure_future(one(idx, s, bid))
+                pending.add(t)
+                t.add_done_callback(pending.discard)
+            for bid, t in last.items():
+                if not busy[bid] and loop.time() - t > SLACK + 10:
+                    self.fail(T, None, "no connection", "broker %d did not "
+                              "connect to its peer %d in %.0f s" %
+                              (bid, self.cfg.peer_id, loop.time() - t))
+                    last[bid] = loop.time()
+        ls.close()
+        if pending:
+            await asyncio.gather(*pending)
+
+    # --- runs ---
+
+    def fuzzer_error(self, T, idx):
+        self.errors += 1
+        self.out("fuzzer error in %s #%d:" % (T.name, idx))
+        for line in traceback.format_exc().splitlines():
+            self.out("  " + line)
+        if self.errors >= 5:
+            self.stop = True
+
+    async def runner(self, T, fn, end):
+        loop = asyncio.get_running_loop()
+        sem = asyncio.Semaphore(T.conc)
+        long_sem = asyncio.Semaphore(T.conc_long)
+        pending = set()
+
+        async def one(idx):
+            slot = Slot(sem, long_sem)
+            try:
+                await fn(T, idx, slot)
+            except Exception:
+                self.fuzzer_error(T, idx)
+            finally:
+                T.inflight.discard(idx)
+                slot.release()
+
+        while loop.time() < end and not self.stop:
+            await sem.acquire()
+            if loop.time() >= end or self.stop:
+                sem.release()
+                break
+            idx = T.next_idx
+            T.next_idx += 1
+            T.inflight.add(idx)
+            T.sessions += 1
+            t = asyncio.ensure_future(one(idx))
+            pending.add(t)
+            t.add_done_callback(pending.discard)
+        if pending:
+            await asyncio.gather(*pending)
+
+    async def monitor(self, addr, end):
+        """Each leader's earliest and latest offsets never move back, and
+        the listener answers."""
+        loop = asyncio.get_running_loop()
+        last, ok_at, corr = {}, loop.time(), 0
+        topics = self.cfg.topics
+        body = struct.pack(">ii", -1, len(topics))
+        for t, n in topics:
+            body += struct.pack(">h", len(t)) + t.encode() + \
+                struct.pack(">i", 2 * n)
+            for p in range(n):
+                body += struct.pack(">iqiq", p, -2, p, -1)
+        s = None
+        while loop.time() < end and not self.stop:
+            try:
+                if s is None:
+                    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                    s.setblocking(False)
+                    await asyncio.wait_for(
+                        loop.sock_connect(s, hostport(addr)), 10)
+                corr += 1
+                req = struct.pack(">hhih", 2, 1, corr, 7) + b"monitor" + body
+                await asyncio.wait_for(loop.sock_sendall(
+                    s, struct.pack(">i", len(req)) + req), 10)
+                buf = b""
+                while len(buf) < 4 or len(buf) < 4 + struct.unpack_from(
+                        ">i", buf)[0]:
+                    d = await asyncio.wait_for(loop.sock_recv(s, 65536), 10)
+                    if not d:
+                        raise ConnectionError("closed")
+                    buf += d
+                r = Reader(buf[4:])
+                if r.i32() != corr:
+                    raise ValueError("monitor: correlation id")
+                vals = {}
+                for _ in range(r.i32()):
+                    t = r.string()
+                    for _ in range(r.i32()):
+                        p, err, _, off = r.i32(), r.i16(), r.i64(), r.i64()
+                        if not err:
+                            vals.setdefault((addr, t, p), []).append(off)
+                ok_at = loop.time()
+                for k, v in vals.items():
+                    if len(v) != 2:
+                        continue
+                    early, late = v
+                    prev = last.get(k)
+                    last[k] = (early, late)
+                    if early > late:
+                        self.fail(None, None, "offsets", "%s %s-%d: earliest "
+                                  "%d past latest %d" % (k + (early, late)))
+                    if prev and early < prev[0]:
+                        self.fail(None, None, "offsets", "%s %s-%d: earliest "
+                                  "went back %d -> %d" % (k + (prev[0], early)))
+                    if prev and late < prev[1]:
+                        self.fail(None, None, "offsets", "%s %s-%d: latest "
+                                  "(HW) went back %d -> %d" %
+                                  (k + (prev[1], late)))
+            except (OSError, ValueError, struct.error, IndexError,
+                    asyncio.TimeoutError, ConnectionError) as e:
+                if s is not None:
+                    s.close()
+                    s = None
+                if loop.time() - ok_at > SLACK:
+                    self.fail(None, None, "listener", "%s has not answered "
+                              "ListOffsets for %.0f s: %r" %
+                              (addr, loop.time() - ok_at, e))
+                    ok_at = loop.time()
+            await asyncio.sleep(0.5)
+        if s is not None:
+            s.close()
+        self.out("monitor %s: %d partitions led there checked" %
+                 (addr, len(last)))
+
+    async def progress(self):
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        while not self.done:
+            await asyncio.sleep(1.0)
+            self.out("progress t=%.0f %s" % (loop.time() - t0, " ".join(
+                "%s=%d/%d/%d" % (t.name, t.next_idx,
+                                 min(t.inflight) if t.inflight else
+                                 t.next_idx, t.inputs)
+                for t in self.targets.values())))
+
+    async def learn_apis(self, addr):
+        """The APIs and versions the broker lists: ApiVersions v0."""
+        loop = asyncio.get_running_loop()
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setblocking(False)
+        try:
+            await asyncio.wait_for(loop.sock_connect(s, hostport(addr)), 10)
+            await loop.sock_sendall(s, sentinel(1))
+            buf = b""
+            while len(buf) < 4 or len(buf) < 4 + struct.unpack_from(
+                    ">i", buf)[0]:
+                d = await asyncio.wait_for(loop.sock_recv(s, 65536), 10)
+                if not d:
+                    raise ConnectionError("closed")
+                buf += d
+        finally:
+            s.close()
+        r = Reader(buf[4:])
+        r.i32()
+        if r.i16():
+            raise ValueError("ApiVersions error")
+        apis = {}
+        for _ in range(r.i32()):
+            k, lo, hi = r.i16(), r.i16(), r.i16()
+            apis[k] = (lo, hi)
+        return apis
+
+    async def main(self):
+        loop = asyncio.get_running_loop()
+        a = self.a
+        if a.kafka_leader:
+            try:
+                apis = await self.learn_apis(a.kafka_leader)
+            except (OSError, ValueError, struct.error,
+                    asyncio.TimeoutError) as e:
+                self.fail(None, None, "ApiVersions", "%s: %r" %
+                          (a.kafka_leader, e))
+                return
+            self.cfg.apis = {k: v for k, v in apis.items() if k in BUILDERS}
+            self.out("apis %s" % " ".join(
+                "%s:%d-%d" % (KAPI_NAMES.get(k, k), v[0], v[1])
+                for k, v in sorted(apis.items())))
+        cj = self.cfg.to_json()
+        cj["targets"] = {"kafka-leader": a.kafka_leader,
+                         "kafka-follower": a.kafka_follower,
+                         "peer-follower": a.peer, "peer-leader": a.listen}
+        self.out("config %s" % json.dumps(cj, separators=(",", ":")))
+        jobs = []
+        end = loop.time() + a.secs
+        if a.kafka_leader:
+            T = self.targets["kafka-leader"] = Target("kafka-leader",
+                                                      a.kafka_leader, a.conc)
+            jobs.append(self.runner(T, self.kafka_session, end))
+            jobs.append(self.monitor(a.kafka_leader, end))
+        if a.kafka_follower:
+            T = self.targets["kafka-follower"] = Target(
+                "kafka-follower", a.kafka_follower, max(1, a.conc // 2))
+            jobs.append(self.runner(T, self.kafka_session, end))
+            jobs.append(self.monitor(a.kafka_follower, end))
+        if a.peer:
+            T = self.targets["peer-follower"] = Target("peer-follower",
+                                                       a.peer, 2)
+            jobs.append(self.runner(T, self.peer_follower_session, end))
+        if a.listen:
+            T = self.targets["peer-leader"] = Target("peer-leader",
+                                                     a.listen, 1)
+            jobs.append(self.peer_leader_loop(T, end))
+        self.done = False
+        prog = asyncio.ensure_future(self.progress())
+        t0 = loop.time()
+        await asyncio.gather(*jobs)
+        self.done = True
+        prog.cancel()
+        for T in self.targets.values():
+            T.secs = min(a.secs, loop.time() - t0)
+        self.out("all connections ended %.1f s after the start" %
+                 (loop.time() - t0))
+
+
+class Reader:
+    def __init__(self, b):
+        self.b, self.p = b, 0
+
+    def take(self, fmt):
+        v = struct.unpack_from(fmt, self.b, self.p)[0]
+        self.p += struct.calcsize(fmt)
+        return v
+
+    def i16(self):
+        return self.take(">h")
+
+    def i32(self):
+        return self.take(">i")
+
+    def i64(self):
+        return self.take(">q")
+
+    def string(self):
+        n = self.i16()
+        v = self.b[self.p:self.p + max(n, 0)].decode(errors="replace")
+        self.p += max(n, 0)
+        return v
+
+
+def cmd_run(a):
+    F = Fuzz(a)
+    F.out("seed %s (KREP_FUZZ_SEED=%s reproduces the inputs)" % (a.seed,
+                                                                 a.seed))
+    start = time.monotonic()
+    try:
+        asyncio.run(F.main())
+    except KeyboardInterrupt:
+        F.out("interrupted")
+    total = 0
+    for T in F.targets.values():
+        secs = T.secs or (time.monotonic() - start)
+        total += T.inputs
+        F.out("result %s inputs %d sessions %d secs %.1f rate %.1f/s "
+              "answered %d closed %d valid %d failures %d" % (
+                  T.name, T.inputs, T.sessions, secs,
+                  T.inputs / secs if secs else 0.0, T.answered, T.closed,
+                  T.strict, T.failures))
+    F.out("total inputs %d in %.1f s, failures %d, fuzzer errors %d" % (
+        total, time.monotonic() - start, F.nfail, F.errors))
+    if a.ring:
+        with open(a.ring, "w") as f:
+            F.emit("%s-last" % a.seed, {"seed": a.seed, "reason": "the last "
+                                        "connections of the run",
+                                        "config": F.cfg.to_json(),
+                                        "failing": None,
+                                        "rings": F.rings()}, f)
+    return 1 if F.nfail or F.errors else 0
+
+
+# --- on the host: reproducers from a console log ---------------------------------------
+
+def regenerate(seed, cfg, target, lo, hi, addr=None):
+    """The sessions @lo..@hi of @target, as a seed draws them."""
+    out = []
+    for idx in range(max(0, lo), hi):
+        rnd = session_rng(seed, target, idx)
+        if target.startswith("kafka"):
+            pl = plan_kafka(rnd, cfg, idx)
+        elif target == "peer-follower":
+            pl = plan_peer_follower(rnd, cfg, idx)
+        else:
+            pl = plan_peer_leader(rnd)
+            out.append({"target": target, "idx": idx, "mode": pl.mode,
+                        "extra": {k: (v.decode() if isinstance(v, bytes)
+                                      else v) for k, v in pl.extra.items()},
+                        "units": [], "actions": []})
+            continue
+        stream = b"".join(u[1] for u in pl.units)
+        acts = [[0, "send", (stream + (pl.sentinels[0] if pl.sentinels and
+                                       pl.cut is None else b"")
+                              )[:pl.cut].hex()]]
+        out.append({"target": target, "idx": idx, "mode": pl.mode,
+                    "addr": addr,
+                    "units": [[u[0], u[3]] for u in pl.units],
+                    "actions": acts, "outcome": "regenerated"})
+    return out
+
+
+def write_repro(outdir, name, obj):
+    os.makedirs(outdir, exist_ok=True)
+    base = os.path.join(outdir, "repro-%s" % name)
+    with open(base + ".json", "w") as f:
+        json.dump(obj, f, indent=1)
+    with open(base + ".txt", "w") as f:
+        f.write("reproducer %s\nreason: %s\n" % (name, obj.get("reason")))
+        if obj.get("kernel"):
+            f.write("kernel log:\n%s\n" % "\n".join(obj["kernel"]))
+        sess = ([obj["failing"]] if obj.get("failing") else []) + \
+            [r for ring in obj.get("rings", {}).values() for r in ring]
+        for k, r in enumerate(sess):
+            full = k == 0 and obj.get("failing")
+            f.write("\n== %s #%s to %s, mode %s, outcome %s\n" % (
+                r.get("target"), r.get("idx"), r.get("addr"),
+                r.get("mode"), r.get("outcome")))
+            for u in r.get("units", []):
+                f.write("  unit %s: %s\n" % (u[0], u[1]))
+            for a in r.get("actions", []):
+                f.write("  %8.3fs %s" % (a[0], a[1]))
+                if len(a) > 2:
+                    f.write(" %d bytes%s: %s" % (
+                        len(a[2]) // 2, " (of %d)" % a[3] if len(a) > 3
+                        else "", a[2] if full else a[2][:512]))
+                f.write("\n")
+    return base
+
+
+def cmd_extract(a):
+    blocks, cur, found = {}, None, []
+    seed = cfg = None
+    progress, bad, done = None, [], False
+    text = open(a.console, errors="replace").read().splitlines()
+    for line in text:
+        m = re.search(r"FUZZ-REPRO-BEGIN (\S+)", line)
+        if m:
+            cur = m.group(1)
+            blocks[cur] = []
+            continue
+        m = re.search(r"FUZZ-REPRO-END (\S+)", line)
+        if m:
+            if cur:
+                found.append(cur)
+            cur = None
+            continue
+        m = re.search(r"FUZZ-REPRO ([A-Za-z0-9+/=]+)\s*$", line)
+        if m and cur:
+            blocks[cur].append(m.group(1))
+            continue
+        m = re.search(r"fuzz: seed (\S+)", line)
+        if m:
+            seed = m.group(1)
+        m = re.search(r"fuzz: config (\{.*\})", line)
+        if m:
+            cfg = json.loads(m.group(1))
+        m = re.search(r"fuzz: progress t=\S+ (.*)$", line)
+        if m:
+            progress = m.group(1)
+        if re.search(r"fuzz: total inputs", line):
+            done = True
+        if re.search(r"\[ *\d+\.\d+\] .*(WARNING:|BUG:|Oops|general "
+                     r"protection|Kernel panic|KASAN|UBSAN|refcount_t|"
+                     r"soft lockup|hard LOCKUP|blocked for more than|"
+                     r"krep: leak|Poison overwritten|Redzone|double free|"
+                     r"Object already free|list_(add|del) corruption)", line):
+            bad.append(line)
+    written = []
+    for name in found:
+        try:
+            obj = json.loads(zlib.decompress(base64.b64decode(
+                "".join(blocks[name]))))
+        except (ValueError, zlib.error) as e:
+            print("fuzz_kafka.py: block %s does not decode: %s" % (name, e),
+                  file=sys.stderr)
+            continue
+        if bad:
+            obj["kernel"] = bad[:40]
+        written.append(write_repro(a.outdir, name, obj))
+    if bad and not done and seed and cfg:
+        # the VM died in the run: the connections in flight, drawn again
+        obj = {"seed": seed, "reason": "the kernel died during the run; "
+               "the connections in flight at the last progress line, "
+               "drawn again from the seed (timing and the broker's FETCHes "
+               "are not replayed)", "kernel": bad[:40],
+               "progress": progress, "failing": None, "rings": {}}
+        c = Cfg.from_json(cfg)
+        addrs = cfg.get("targets", {})
+        for m in re.finditer(r"(\S+)=(\d+)/(\d+)/\d+", progress or ""):
+            t, started, low = m.group(1), int(m.group(2)), int(m.group(3))
+            # those that ran since a little before the last progress line
+            # (and then some); older ones still in flight were waiting
+            obj["rings"][t] = regenerate(seed, c, t,
+                                         max(low, started - 200),
+                                         started + 40, addrs.get(t))
+        written.append(write_repro(a.outdir, "%s-crash" % seed, obj))
+    for w in written:
+        print("fuzz: reproducer %s.json (%s.txt)" % (w, w))
+    if not written:
+        print("fuzz: no reproducer in %s" % a.console)
+    return 0
+
+
+def cmd_replay(a):
+    obj = json.load(open(a.file))
+    sess = ([obj["failing"]] if obj.get("failing") else []) + \
+        [r for ring in obj.get("rings", {}).values() for r in ring]
+    for r in sess:
+        if a.session is not None and r.get("idx") != a.session:
+            continue
+        if r.get("target") == "peer-leader" or not r.get("addr"):
+            print("skip %s #%s (a fake leader's session)" % (r.get("target"),
+                                                            r.get("idx")))
+            continue
+        print("== %s #%s to %s" % (r["target"], r["idx"], r["addr"]))
+        s = socket.create_connection(hostport(r["addr"]), timeout=10)
+        t0 = time.monotonic()
+        for act in r["actions"]:
+            time.sleep(max(0.0, act[0] - (time.monotonic() - t0)))
+            if act[1] == "send":
+                s.sendall(bytes.fromhex(act[2]))
+            elif act[1] == "shutwr":
+                s.shutdown(socket.SHUT_WR)
+            elif act[1] == "reset":
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                             struct.pack("ii", 1, 0))
+                break
+            elif act[1] == "close":
+                break
+        got = b""
+        s.settimeout(a.wait)
+        try:
+            while True:
+                d = s.recv(65536)
+                if not d:
+                    print("closed by the broker")
+                    break
+                got += d
+        except socket.timeout:
+            print("still open after %.1f s" % a.wait)
+        except OSError as e:
+            print("reset: %s" % e)
+        print("received %d bytes: %s" % (len(got), got[:200].hex()))
+        s.close()
+    return 0
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(prog="fuzz_kafka.py",
+                                 description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd")
+    r = sub.add_parser("run")
+    r.add_argument("--seed", default=str(random.SystemRandom().getrandbits(32)))
+    r.add_argument("--secs", type=float, default=60)
+    r.add_argument("--kafka-leader")
+    r.add_argument("--kafka-follower")
+    r.add_argument("--peer", help="HOST:PORT of a broker's replication "
+                   "listener, fuzzed as --peer-id")
+    r.add_argument("--listen", help="HOST:PORT of --peer-id, where the "
+                   "broker connects to its fake leader")
+    r.add_argument("--broker-id", type=int, default=1,
+                   help="the broker at --peer (and the one that connects "
+                   "to --listen, without --followers)")
+    r.add_argument("--followers", help="ID@ADDR,...: the brokers that "
+                   "connect to --listen, their ids by address")
+    r.add_argument("--peer-id", type=int, default=9)
+    r.add_argument("--peer-topic", default="fz9",
+                   help="partition 1 led by the broker with --peer-id a "
+                   "replica; partition 0 led by --peer-id")
+    r.add_argument("--peer-epoch", type=int, default=0)
+    r.add_argument("--cluster", default="fuzz")
+    r.add_argument("--topics", default="fz:3,fz9:2")
+    r.add_argument("--conc", type=int, default=12)
+    r.add_argument("--max-request", type=int, default=8 << 20)
+    r.add_argument("--kafka-idle-ms", type=int, default=600000)
+    r.add_argument("--hello-timeout-ms", type=int, default=5000)
+    r.add_argument("--fetch-timeout-ms", type=int, default=3000)
+    r.add_argument("--max-failures", type=int, default=10)
+    r.add_argument("--ring")
+    e = sub.add_parser("extract")
+    e.add_argument("console")
+    e.add_argument("outdir")
+    p = sub.add_parser("replay")
+    p.add_argument("file")
+    p.add_argument("session", nargs="?", type=int)
+    p.add_argument("--wait", type=float, default=5.0)
+    a = ap.parse_args(argv[1:])
+    if a.cmd == "run":
+        return cmd_run(a)
+    if a.cmd == "extract":
+        return cmd_extract(a)
+    if a.cmd == "replay":
+        return cmd_replay(a)
+    ap.print_usage(sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
