@@ -940,13 +940,6 @@ out:
 	return done;
 }
 
-/* is there anything for @req to read (or an error to tell)? unlocked */
-bool krep_partition_readable(struct krep_partition *p,
-			     const struct krep_fetch_req *req)
-{
-	return fetch_ready(p, req) || READ_ONCE(p->role) != KREP_ROLE_LEADER;
-}
-
 int krep_partition_list_offset(struct krep_partition *p, s64 ts, bool committed,
 			       u64 *offset, s64 *found_ts,
 			       struct krep_status *st)

@@ -163,8 +163,6 @@ long krep_partition_consumer_read(struct krep_partition *p,
 				  krep_log_frag_t emit, void *ctx,
 				  struct krep_read_result *res,
 				  struct krep_status *st);
-bool krep_partition_readable(struct krep_partition *p,
-			     const struct krep_fetch_req *req);
 struct sk_buff *krep_partition_fetch(struct krep_partition *p,
 				     const struct krep_fetch_req *req,
 				     struct krep_status *st);
