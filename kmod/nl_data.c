@@ -33,22 +33,29 @@ static struct netlink_range_validation offset_range = {
 	.min = 0, .max = S64_MAX,
 };
 
+/*
+ * The topic name, the partition index, the records, acks and offsets are
+ * checked by the handlers rather than by the policy, so that their
+ * refusals carry Kafka's code: an unknown topic or partition
+ * (UNKNOWN_TOPIC_OR_PARTITION), a short or malformed batch
+ * (INVALID_RECORD), acks outside -1..1 (INVALID_REQUIRED_ACKS), an offset
+ * beyond any log (OFFSET_OUT_OF_RANGE).
+ */
 #define PART_POLICY							\
-	[KREP_A_TOPIC] = { .type = NLA_NUL_STRING,			\
-			   .len = KREP_TOPIC_NAME_MAX },		\
-	[KREP_A_PARTITION] = NLA_POLICY_MAX(NLA_U32, KREP_PARTITIONS_MAX - 1)
+	[KREP_A_TOPIC] = { .type = NLA_NUL_STRING },			\
+	[KREP_A_PARTITION] = { .type = NLA_U32 }
 
 const struct nla_policy krep_produce_policy[KREP_A_MAX + 1] = {
 	PART_POLICY,
-	[KREP_A_RECORDS] = NLA_POLICY_MIN_LEN(KREP_RB_HDR_LEN),
-	[KREP_A_ACKS] = NLA_POLICY_RANGE(NLA_S16, -1, 1),
+	[KREP_A_RECORDS] = { .type = NLA_BINARY },
+	[KREP_A_ACKS] = { .type = NLA_S16 },
 	[KREP_A_TIMEOUT_MS] = NLA_POLICY_FULL_RANGE(NLA_U32, &wait_range),
 	[KREP_A_LEADER_EPOCH] = { .type = NLA_U32 },
 };
 
 const struct nla_policy krep_fetch_policy[KREP_A_MAX + 1] = {
 	PART_POLICY,
-	[KREP_A_OFFSET] = NLA_POLICY_FULL_RANGE(NLA_U64, &offset_range),
+	[KREP_A_OFFSET] = { .type = NLA_U64 },
 	[KREP_A_MAX_BYTES] = NLA_POLICY_FULL_RANGE(NLA_U32, &fetch_bytes_range),
 	[KREP_A_MAX_WAIT_MS] = NLA_POLICY_FULL_RANGE(NLA_U32, &wait_range),
 	[KREP_A_ISOLATION] = NLA_POLICY_MAX(NLA_U8, KREP_READ_COMMITTED),
@@ -63,7 +70,7 @@ const struct nla_policy krep_list_offsets_policy[KREP_A_MAX + 1] = {
 
 const struct nla_policy krep_delete_records_policy[KREP_A_MAX + 1] = {
 	PART_POLICY,
-	[KREP_A_OFFSET] = NLA_POLICY_FULL_RANGE(NLA_U64, &offset_range),
+	[KREP_A_OFFSET] = { .type = NLA_U64 },
 };
 
 const struct nla_policy krep_txn_policy[KREP_A_MAX + 1] = {
@@ -101,6 +108,17 @@ bool krep_nl_require_partition(struct genl_info *info)
 {
 	return krep_nl_require(info, KREP_A_TOPIC, "topic name") &&
 	       krep_nl_require(info, KREP_A_PARTITION, "partition");
+}
+
+/* OFFSET_OUT_OF_RANGE for an offset above S64_MAX, which no log reaches */
+static int beyond_any_log(struct genl_info *info, const struct nlattr *attr,
+			  const char *why)
+{
+	struct krep_status st = {};
+
+	krep_fail(&st, KREP_KERR_OFFSET_OUT_OF_RANGE, -ERANGE, why);
+	NL_SET_BAD_ATTR(info->extack, attr);
+	return krep_nl_status(info, -ERANGE, &st);
 }
 
 /* a reply with the given u64 attributes */
@@ -148,6 +166,12 @@ int krep_nl_produce(struct sk_buff *skb, struct genl_info *info)
 	rec = info->attrs[KREP_A_RECORDS];
 	if (info->attrs[KREP_A_ACKS])
 		acks = nla_get_s16(info->attrs[KREP_A_ACKS]);
+	if (acks < -1 || acks > 1) {
+		krep_fail(&st, KREP_KERR_INVALID_REQUIRED_ACKS, -ERANGE,
+			  "acks must be -1 (all), 0 or 1");
+		NL_SET_BAD_ATTR(info->extack, info->attrs[KREP_A_ACKS]);
+		return krep_nl_status(info, -ERANGE, &st);
+	}
 	if (info->attrs[KREP_A_TIMEOUT_MS])
 		timeout = nla_get_u32(info->attrs[KREP_A_TIMEOUT_MS]);
 	if (info->attrs[KREP_A_LEADER_EPOCH])
@@ -210,6 +234,11 @@ int krep_nl_fetch(struct sk_buff *skb, struct genl_info *info)
 	p = krep_nl_partition(info, &t, &st);
 	if (IS_ERR(p))
 		return krep_nl_status(info, PTR_ERR(p), &st);
+	if (req.offset > S64_MAX) {
+		krep_topic_put(t);
+		return beyond_any_log(info, attrs[KREP_A_OFFSET],
+				      "offset beyond the log end offset");
+	}
 	msg = krep_partition_fetch(p, &req, &st);
 	krep_topic_put(t);
 	if (IS_ERR(msg))
@@ -277,6 +306,11 @@ int krep_nl_delete_records(struct sk_buff *skb, struct genl_info *info)
 	if (IS_ERR(p))
 		return krep_nl_status(info, PTR_ERR(p), &st);
 	offset = nla_get_u64(info->attrs[KREP_A_OFFSET]);
+	if (offset > S64_MAX) {
+		krep_topic_put(t);
+		return beyond_any_log(info, info->attrs[KREP_A_OFFSET],
+				      "offset beyond the high watermark");
+	}
 	err = krep_partition_delete_records(p, offset, &st);
 	mutex_lock(&p->lock);
 	vals[0] = p->low_watermark;

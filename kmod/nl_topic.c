@@ -41,7 +41,12 @@ static const struct nla_policy tcfg_policy[KREP_A_TCFG_MAX + 1] = {
 	[KREP_A_TCFG_UNCLEAN_LEADER_ELECTION] = NLA_POLICY_MAX(NLA_U8, 1),
 };
 
-#define TOPIC_NAME_POLICY { .type = NLA_NUL_STRING, .len = KREP_TOPIC_NAME_MAX }
+/*
+ * The name's length, the partition count and the replication factor are
+ * checked by the handlers, so that their refusals carry Kafka's code
+ * (INVALID_TOPIC_EXCEPTION, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR)
+ */
+#define TOPIC_NAME_POLICY { .type = NLA_NUL_STRING }
 
 /* KREP_A_ASSIGNMENT: a KREP_A_REPLICAS nest per partition */
 static const struct nla_policy assign_policy[KREP_A_MAX + 1] = {
@@ -50,8 +55,8 @@ static const struct nla_policy assign_policy[KREP_A_MAX + 1] = {
 
 const struct nla_policy krep_topic_new_policy[KREP_A_MAX + 1] = {
 	[KREP_A_TOPIC] = TOPIC_NAME_POLICY,
-	[KREP_A_PARTITIONS] = NLA_POLICY_RANGE(NLA_U32, 1, KREP_PARTITIONS_MAX),
-	[KREP_A_REPLICATION_FACTOR] = NLA_POLICY_RANGE(NLA_U32, 1, KREP_RF_MAX),
+	[KREP_A_PARTITIONS] = { .type = NLA_U32 },
+	[KREP_A_REPLICATION_FACTOR] = { .type = NLA_U32 },
 	[KREP_A_TOPIC_CONFIG] = NLA_POLICY_NESTED(tcfg_policy),
 	[KREP_A_ASSIGNMENT] = NLA_POLICY_NESTED(assign_policy),
 	[KREP_A_CONTROLLER_EPOCH] = NLA_POLICY_MIN(NLA_U32, 1),
@@ -116,16 +121,23 @@ static const char *topic_name(struct genl_info *info)
 	return name;
 }
 
+/* a TOPIC_NEW refusal with Kafka's code @kerr, pointing at @attr */
+static int bad_topic(struct genl_info *info, s16 kerr,
+		     const struct nlattr *attr, const char *why)
+{
+	struct krep_status st = {};
+
+	krep_fail(&st, kerr, -EINVAL, why);
+	krep_nl_status(info, -EINVAL, &st);
+	NL_SET_BAD_ATTR(info->extack, attr);
+	return -EINVAL;
+}
+
 /* an INVALID_REPLICA_ASSIGNMENT refusal pointing at @attr */
 static int bad_assignment(struct genl_info *info, const struct nlattr *attr,
 			  const char *why)
 {
-	struct krep_status st = {};
-
-	krep_fail(&st, KREP_KERR_INVALID_REPLICA_ASSIGNMENT, -EINVAL, why);
-	krep_nl_status(info, -EINVAL, &st);
-	NL_SET_BAD_ATTR(info->extack, attr);
-	return -EINVAL;
+	return bad_topic(info, KREP_KERR_INVALID_REPLICA_ASSIGNMENT, attr, why);
 }
 
 /*
@@ -186,6 +198,18 @@ int krep_nl_topic_new(struct sk_buff *skb, struct genl_info *info)
 		return -EINVAL;
 	np = nla_get_u32(attrs[KREP_A_PARTITIONS]);
 	rf = nla_get_u32(attrs[KREP_A_REPLICATION_FACTOR]);
+	if (!np || np > KREP_PARTITIONS_MAX)
+		return bad_topic(info, KREP_KERR_INVALID_PARTITIONS,
+				 attrs[KREP_A_PARTITIONS],
+				 "partitions must be 1..1024");
+	if (!rf)
+		return bad_topic(info, KREP_KERR_INVALID_REPLICATION_FACTOR,
+				 attrs[KREP_A_REPLICATION_FACTOR],
+				 "replication factor must be at least 1");
+	if (rf > KREP_RF_MAX)
+		return bad_topic(info, KREP_KERR_INVALID_REPLICATION_FACTOR,
+				 attrs[KREP_A_REPLICATION_FACTOR],
+				 "replication factor larger than the number of brokers");
 	if (attrs[KREP_A_CONTROLLER_EPOCH] && !attrs[KREP_A_ASSIGNMENT]) {
 		NL_SET_ERR_MSG_ATTR(info->extack, attrs[KREP_A_CONTROLLER_EPOCH],
 				    "a controller epoch comes with an assignment");

@@ -150,12 +150,17 @@ int krep_batch_check(const u8 *buf, size_t len, struct krep_batch *b,
 {
 	int n;
 
-	if (krep_batch_parse(buf, len, b) || b->len != len) {
-		*why = "batch length does not match the records attribute";
+	/* the magic first: an older message set has another layout */
+	if (len > KREP_RB_MAGIC && buf[KREP_RB_MAGIC] != KREP_RB_MAGIC_V2) {
+		*why = "magic is not 2: only RecordBatch v2 is accepted";
 		return -EINVAL;
 	}
-	if (buf[KREP_RB_MAGIC] != KREP_RB_MAGIC_V2) {
-		*why = "only RecordBatch v2 (magic 2) is accepted";
+	if (len < KREP_RB_HDR_LEN) {
+		*why = "records shorter than a RecordBatch v2 header (61 bytes)";
+		return -EINVAL;
+	}
+	if (krep_batch_parse(buf, len, b) || b->len != len) {
+		*why = "batch length does not match the records attribute";
 		return -EINVAL;
 	}
 	if (!krep_batch_crc_ok(buf, len)) {

@@ -112,6 +112,10 @@ static const char *kerr_name(int kerr)
 	case KREP_KERR_KAFKA_STORAGE_ERROR: return "KAFKA_STORAGE_ERROR";
 	case KREP_KERR_OFFSET_NOT_AVAILABLE: return "OFFSET_NOT_AVAILABLE";
 	case KREP_KERR_INVALID_RECORD: return "INVALID_RECORD";
+	case KREP_KERR_INVALID_PARTITIONS: return "INVALID_PARTITIONS";
+	case KREP_KERR_INVALID_REPLICATION_FACTOR:
+		return "INVALID_REPLICATION_FACTOR";
+	case KREP_KERR_INVALID_REQUIRED_ACKS: return "INVALID_REQUIRED_ACKS";
 	}
 	return "?";
 }
@@ -1011,7 +1015,6 @@ static int three_brokers(struct nl *nl, struct ack *ack)
 	"0123456789012345678901234567890123456789012345678901234567890123456789" \
 	"012345678901234567890123456789012345678"
 
-#define MSG_POLICY	"Attribute failed policy validation"
 #define MSG_DOTS	"topic name cannot be '.' or '..'"
 #define MSG_CHARS	"topic name has a character outside [a-zA-Z0-9._-]"
 
@@ -1060,7 +1063,7 @@ TEST_F(log, topic_names)
 		EXPECT_STREQ(bad[i].msg, self->ack.msg);
 	}
 
-	/* 250 characters: the policy finds no NUL within 249 + 1 bytes */
+	/* 250 characters: Kafka's INVALID_TOPIC_EXCEPTION, not the policy's */
 	memset(long_name, 'x', 250);
 	long_name[250] = '\0';
 	req_init(r, self->nl.family, KREP_CMD_TOPIC_NEW, 0);
@@ -1068,10 +1071,13 @@ TEST_F(log, topic_names)
 	put_u32(r, KREP_A_PARTITIONS, 1);
 	put_u32(r, KREP_A_REPLICATION_FACTOR, 1);
 	call(&self->nl, r, NULL, &self->ack);
-	EXPECT_EQ(EINVAL, self->ack.error);
-	EXPECT_STREQ(MSG_POLICY, self->ack.msg);
+	expect_kerr(&self->ack, EINVAL, KREP_KERR_INVALID_TOPIC_EXCEPTION,
+		    "topic name longer than 249 characters");
 	EXPECT_TRUE(self->ack.has_off);
 	EXPECT_EQ(req_off(r, a), self->ack.off);
+	EXPECT_EQ(EINVAL, topic_cmd(&self->nl, KREP_CMD_TOPIC_DEL, long_name,
+				    NULL, &self->ack));
+	EXPECT_EQ(KREP_KERR_INVALID_TOPIC_EXCEPTION, self->ack.kerr);
 
 	EXPECT_EQ(0, topic_count(&self->nl));
 
@@ -1101,6 +1107,33 @@ TEST_F(log, topic_name_kafka_code)
 		expect_kerr(&self->ack, EINVAL, KREP_KERR_INVALID_TOPIC_EXCEPTION,
 			    NULL);
 	}
+}
+
+/*
+ * Partition counts and replication factors out of range carry Kafka's
+ * codes (README's error table), not the policy's ERANGE.
+ */
+TEST_F(log, topic_counts_kafka_code)
+{
+	static const struct { __u32 np, rf; int kerr; const char *msg; } bad[] = {
+		{ 0, 1, KREP_KERR_INVALID_PARTITIONS, "partitions must be 1..1024" },
+		{ 1025, 1, KREP_KERR_INVALID_PARTITIONS,
+		  "partitions must be 1..1024" },
+		{ 1, 0, KREP_KERR_INVALID_REPLICATION_FACTOR,
+		  "replication factor must be at least 1" },
+		{ 1, 2, KREP_KERR_INVALID_REPLICATION_FACTOR,
+		  "replication factor larger than the number of brokers" },
+		{ 1, 1000, KREP_KERR_INVALID_REPLICATION_FACTOR,
+		  "replication factor larger than the number of brokers" },
+	};
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		topic_new(&self->nl, "counts", bad[i].np, bad[i].rf, NULL,
+			  &self->ack);
+		expect_kerr(&self->ack, EINVAL, bad[i].kerr, bad[i].msg);
+	}
+	EXPECT_EQ(0, topic_count(&self->nl));
 }
 
 TEST_F(log, topic_duplicate)
@@ -1210,11 +1243,13 @@ TEST_F(log, acks_rf1)
 	ASSERT_EQ(1, p.nisr);
 	EXPECT_EQ(1, p.isr[0]);
 
-	/* acks outside -1..1 are refused by the policy, nothing appended */
+	/* acks outside -1..1: INVALID_REQUIRED_ACKS, nothing appended */
 	produce(&self->nl, "acks", sent[0], len[0], -2, NULL, &self->ack);
-	EXPECT_EQ(ERANGE, self->ack.error);
+	expect_kerr(&self->ack, ERANGE, KREP_KERR_INVALID_REQUIRED_ACKS,
+		    "acks must be -1 (all), 0 or 1");
 	produce(&self->nl, "acks", sent[0], len[0], 2, NULL, &self->ack);
-	EXPECT_EQ(ERANGE, self->ack.error);
+	expect_kerr(&self->ack, ERANGE, KREP_KERR_INVALID_REQUIRED_ACKS,
+		    "acks must be -1 (all), 0 or 1");
 	ok(part_get(&self->nl, "acks", 0, &p, &self->ack), &self->ack);
 	EXPECT_EQ(8, p.leo);
 
@@ -1367,6 +1402,13 @@ TEST_F(log, fetch_above_leo)
 	expect_kerr(&self->ack, ERANGE, KREP_KERR_OFFSET_OUT_OF_RANGE,
 		    "offset beyond the log end offset");
 	fetch_at(&self->nl, "range", 1ULL << 40, &f, &self->ack);
+	expect_kerr(&self->ack, ERANGE, KREP_KERR_OFFSET_OUT_OF_RANGE,
+		    "offset beyond the log end offset");
+	/* 2^64 - 1 and 2^63: beyond any log, Kafka's code, not the policy's */
+	fetch_at(&self->nl, "range", ~0ULL, &f, &self->ack);
+	expect_kerr(&self->ack, ERANGE, KREP_KERR_OFFSET_OUT_OF_RANGE,
+		    "offset beyond the log end offset");
+	fetch_at(&self->nl, "range", 1ULL << 63, &f, &self->ack);
 	expect_kerr(&self->ack, ERANGE, KREP_KERR_OFFSET_OUT_OF_RANGE,
 		    "offset beyond the log end offset");
 	fr.offset = 4;
@@ -1532,6 +1574,25 @@ TEST_F(log, corrupt_batch)
 	produce(&self->nl, "crc", self->buf, len - 1, -1, NULL, &self->ack);
 	expect_kerr(&self->ack, EINVAL, KREP_KERR_INVALID_RECORD,
 		    "batch length does not match the records attribute");
+
+	/* cut to 30 bytes: shorter than the header, not a policy error */
+	produce(&self->nl, "crc", self->buf, 30, -1, NULL, &self->ack);
+	expect_kerr(&self->ack, EINVAL, KREP_KERR_INVALID_RECORD,
+		    "records shorter than a RecordBatch v2 header (61 bytes)");
+	produce(&self->nl, "crc", self->buf, 0, -1, NULL, &self->ack);
+	expect_kerr(&self->ack, EINVAL, KREP_KERR_INVALID_RECORD,
+		    "records shorter than a RecordBatch v2 header (61 bytes)");
+
+	/* magic 1, short (a v1 message) and long: the magic is the fault */
+	self->buf[16] = 1;
+	produce(&self->nl, "crc", self->buf, 34, -1, NULL, &self->ack);
+	expect_kerr(&self->ack, EINVAL, KREP_KERR_INVALID_RECORD,
+		    "magic is not 2: only RecordBatch v2 is accepted");
+	produce(&self->nl, "crc", self->buf, len, -1, NULL, &self->ack);
+	expect_kerr(&self->ack, EINVAL, KREP_KERR_INVALID_RECORD,
+		    "magic is not 2: only RecordBatch v2 is accepted");
+	self->buf[16] = 2;
+
 	ok(part_get(&self->nl, "crc", 0, &p, &self->ack), &self->ack);
 	EXPECT_EQ(0, p.leo);
 	EXPECT_EQ(0, p.bytes);
