@@ -94,10 +94,11 @@ static int start_parse(const char *val, struct krep_consume_args *a)
 		a->start_arg = u;
 		return 0;
 	}
+	/* any u64: the kernel says OFFSET_OUT_OF_RANGE beyond the log */
 	a->start = KREP_START_OFFSET;
-	if (krep_u64_parse(val, &u) || u > INT64_MAX)
+	if (krep_u64_parse(val, &u))
 		goto bad;
-	a->start_arg = u;
+	a->start_arg = (int64_t)u;
 	return 0;
 bad:
 	krepctl_usage_error(krepctl_consume_usage,
@@ -511,7 +512,7 @@ static int start_offset(struct consumer *c, uint64_t *offset)
 
 	switch (a->start) {
 	case KREP_START_OFFSET:
-		*offset = a->start_arg;
+		*offset = (uint64_t)a->start_arg;
 		return 0;
 	case KREP_START_BEGINNING:
 		return krepctl_list_offset(c->ctl, a->topic, a->partition,

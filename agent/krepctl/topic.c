@@ -86,9 +86,12 @@ static void describe_usage(FILE *f)
 	      "a line:\n"
 	      "  TOPIC PARTITION leader=ID epoch=N role=leader|follower|offline\n"
 	      "  replicas=ID,... isr=ID,... leo=N hw=N lso=N log_start=N lw=N\n"
-	      "  bytes=N partition_epoch=N\n"
+	      "  bytes=N partition_epoch=N epochs=EPOCH@START,... [pending_isr=ID,...]\n"
 	      "leo: log end offset, hw: high watermark, lso: last stable offset,\n"
-	      "lw: low watermark, bytes: bytes held by the log. On a leader, each\n"
+	      "lw: low watermark, bytes: bytes held by the log, epochs: the leader\n"
+	      "epoch cache (each epoch and its first offset, oldest first),\n"
+	      "pending_isr: an ISR change waiting for the controller (only while\n"
+	      "one waits). On a leader, each\n"
 	      "follower follows on a line of its own, indented:\n"
 	      "    remote ID leo=N log_start=N fetch_age_ms=N caught_up_age_ms=N\n"
 	      "    in_isr=0|1\n"
@@ -96,7 +99,8 @@ static void describe_usage(FILE *f)
 	      "prints as '-'. With --json an array of {\"topic\",\"partition\",\n"
 	      "\"role\",\"leader\",\"leader_epoch\",\"partition_epoch\",\"replicas\",\n"
 	      "\"isr\",\"leo\",\"hw\",\"lso\",\"log_start\",\"low_watermark\",\n"
-	      "\"log_bytes\",\"remotes\":[{\"id\",\"leo\",\"log_start\",\n"
+	      "\"log_bytes\",\"epochs\":[{\"epoch\",\"start_offset\"}],\n"
+	      "\"pending_isr\":[ID,...]|null,\"remotes\":[{\"id\",\"leo\",\"log_start\",\n"
 	      "\"fetch_age_ms\",\"caught_up_age_ms\",\"in_isr\"}]|null}.\n", f);
 }
 
@@ -607,6 +611,8 @@ static struct nla_policy part_policy[KREP_A_MAX + 1] = {
 	[KREP_A_LOW_WATERMARK]	= { .type = NLA_U64 },
 	[KREP_A_LOG_BYTES]	= { .type = NLA_U64 },
 	[KREP_A_REMOTES]	= { .type = NLA_NESTED },
+	[KREP_A_EPOCHS]		= { .type = NLA_NESTED },
+	[KREP_A_PENDING_ISR]	= { .type = NLA_NESTED },
 };
 
 struct id_list {
@@ -660,6 +666,12 @@ struct remote_info {
 	int in_isr;		/* 0, 1, -1 when absent */
 };
 
+/* One entry of the leader epoch cache (KREP_A_EPOCH_ENTRY). */
+struct epoch_entry {
+	uint32_t epoch;
+	uint64_t start;
+};
+
 struct part_info {
 	char *topic;
 	uint32_t partition;
@@ -670,6 +682,11 @@ struct part_info {
 	struct id_list replicas, isr;
 	bool has_u64[PF_NU64];
 	uint64_t u64[PF_NU64];
+	bool has_pending;	/* an ALTER_ISR waits for the controller */
+	struct id_list pending;
+	bool has_epochs;	/* the leader epoch cache, oldest first */
+	size_t nepochs;
+	struct epoch_entry *epochs;
 	bool has_remotes;	/* a leader's table of its followers */
 	size_t nremotes;
 	struct remote_info *remotes;
@@ -688,6 +705,8 @@ static void part_list_free(struct part_list *l)
 		free(l->v[i].topic);
 		free(l->v[i].replicas.v);
 		free(l->v[i].isr.v);
+		free(l->v[i].pending.v);
+		free(l->v[i].epochs);
 		free(l->v[i].remotes);
 	}
 	free(l->v);
@@ -712,6 +731,44 @@ static int id_list_get(struct nlattr *nest, struct id_list *l)
 			return -EINVAL;
 		l->v[l->n++] = nla_get_u32(a);
 	}
+	return 0;
+}
+
+static int epochs_get(struct nlattr *nest, struct part_info *p)
+{
+	struct nlattr *a, *f;
+	struct epoch_entry *e;
+	bool has_epoch, has_start;
+	size_t n = 0;
+	int rem, frem;
+
+	nla_for_each_nested(a, nest, rem)
+		n += nla_type(a) == KREP_A_EPOCH_ENTRY;
+	p->epochs = calloc(n ? n : 1, sizeof(*p->epochs));
+	if (!p->epochs)
+		return -ENOMEM;
+	nla_for_each_nested(a, nest, rem) {
+		if (nla_type(a) != KREP_A_EPOCH_ENTRY)
+			continue;
+		e = &p->epochs[p->nepochs++];
+		has_epoch = has_start = false;
+		nla_for_each_nested(f, a, frem) {
+			if (nla_type(f) == KREP_A_EPOCH_EPOCH) {
+				if (nla_len(f) != 4)
+					return -EINVAL;
+				e->epoch = nla_get_u32(f);
+				has_epoch = true;
+			} else if (nla_type(f) == KREP_A_EPOCH_START) {
+				if (nla_len(f) != 8)
+					return -EINVAL;
+				e->start = nla_get_u64(f);
+				has_start = true;
+			}
+		}
+		if (!has_epoch || !has_start)
+			return -EINVAL;
+	}
+	p->has_epochs = true;
 	return 0;
 }
 
@@ -813,6 +870,21 @@ static int part_info_get(struct nl_msg *msg, void *arg)
 			goto malformed;
 		p->has_isr = true;
 	}
+	if (tb[KREP_A_PENDING_ISR]) {
+		err = id_list_get(tb[KREP_A_PENDING_ISR], &p->pending);
+		if (err == -ENOMEM)
+			goto nomem;
+		if (err)
+			goto malformed;
+		p->has_pending = true;
+	}
+	if (tb[KREP_A_EPOCHS]) {
+		err = epochs_get(tb[KREP_A_EPOCHS], p);
+		if (err == -ENOMEM)
+			goto nomem;
+		if (err)
+			goto malformed;
+	}
 	if (tb[KREP_A_REMOTES]) {
 		err = remotes_get(tb[KREP_A_REMOTES], p);
 		if (err == -ENOMEM)
@@ -876,6 +948,14 @@ static void part_print(FILE *f, const struct part_info *p)
 		print_u(f, u64_fields[i].text, p->has_u64[i], p->u64[i]);
 	print_u(f, "partition_epoch", p->has_u32[PF_PARTITION_EPOCH],
 		p->u32[PF_PARTITION_EPOCH]);
+	fputs(" epochs=", f);
+	if (!p->nepochs)
+		fputc('-', f);
+	for (n = 0; n < p->nepochs; n++)
+		fprintf(f, "%s%u@%" PRIu64, n ? "," : "", p->epochs[n].epoch,
+			p->epochs[n].start);
+	if (p->has_pending)
+		print_ids(f, "pending_isr", true, &p->pending);
 	fputc('\n', f);
 	for (n = 0; n < p->nremotes; n++) {
 		const struct remote_info *r = &p->remotes[n];
@@ -937,6 +1017,22 @@ static void part_json(struct json *j, const struct part_info *p)
 	json_ids(j, "isr", p->has_isr, &p->isr);
 	for (i = 0; i < PF_NU64; i++)
 		json_opt_u64(j, u64_fields[i].json, p->has_u64[i], p->u64[i]);
+	json_key(j, "epochs");
+	if (p->has_epochs) {
+		json_arr_begin(j);
+		for (n = 0; n < p->nepochs; n++) {
+			json_obj_begin(j);
+			json_key(j, "epoch");
+			json_u64(j, p->epochs[n].epoch);
+			json_key(j, "start_offset");
+			json_u64(j, p->epochs[n].start);
+			json_obj_end(j);
+		}
+		json_arr_end(j);
+	} else {
+		json_null(j);
+	}
+	json_ids(j, "pending_isr", p->has_pending, &p->pending);
 	json_key(j, "remotes");
 	if (!p->has_remotes) {
 		json_null(j);

@@ -56,7 +56,7 @@ fails() {
 	fi
 }
 
-ktap_plan 43
+ktap_plan 49
 
 krep_mod_unload
 krep_mod_load broker_id=1 || ktap_bail "cannot load $KREP_KO"
@@ -80,6 +80,19 @@ fails "topic describe of an unknown topic" 1 UNKNOWN_TOPIC_OR_PARTITION \
 same "error as JSON on stdout" \
 	"$("$K" --json topic create orders 2>/dev/null)" \
 	'{"error":"TOPIC_ALREADY_EXISTS","code":36,"errno":"EEXIST","message":"topic already exists"}'
+
+# README's error table: refusals carry Kafka's code, not the policy's ERANGE
+fails "a 250-character topic name: INVALID_TOPIC_EXCEPTION" 1 \
+	INVALID_TOPIC_EXCEPTION "$K" topic create "$(printf 'x%.0s' {1..250})"
+fails "partitions 0: INVALID_PARTITIONS" 1 INVALID_PARTITIONS \
+	"$K" topic create p0 partitions 0
+fails "partitions 1025: INVALID_PARTITIONS" 1 INVALID_PARTITIONS \
+	"$K" topic create p1025 partitions 1025
+fails "replication-factor 0: INVALID_REPLICATION_FACTOR" 1 \
+	INVALID_REPLICATION_FACTOR "$K" topic create rf0 replication-factor 0
+same "topic describe --json: the leader epoch cache as epochs" \
+	"$("$K" --json topic describe orders | jq -c '.[0].epochs')" \
+	'[{"epoch":0,"start_offset":0}]'
 
 # --- produce and consume --------------------------------------------------
 seq -f 'record %g of ten thousand' 1 10000 >"$TMP/in"
@@ -169,6 +182,8 @@ fails "delete-records beyond HW: OFFSET_OUT_OF_RANGE" 1 \
 	OFFSET_OUT_OF_RANGE "$K" delete-records ts before 10
 fails "consume beyond LEO: OFFSET_OUT_OF_RANGE" 1 OFFSET_OUT_OF_RANGE \
 	"$K" consume ts -o 99
+fails "consume at 2^64-1: OFFSET_OUT_OF_RANGE" 1 OFFSET_OUT_OF_RANGE \
+	"$K" consume ts -o 18446744073709551615
 fails "unknown topic: UNKNOWN_TOPIC_OR_PARTITION" 1 \
 	UNKNOWN_TOPIC_OR_PARTITION "$K" consume nosuch
 

@@ -1387,7 +1387,8 @@ static void test_partition_reply(void)
 	nla_nest_end(m, rs);
 	CHECK_STR(partition_text(m, false),
 		  "orders 0 leader=1 epoch=4 role=leader replicas=1,2,3 isr=1,3 "
-		  "leo=10 hw=9 lso=8 log_start=2 lw=1 bytes=1234 partition_epoch=7\n"
+		  "leo=10 hw=9 lso=8 log_start=2 lw=1 bytes=1234 partition_epoch=7 "
+		  "epochs=-\n"
 		  "  remote 2 leo=- log_start=0 fetch_age_ms=40000 caught_up_age_ms=41000 in_isr=0\n"
 		  "  remote 3 leo=9 log_start=1 fetch_age_ms=12 caught_up_age_ms=12 in_isr=1\n",
 		  "topic describe text, with the remote replicas");
@@ -1396,6 +1397,7 @@ static void test_partition_reply(void)
 		  "\"leader\":1,\"leader_epoch\":4,\"partition_epoch\":7,"
 		  "\"replicas\":[1,2,3],\"isr\":[1,3],\"leo\":10,\"hw\":9,"
 		  "\"lso\":8,\"log_start\":2,\"low_watermark\":1,\"log_bytes\":1234,"
+		  "\"epochs\":null,\"pending_isr\":null,"
 		  "\"remotes\":[{\"id\":2,\"leo\":null,\"log_start\":0,"
 		  "\"fetch_age_ms\":40000,\"caught_up_age_ms\":41000,\"in_isr\":false},"
 		  "{\"id\":3,\"leo\":9,\"log_start\":1,\"fetch_age_ms\":12,"
@@ -1411,14 +1413,15 @@ static void test_partition_reply(void)
 	nla_put(m, KREP_A_ISR | NLA_F_NESTED, 0, NULL);
 	CHECK_STR(partition_text(m, false),
 		  "o 1 leader=- epoch=- role=unknown(7) replicas=- isr=- leo=- "
-		  "hw=- lso=- log_start=- lw=- bytes=- partition_epoch=-\n",
+		  "hw=- lso=- log_start=- lw=- bytes=- partition_epoch=- epochs=-\n",
 		  "a follower's sparse reply: '-' for what is missing");
 	CHECK_STR(partition_text(m, true),
 		  "[{\"topic\":\"o\",\"partition\":1,\"role\":\"unknown(7)\","
 		  "\"leader\":null,\"leader_epoch\":null,\"partition_epoch\":null,"
 		  "\"replicas\":null,\"isr\":[],\"leo\":null,\"hw\":null,"
 		  "\"lso\":null,\"log_start\":null,\"low_watermark\":null,"
-		  "\"log_bytes\":null,\"remotes\":null}]\n",
+		  "\"log_bytes\":null,\"epochs\":null,\"pending_isr\":null,"
+		  "\"remotes\":null}]\n",
 		  "sparse reply as JSON: nulls");
 	nlmsg_free(m);
 
@@ -1426,6 +1429,102 @@ static void test_partition_reply(void)
 	nla_put_string(m, KREP_A_TOPIC, "o");
 	CHECK_STR(partition_text(m, false), "(error)",
 		  "reply without a partition index is malformed");
+	nlmsg_free(m);
+}
+
+/* ---- README's example of topic describe ---------------------------------- */
+
+/*
+ * The indented block that follows the line "    $ CMD" in README.md, up to
+ * the next blank line or "$ " line; with @squeeze, JSON's whitespace
+ * outside strings dropped. NULL when README has no such example.
+ */
+static char *readme_example(const char *cmd, bool squeeze)
+{
+	char line[4096], want[512], *out = NULL;
+	bool in = false, str = false;
+	size_t n = 0, i;
+	FILE *f;
+
+	f = fopen("../README.md", "r");
+	if (!f)
+		return NULL;
+	snprintf(want, sizeof(want), "    $ %s\n", cmd);
+	out = calloc(1, 65536);
+	while (out && fgets(line, sizeof(line), f)) {
+		if (!in) {
+			in = !strcmp(line, want);
+			continue;
+		}
+		if (strncmp(line, "    ", 4) || !strncmp(line, "    $ ", 6))
+			break;
+		for (i = 4; line[i] && n < 65535; i++) {
+			if (squeeze && !str && (line[i] == ' ' || line[i] == '\n'))
+				continue;
+			if (line[i] == '"' && (i == 0 || line[i - 1] != '\\'))
+				str = !str;
+			out[n++] = line[i];
+		}
+	}
+	fclose(f);
+	if (out && (!in || !n)) {
+		free(out);
+		return NULL;
+	}
+	if (out && squeeze)
+		out[n++] = '\n';
+	return out;
+}
+
+/*
+ * README shows "krepctl topic describe orders" and its --json form for a
+ * follower of orders-1 whose leader epoch cache holds two epochs: the
+ * same reply must print exactly that, "epochs" included.
+ */
+static void test_readme_describe(void)
+{
+	static const uint32_t ar[] = { 2, 3, 1 };
+	struct nlattr *es, *e;
+	struct nl_msg *m;
+	char *want;
+	int i;
+
+	m = krep_genl_msg_new(FAMILY, KREP_CMD_PARTITION_GET, 0, 0);
+	nla_put_string(m, KREP_A_TOPIC, "orders");
+	nla_put_u32(m, KREP_A_PARTITION, 1);
+	nla_put_u8(m, KREP_A_ROLE, KREP_ROLE_FOLLOWER);
+	nla_put_u32(m, KREP_A_LEADER, 2);
+	nla_put_u32(m, KREP_A_LEADER_EPOCH, 1);
+	nla_put_u32(m, KREP_A_PARTITION_EPOCH, 3);
+	put_ids(m, KREP_A_REPLICAS, ar, 3);
+	put_ids(m, KREP_A_ISR, ar, 3);
+	nla_put_u64(m, KREP_A_LEO, 20);
+	nla_put_u64(m, KREP_A_HW, 20);
+	nla_put_u64(m, KREP_A_LSO, 20);
+	nla_put_u64(m, KREP_A_LOG_START, 0);
+	nla_put_u64(m, KREP_A_LOW_WATERMARK, 0);
+	nla_put_u64(m, KREP_A_LOG_BYTES, 1710);
+	es = nla_nest_start(m, KREP_A_EPOCHS | NLA_F_NESTED);
+	for (i = 0; i < 2; i++) {
+		e = nla_nest_start(m, KREP_A_EPOCH_ENTRY | NLA_F_NESTED);
+		nla_put_u32(m, KREP_A_EPOCH_EPOCH, i);
+		nla_put_u64(m, KREP_A_EPOCH_START, i * 12);
+		nla_nest_end(m, e);
+	}
+	nla_nest_end(m, es);
+
+	want = readme_example("krepctl topic describe orders", false);
+	CHECK(want, "README.md has an example of 'krepctl topic describe orders'");
+	if (want)
+		CHECK_STR(partition_text(m, false), want,
+			  "topic describe prints README's example");
+	free(want);
+	want = readme_example("krepctl --json topic describe orders", true);
+	CHECK(want, "README.md has an example of 'krepctl --json topic describe orders'");
+	if (want)
+		CHECK_STR(partition_text(m, true), want,
+			  "topic describe --json prints README's example, epochs included");
+	free(want);
 	nlmsg_free(m);
 }
 
@@ -1503,6 +1602,7 @@ int main(void)
 	test_partition_cmds_parse();
 	test_topic_create();
 	test_partition_reply();
+	test_readme_describe();
 	test_transport();
 	printf("1..%d\n", tap_ntests);
 	printf("# %d passed, %d failed\n", tap_ntests - tap_nfailed, tap_nfailed);
