@@ -23,6 +23,8 @@ PKGS=(
 	kmod cpio xz-utils zstd
 	iproute2 bpftrace bpftool jq python3 util-linux	# tests and tools
 	kcat python3-kafka nodejs		# Kafka clients (KafkaJS: npm)
+	libcurl4-openssl-dev libjson-c-dev	# krepd --etcd
+	etcd-server etcd-client			# controller_ha.sh
 )
 # npm comes with some nodejs builds (NodeSource's) and is a package of its
 # own in Debian's: ask apt for it only when there is no npm command

@@ -32,6 +32,7 @@
 #include <linux/krep.h>
 
 #include "ctlsock.h"	/* KREP_DEFAULT_SOCKET */
+#include "ha.h"
 #include "session.h"
 
 #define KREP_CLUSTER_BROKERS_MAX	(KREP_PEERS_MAX + 1)
@@ -65,6 +66,7 @@ struct krep_cluster {
 	char state_file[256];
 	char socket[108];		/* sun_path */
 	bool set[KREP_CS_NSETTINGS];	/* given in the file */
+	struct krep_ha_opts ha;		/* --etcd and its flags (krepd.c) */
 };
 
 void krep_cluster_init(struct krep_cluster *c);

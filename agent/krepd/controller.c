@@ -339,9 +339,22 @@ static int claims(struct ctl *c, int64_t now)
 			err = claim(c, b, c->cfg->lease_ms);
 			if (!err)
 				continue;
+			if (err == -EBUSY && c->ha) {
+				/* the last controller's lease still runs */
+				claim_failed(b, krep_ctl_err_str(b, err, buf,
+								 sizeof(buf)));
+				continue;
+			}
 			if (err == -EBUSY) {
 				refuse(b);
 				return -EBUSY;
+			}
+			if (err == -ESTALE && c->ha && c->started) {
+				/* only a newer election hands out a higher epoch */
+				krep_log(LOG_ERR, "broker %u knows a controller epoch above %u: stepping down",
+					 b->id, c->epoch);
+				c->step_down = true;
+				return -ESTALE;
 			}
 			if (err == -ESTALE) {
 				uint32_t old = c->epoch;
@@ -582,13 +595,18 @@ static void read_all(struct ctl *c)
 	}
 }
 
-/* Everything after reading the brokers. Returns -EBUSY to stop. */
+/*
+ * Everything after reading the brokers. Returns -EBUSY to stop, -ESTALE
+ * to step down (--etcd).
+ */
 static int decide(struct ctl *c)
 {
 	int64_t now = krep_ctl_now();
+	int err;
 
-	if (claims(c, now))
-		return -EBUSY;
+	err = claims(c, now);
+	if (err)
+		return err;
 	opinions(c, now);
 	fencing(c, now);
 	krep_view_merge(c);
@@ -602,10 +620,70 @@ static int decide(struct ctl *c)
 		c->next_pref_ms = now + c->cfg->preferred_ms;
 	}
 	krep_view_save(c);
-	return 0;
+	return c->step_down ? -ESTALE : 0;
 }
 
 /* ---- the control socket ------------------------------------------------ */
+
+/* --etcd: which krepd is active, as members of the first "brokers" line. */
+static void ha_status(struct ctl *c, struct json *j)
+{
+	struct krep_ha_info hi;
+	char hex[20];
+
+	if (!c->ha)
+		return;
+	krep_ha_info(c->ha, &hi);
+	json_key(j, "active");
+	json_bool(j, hi.active);
+	json_key(j, "name");
+	json_str(j, hi.name);
+	json_key(j, "etcd");
+	json_str(j, hi.endpoint);
+	json_key(j, "active_name");
+	if (hi.known)
+		json_str(j, hi.active_name);
+	else
+		json_null(j);
+	json_key(j, "active_owner");
+	snprintf(hex, sizeof(hex), "%016" PRIx64, hi.active_owner);
+	if (hi.known)
+		json_str(j, hex);
+	else
+		json_null(j);
+	json_key(j, "active_epoch");
+	if (hi.known)
+		json_u64(j, hi.active_epoch);
+	else
+		json_null(j);
+}
+
+/* --etcd, standby: the "brokers" request's first line, and no brokers. */
+static void serve_standby(const char *request, FILE *out, void *arg)
+{
+	struct ctl *c = arg;
+	struct krep_ha_info hi;
+	struct json j;
+
+	if (strcmp(request, "brokers")) {
+		krep_ha_info(c->ha, &hi);
+		if (hi.known)
+			fprintf(out, "error this krepd is a standby: the active controller is %s (epoch %u)\n",
+				hi.active_name, hi.active_epoch);
+		else
+			fputs("error this krepd is a standby: no active controller known yet\n",
+			      out);
+		return;
+	}
+	json_init(&j, out);
+	json_obj_begin(&j);
+	json_key(&j, "controller_epoch");
+	krep_ha_info(c->ha, &hi);
+	json_u64(&j, hi.known ? hi.active_epoch : 0);
+	ha_status(c, &j);
+	json_obj_end(&j);
+	fputs("\nok\n", out);
+}
 
 static void brokers_status(struct ctl *c, FILE *out)
 {
@@ -621,6 +699,7 @@ static void brokers_status(struct ctl *c, FILE *out)
 	json_key(&j, "owner");
 	snprintf(hex, sizeof(hex), "%016" PRIx64, c->owner);
 	json_str(&j, hex);
+	ha_status(c, &j);
 	json_obj_end(&j);
 	fputc('\n', out);
 	for (i = 0; i < c->nb; i++) {
@@ -759,18 +838,27 @@ static uint64_t owner_draw(void)
 	return v;
 }
 
-static int start(struct ctl *c, bool *had_state)
+/* The state: from the state file (locked), or from etcd (--etcd). */
+static int load(struct ctl *c, bool *had_state)
 {
 	struct krep_state st;
 	char err[512];
-	uint32_t max;
-	size_t i;
 	int ret;
 
-	if (absolute(c->cfg->state_file, sizeof(c->cfg->state_file)) ||
-	    absolute(c->cfg->socket, sizeof(c->cfg->socket))) {
-		krep_log(LOG_ERR, "state file or socket path too long");
-		return -1;
+	if (c->ha) {
+		ret = krep_estore_load(krep_ha_store(c->ha), &st, err,
+				       sizeof(err));
+		if (ret) {
+			krep_log(LOG_ERR, "etcd: cannot read the state: %s", err);
+			return ret == -EPROTO ? -1 : -EAGAIN;
+		}
+		*had_state = st.nparts || st.ntopics || st.nbrokers;
+		krep_view_load(c, &st);
+		c->epoch = krep_ha_epoch(c->ha);
+		krep_log(LOG_INFO, "state from etcd: controller epoch %u, %zu brokers, %zu topics, %zu partitions",
+			 c->epoch, st.nbrokers, st.ntopics, st.nparts);
+		krep_state_free(&st);
+		return 0;
 	}
 	c->lockfd = krep_state_lock(c->cfg->state_file, err, sizeof(err));
 	if (c->lockfd < 0) {
@@ -790,35 +878,66 @@ static int start(struct ctl *c, bool *had_state)
 			 c->cfg->state_file, st.controller_epoch, st.nparts);
 		krep_state_free(&st);
 	}
-	c->cs = krep_ctlsock_open(c->cfg->socket, err, sizeof(err));
-	if (!c->cs) {
-		krep_log(LOG_ERR, "%s", err);
+	return 0;
+}
+
+/*
+ * Load the state, read the brokers, take the controller epoch and claim
+ * them. Returns 0, -EBUSY (another controller is active), -EAGAIN (--etcd:
+ * step down and campaign again) or -1.
+ */
+static int start(struct ctl *c, bool *had_state)
+{
+	char err[512];
+	uint32_t max = 0;
+	size_t i;
+	int ret;
+
+	if (absolute(c->cfg->state_file, sizeof(c->cfg->state_file)) ||
+	    absolute(c->cfg->socket, sizeof(c->cfg->socket))) {
+		krep_log(LOG_ERR, "state file or socket path too long");
 		return -1;
 	}
-	if (signals_open(c))
+	ret = load(c, had_state);
+	if (ret)
+		return ret;
+	if (!c->cs) {
+		c->cs = krep_ctlsock_open(c->cfg->socket, err, sizeof(err));
+		if (!c->cs) {
+			krep_log(LOG_ERR, "%s", err);
+			return -1;
+		}
+	}
+	if (c->sfd < 0 && signals_open(c))
 		return -1;
-	c->owner = owner_draw();
+	if (!c->owner)
+		c->owner = owner_draw();
 	for (i = 0; i < c->nb; i++)
 		c->b[i].last_ok_ms = krep_ctl_now();
 	read_all(c);
-	max = c->epoch;
 	for (i = 0; i < c->nb; i++)
 		if (c->b[i].has_snap && c->b[i].snap.has_claim &&
 		    c->b[i].snap.claim_epoch > max)
 			max = c->b[i].snap.claim_epoch;
-	c->epoch = max + 1;
+	/* with --etcd the election bumped it; above any broker's, still */
+	if (!c->ha || max >= c->epoch)
+		c->epoch = (max > c->epoch ? max : c->epoch) + 1;
 	c->dirty = true;
 	/* the epoch is written down before any broker sees it */
 	if (krep_view_save(c))
-		return -1;
+		return c->ha ? -EAGAIN : -1;
 	krep_log(LOG_NOTICE, "krepd controller: epoch %u, owner %016" PRIx64 ", %zu brokers, session timeout %u ms, poll %u ms, lease %u ms",
 		 c->epoch, c->owner, c->nb, c->cfg->session_timeout_ms,
 		 c->cfg->poll_ms, c->cfg->lease_ms);
-	if (claims(c, krep_ctl_now()))
-		return -EBUSY;
+	ret = claims(c, krep_ctl_now());
+	if (ret)
+		return ret == -ESTALE ? -EAGAIN : ret;
 	c->started = true;
 	return 0;
 }
+
+/* run()'s result besides 0 (stopped by a signal) and 1 (error) */
+#define RUN_STEP_DOWN	2
 
 static int run(struct ctl *c)
 {
@@ -853,6 +972,9 @@ static int run(struct ctl *c)
 		}
 		if (pfd[0].revents && signal_read(c))
 			return 0;
+		/* --etcd: nothing more unless the lease surely runs */
+		if (c->ha && krep_ha_tick(c->ha))
+			return RUN_STEP_DOWN;
 		for (i = 2; i < n; i++) {
 			if (!pfd[i].revents || !who[i]->s)
 				continue;
@@ -872,27 +994,30 @@ static int run(struct ctl *c)
 			krep_view_propagate(c);	/* commits from events */
 		if (pfd[1].revents)
 			krep_ctlsock_serve(c->cs, serve, c);
+		if (c->step_down)
+			return RUN_STEP_DOWN;
 		now = krep_ctl_now();
 		if (now >= c->next_poll_ms) {
 			c->next_poll_ms = now + c->cfg->poll_ms;
 			read_all(c);
-			if (decide(c))
+			err = decide(c);
+			if (err == -ESTALE)
+				return RUN_STEP_DOWN;
+			if (err)
 				return 1;
 		}
 	}
 }
 
-int krep_controller_run(struct krep_cluster *cfg, bool foreground)
+static struct ctl *ctl_new(struct krep_cluster *cfg)
 {
 	struct ctl *c;
-	bool had_state = false;
 	size_t i, j;
-	int ret;
 
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		krep_log(LOG_ERR, "%s", strerror(ENOMEM));
-		return 1;
+		return NULL;
 	}
 	c->cfg = cfg;
 	c->lockfd = c->sfd = -1;
@@ -910,6 +1035,44 @@ int krep_controller_run(struct krep_cluster *cfg, bool foreground)
 		c->b[j].addr = &cfg->brokers[i].addr;
 		c->nb++;
 	}
+	return c;
+}
+
+/* Everything but the control socket, the signalfd and the election. */
+static void ctl_free(struct ctl *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->nb; i++) {
+		krep_session_close(c->b[i].s);
+		if (c->b[i].has_snap)
+			krep_snap_free(&c->b[i].snap);
+	}
+	if (c->lockfd >= 0)
+		close(c->lockfd);
+	free(c->parts);
+	free(c->topics);
+	free(c);
+}
+
+static void ctl_close(struct ctl *c)
+{
+	krep_ctlsock_close(c->cs);
+	if (c->sfd >= 0)
+		close(c->sfd);
+	ctl_free(c);
+}
+
+/* One host: the state file, one controller. */
+static int run_one_host(struct krep_cluster *cfg, bool foreground)
+{
+	struct ctl *c;
+	bool had_state = false;
+	int ret;
+
+	c = ctl_new(cfg);
+	if (!c)
+		return 1;
 	ret = start(c, &had_state);
 	if (ret == -EBUSY) {
 		release(c);
@@ -942,18 +1105,139 @@ int krep_controller_run(struct krep_cluster *cfg, bool foreground)
 	if (krep_view_save(c))
 		ret = 1;
 out:
-	for (i = 0; i < c->nb; i++) {
-		krep_session_close(c->b[i].s);
-		if (c->b[i].has_snap)
-			krep_snap_free(&c->b[i].snap);
-	}
-	krep_ctlsock_close(c->cs);
-	if (c->sfd >= 0)
-		close(c->sfd);
-	if (c->lockfd >= 0)
-		close(c->lockfd);
-	free(c->parts);
-	free(c->topics);
-	free(c);
+	ctl_close(c);
 	return ret;
+}
+
+/*
+ * --etcd, standby: one election round every poll-ms, serving the control
+ * socket, until this krepd wins (1), a stop signal (0) or an error (-1).
+ */
+static int standby(struct ctl *c)
+{
+	struct pollfd pfd[2];
+	int ret;
+
+	for (;;) {
+		ret = krep_ha_round(c->ha, c->owner);
+		if (ret)
+			return ret;
+		pfd[0] = (struct pollfd){ .fd = c->sfd, .events = POLLIN };
+		pfd[1] = (struct pollfd){ .fd = krep_ctlsock_fd(c->cs),
+					  .events = POLLIN };
+		if (poll(pfd, 2, c->cfg->poll_ms) < 0 && errno != EINTR) {
+			krep_log(LOG_ERR, "poll: %s", strerror(errno));
+			return -1;
+		}
+		if (pfd[0].revents && signal_read(c))
+			return 0;
+		if (pfd[1].revents)
+			krep_ctlsock_serve(c->cs, serve_standby, c);
+	}
+}
+
+/*
+ * --etcd: standby until elected, active until the election is lost (then
+ * standby again), until a stop signal.
+ */
+static int run_etcd(struct krep_cluster *cfg, bool foreground)
+{
+	struct krep_ctlsock *cs = NULL;
+	struct krep_ha *ha;
+	struct ctl *c;
+	bool had_state;
+	int sfd, ret;
+	char err[512];
+
+	ha = krep_ha_open(&cfg->ha, cfg->lease_ms, cfg->socket);
+	if (!ha)
+		return 1;
+	c = ctl_new(cfg);
+	if (!c) {
+		krep_ha_close(ha);
+		return 1;
+	}
+	c->ha = ha;
+	if (absolute(cfg->socket, sizeof(cfg->socket))) {
+		krep_log(LOG_ERR, "socket path too long");
+		ret = 1;
+		goto out;
+	}
+	c->cs = krep_ctlsock_open(cfg->socket, err, sizeof(err));
+	if (!c->cs) {
+		krep_log(LOG_ERR, "%s", err);
+		ret = 1;
+		goto out;
+	}
+	if (signals_open(c)) {
+		ret = 1;
+		goto out;
+	}
+	if (!foreground) {
+		if (daemon(0, 0)) {
+			krep_log(LOG_ERR, "daemon: %s", strerror(errno));
+			ret = 1;
+			goto out;
+		}
+		krep_log_syslog("krepd");
+	}
+	krep_log(LOG_NOTICE, "krepd controller on etcd %s, prefix %s: standby until elected",
+		 cfg->ha.endpoints, cfg->ha.prefix);
+	for (;;) {
+		c->owner = owner_draw();
+		ret = standby(c);
+		if (ret <= 0) {
+			ret = ret ? 1 : 0;
+			break;
+		}
+		had_state = false;
+		ret = start(c, &had_state);
+		if (!ret) {
+			if (!had_state)
+				krep_log(LOG_INFO, "nothing in etcd yet: adopting the brokers' view");
+			ret = decide(c) == -ESTALE ? RUN_STEP_DOWN : 0;
+			if (!ret && !c->step_down)
+				ret = run(c);
+			else
+				ret = RUN_STEP_DOWN;
+		} else if (ret == -EAGAIN || ret == -EBUSY) {
+			ret = RUN_STEP_DOWN;
+		} else {
+			ret = 1;
+		}
+		/* the next controller need not wait for our claims to run out */
+		release(c);
+		if (ret != RUN_STEP_DOWN) {
+			krep_ha_step_down(ha, true);
+			break;
+		}
+		krep_ha_step_down(ha, false);
+		/* a fresh view for the next term; the socket and signals stay */
+		cs = c->cs;
+		sfd = c->sfd;
+		c->cs = NULL;
+		c->sfd = -1;
+		ctl_free(c);
+		c = ctl_new(cfg);
+		if (!c) {
+			krep_ctlsock_close(cs);
+			close(sfd);
+			krep_ha_close(ha);
+			return 1;
+		}
+		c->ha = ha;
+		c->cs = cs;
+		c->sfd = sfd;
+	}
+out:
+	ctl_close(c);
+	krep_ha_close(ha);
+	return ret;
+}
+
+int krep_controller_run(struct krep_cluster *cfg, bool foreground)
+{
+	if (cfg->ha.endpoints[0])
+		return run_etcd(cfg, foreground);
+	return run_one_host(cfg, foreground);
 }

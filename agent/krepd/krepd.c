@@ -63,6 +63,9 @@ static void usage(FILE *f)
 	      "             [--session-timeout-ms N] [--poll-ms N] [--lease-ms N]\n"
 	      "             [--preferred-interval-ms N] [--state-file PATH]\n"
 	      "             [--socket PATH] [--netns NAME] [--foreground]\n"
+	      "             [--etcd URL[,URL...] [--etcd-prefix P] [--name NAME]\n"
+	      "              [--etcd-cacert FILE] [--etcd-cert FILE] [--etcd-key FILE]\n"
+	      "              [--etcd-user NAME] [--etcd-password-file FILE]]\n"
 	      "       krepd [--netns NAME] [--foreground] [--once]\n"
 	      "             [--metrics ADDR:PORT]\n"
 	      "       krepd --relay ADDR:PORT --secret-file PATH [--netns NAME]\n"
@@ -97,6 +100,13 @@ static void usage(FILE *f)
 	      "      --session-timeout-ms N, --poll-ms N, --lease-ms N,\n"
 	      "      --preferred-interval-ms N, --state-file PATH, --socket PATH\n"
 	      "                     override --config's settings\n"
+	      "      --etcd URL[,URL...]  several controllers, one active: elect it in\n"
+	      "                     etcd (v3, http:// or https://) and keep the state\n"
+	      "                     there instead of the state file\n"
+	      "      --etcd-prefix P   the cluster's keys in etcd (/krep/default)\n"
+	      "      --name NAME       this krepd in etcd and krepctl (HOST:PID)\n"
+	      "      --etcd-cacert FILE, --etcd-cert FILE, --etcd-key FILE  TLS\n"
+	      "      --etcd-user NAME, --etcd-password-file FILE  etcd authentication\n"
 	      "\n"
 	      "Observer options:\n"
 	      "  -1, --once         exit after logging the first event; fails if the\n"
@@ -309,7 +319,33 @@ enum {
 	OPT_SOCKET,
 	OPT_RELAY,
 	OPT_SECRET_FILE,
+	OPT_ETCD,		/* --etcd and its options, in ha_field() order */
+	OPT_ETCD_PREFIX,
+	OPT_NAME,
+	OPT_ETCD_CACERT,
+	OPT_ETCD_CERT,
+	OPT_ETCD_KEY,
+	OPT_ETCD_USER,
+	OPT_ETCD_PASSWORD_FILE,
+	OPT_ETCD_LAST = OPT_ETCD_PASSWORD_FILE,
 };
+
+/* Where each --etcd option goes in struct krep_ha_opts, and its size. */
+static char *ha_field(struct krep_ha_opts *o, int opt, size_t *size)
+{
+#define F(x) (*size = sizeof(o->x), o->x)
+	switch (opt) {
+	case OPT_ETCD:			return F(endpoints);
+	case OPT_ETCD_PREFIX:		return F(prefix);
+	case OPT_NAME:			return F(name);
+	case OPT_ETCD_CACERT:		return F(cacert);
+	case OPT_ETCD_CERT:		return F(cert);
+	case OPT_ETCD_KEY:		return F(key);
+	case OPT_ETCD_USER:		return F(user);
+	default:			return F(password_file);
+	}
+#undef F
+}
 
 #define FLAGS_MAX	(2 * KREP_CLUSTER_BROKERS_MAX + 16)
 
@@ -340,6 +376,14 @@ static int parse_args(struct krepd *d, int argc, char **argv)
 		{ "socket",	required_argument,	NULL, OPT_SOCKET },
 		{ "relay",	required_argument,	NULL, OPT_RELAY },
 		{ "secret-file", required_argument,	NULL, OPT_SECRET_FILE },
+		{ "etcd",	required_argument,	NULL, OPT_ETCD },
+		{ "etcd-prefix", required_argument,	NULL, OPT_ETCD_PREFIX },
+		{ "name",	required_argument,	NULL, OPT_NAME },
+		{ "etcd-cacert", required_argument,	NULL, OPT_ETCD_CACERT },
+		{ "etcd-cert",	required_argument,	NULL, OPT_ETCD_CERT },
+		{ "etcd-key",	required_argument,	NULL, OPT_ETCD_KEY },
+		{ "etcd-user",	required_argument,	NULL, OPT_ETCD_USER },
+		{ "etcd-password-file", required_argument, NULL, OPT_ETCD_PASSWORD_FILE },
 		{ "help",	no_argument,		NULL, 'h' },
 		{ "version",	no_argument,		NULL, 'V' },
 		{ NULL }
@@ -357,8 +401,12 @@ static int parse_args(struct krepd *d, int argc, char **argv)
 	const char *why = NULL, *config = NULL;
 	struct krep_cluster *cl = &d->cluster;
 	char err[512];
+	struct krep_ha_opts ha = { .prefix = "/krep/default" };
+	bool ha_set = false;
 	struct krep_ep ep;
 	int c, nflags = 0, i;
+	size_t size;
+	char *dst;
 
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":n:f1m:cC:b:hV", opts, NULL)) != -1) {
@@ -402,6 +450,17 @@ static int parse_args(struct krepd *d, int argc, char **argv)
 		case OPT_SECRET_FILE:
 			d->secret_file = optarg;
 			break;
+		case OPT_ETCD ... OPT_ETCD_LAST:
+			dst = ha_field(&ha, c, &size);
+			if (strlen(optarg) >= size || !optarg[0]) {
+				fprintf(stderr, "krepd: --%s: %s\n",
+					flag_name(opts, c), optarg[0] ?
+					"too long" : "empty");
+				goto usage;
+			}
+			strcpy(dst, optarg);
+			ha_set = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -438,6 +497,15 @@ static int parse_args(struct krepd *d, int argc, char **argv)
 		fprintf(stderr, "krepd: --relay takes only --secret-file, --netns and --foreground\n");
 		goto usage;
 	}
+	if (ha_set && (!d->controller || !ha.endpoints[0])) {
+		fprintf(stderr, "krepd: the etcd options need --controller and --etcd\n");
+		goto usage;
+	}
+	if (ha.prefix[0] != '/' || ha.prefix[strlen(ha.prefix) - 1] == '/') {
+		fprintf(stderr, "krepd: --etcd-prefix '%s': it starts with '/' and does not end with one\n",
+			ha.prefix);
+		goto usage;
+	}
 	if (!d->controller && (config || nflags)) {
 		fprintf(stderr, "krepd: --%s needs --controller\n",
 			config ? "config" : flags[0].name);
@@ -457,6 +525,7 @@ static int parse_args(struct krepd *d, int argc, char **argv)
 	if (!d->controller)
 		return 1;
 	krep_cluster_init(cl);
+	cl->ha = ha;
 	if (config && krep_cluster_load(cl, config))
 		return -1;	/* every bad line was printed */
 	for (i = 0; i < nflags; i++) {

@@ -326,12 +326,62 @@ static void emit(FILE *f, void *arg)
 		krep_state_put_part(f, &c->parts[i].st);
 }
 
+int krep_view_state(struct ctl *c, struct krep_state *st)
+{
+	size_t i;
+
+	memset(st, 0, sizeof(*st));
+	st->controller_epoch = c->epoch;
+	st->brokers = calloc(c->nb + 1, sizeof(*st->brokers));
+	st->topics = calloc(c->nt + 1, sizeof(*st->topics));
+	st->parts = calloc(c->np + 1, sizeof(*st->parts));
+	if (!st->brokers || !st->topics || !st->parts) {
+		krep_state_free(st);
+		return -ENOMEM;
+	}
+	for (i = 0; i < c->nb; i++) {
+		st->brokers[i].id = c->b[i].id;
+		st->brokers[i].has_incarnation = c->b[i].has_incarnation;
+		st->brokers[i].incarnation = c->b[i].incarnation;
+		st->brokers[i].fenced = c->b[i].fenced;
+	}
+	st->nbrokers = c->nb;
+	memcpy(st->topics, c->topics, c->nt * sizeof(*st->topics));
+	st->ntopics = c->nt;
+	for (i = 0; i < c->np; i++)
+		st->parts[i] = c->parts[i].st;
+	st->nparts = c->np;
+	return 0;
+}
+
+/* --etcd: the changed keys, in compare-and-set transactions (ha.h). */
+static int save_etcd(struct ctl *c)
+{
+	struct krep_state st;
+	int ret;
+
+	if (krep_view_state(c, &st)) {
+		krep_log(LOG_ERR, "cannot write the state: %s", strerror(ENOMEM));
+		return -1;
+	}
+	ret = krep_ha_save(c->ha, &st);
+	krep_state_free(&st);
+	if (ret == -ESTALE)
+		c->step_down = true;
+	if (ret)
+		return -1;	/* logged */
+	c->dirty = false;
+	return 0;
+}
+
 int krep_view_save(struct ctl *c)
 {
 	char err[512];
 
 	if (!c->dirty)
 		return 0;
+	if (c->ha)
+		return save_etcd(c);
 	if (krep_state_save(c->cfg->state_file, emit, c, err, sizeof(err))) {
 		krep_log(LOG_ERR, "cannot write the state: %s; no decision goes out until it is written",
 			 err);

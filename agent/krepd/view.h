@@ -16,6 +16,7 @@
 #include "cluster.h"
 #include "ctlsock.h"
 #include "elect.h"
+#include "ha.h"
 #include "session.h"
 #include "snap.h"
 #include "state.h"
@@ -72,6 +73,8 @@ struct ctl {
 	struct cpart *parts;		/* by topic, then partition */
 	bool dirty;			/* the state file is behind */
 	bool started;			/* claims made: decisions may go out */
+	struct krep_ha *ha;		/* --etcd: the election and the store */
+	bool step_down;			/* --etcd: lost the election */
 	int lockfd;
 	int sfd;			/* signalfd */
 	struct krep_ctlsock *cs;
@@ -103,8 +106,14 @@ const char *krep_ctl_err_str(const struct cbroker *b, int err, char *buf,
 
 /* view.c */
 void krep_view_load(struct ctl *c, const struct krep_state *st);
-/* Write the state file if it is behind; 0 or -1 (logged). */
+/*
+ * Write the state file (with --etcd: the changed keys in etcd) if it is
+ * behind; 0 or -1 (logged; with --etcd, a lost election also sets
+ * c->step_down).
+ */
 int krep_view_save(struct ctl *c);
+/* The view as a struct krep_state (free with krep_state_free); 0 or -ENOMEM. */
+int krep_view_state(struct ctl *c, struct krep_state *st);
 /* Topics and partitions from this poll's snapshots (adoption). */
 void krep_view_merge(struct ctl *c);
 /* Reborn brokers, fencing and elections on every partition. */
