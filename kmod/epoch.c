@@ -3,16 +3,49 @@
  * krep: the leader epoch cache (see epoch.h), Kafka's
  * LeaderEpochFileCache kept in memory.
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/minmax.h>
+#include <linux/printk.h>
+#include <linux/slab.h>
 #include <linux/string.h>
 
 #include "epoch.h"
+
+/* the first allocation: a partition rarely sees more leader changes */
+#define KREP_EPOCH_CACHE_INIT	8
+
+void krep_epoch_destroy(struct krep_epoch_cache *c)
+{
+	kfree(c->e);
+	c->e = NULL;
+	c->n = 0;
+	c->cap = 0;
+}
 
 static void drop_first(struct krep_epoch_cache *c, unsigned int k)
 {
 	k = min(k, c->n);
 	memmove(c->e, c->e + k, (c->n - k) * sizeof(c->e[0]));
 	c->n -= k;
+}
+
+/* room for one more entry: the array doubles, or the oldest entry goes */
+static void make_room(struct krep_epoch_cache *c)
+{
+	unsigned int cap = c->cap ? c->cap * 2 : KREP_EPOCH_CACHE_INIT;
+	struct krep_epoch_entry *e;
+
+	if (c->n < c->cap)
+		return;
+	e = krealloc_array(c->e, cap, sizeof(*e), GFP_KERNEL_ACCOUNT);
+	if (e) {
+		c->e = e;
+		c->cap = cap;
+		return;
+	}
+	pr_warn_ratelimited("leader epoch cache: out of memory, its oldest entry goes\n");
+	drop_first(c, 1);
 }
 
 /**
@@ -33,8 +66,9 @@ void krep_epoch_assign(struct krep_epoch_cache *c, u32 epoch, u64 start)
 	while (c->n && (c->e[c->n - 1].epoch >= epoch ||
 			c->e[c->n - 1].start >= start))
 		c->n--;
-	if (c->n == KREP_EPOCH_CACHE_MAX)
-		drop_first(c, 1);
+	make_room(c);
+	if (c->n == c->cap)
+		return;		/* no array at all: nothing to record in */
 	c->e[c->n].epoch = epoch;
 	c->e[c->n].start = start;
 	c->n++;

@@ -3,10 +3,12 @@
  * krep: a replica's leader epoch cache (docs/design.md §2, Leader epochs and truncation).
  *
  * (epoch -> start offset) for every epoch whose leader wrote records,
- * oldest first, at most KREP_EPOCH_CACHE_MAX entries (the oldest goes
- * first). A leader adds (its epoch, its LEO) when it takes over; a
+ * oldest first. A leader adds (its epoch, its LEO) when it takes over; a
  * follower adds an entry when it appends the first batch of a newer
- * epoch. Entries follow the log: truncating the log truncates them.
+ * epoch. Entries go only with the log (a truncation, or the log start
+ * moving past them), never by a count, as in Kafka's
+ * LeaderEpochFileCache. The array grows by doubling; should that
+ * allocation fail, the oldest entry makes room (logged).
  * Callers hold the partition's lock.
  */
 #ifndef _KREP_EPOCH_H
@@ -21,9 +23,11 @@ struct krep_epoch_entry {
 };
 
 struct krep_epoch_cache {
-	unsigned int n;
-	struct krep_epoch_entry e[KREP_EPOCH_CACHE_MAX];
+	unsigned int n, cap;
+	struct krep_epoch_entry *e;
 };
+
+void krep_epoch_destroy(struct krep_epoch_cache *c);
 
 void krep_epoch_assign(struct krep_epoch_cache *c, u32 epoch, u64 start);
 s64 krep_epoch_latest(const struct krep_epoch_cache *c);

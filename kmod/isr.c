@@ -5,10 +5,12 @@
  * Timers in this file:
  *   krep_net.isr_work - one delayed_work per broker that scans every
  *     partition it leads, every replica_lag_time_max_ms / 2 (the shortest
- *     over its replicated topics). Armed by krep_isr_schedule() when a
- *     topic is created and by itself while replicated topics exist; the
- *     gate refuses once the broker is dying; stopped with
- *     cancel_delayed_work_sync() in krep_isr_stop() before topics go.
+ *     over its replicated topics) and at least every KREP_SCAN_MAX_MS:
+ *     ISR expiration, and transactions open past their timeout (txn.c).
+ *     Armed by krep_isr_schedule() when a topic is created and by itself
+ *     while topics exist; the gate refuses once the broker is dying;
+ *     stopped with cancel_delayed_work_sync() in krep_isr_stop() before
+ *     topics go.
  *
  * A follower is out of sync when its LEO differs from the leader's and it
  * has not been caught up for replica_lag_time_max_ms. With no controller
@@ -29,8 +31,12 @@
 #include "partition.h"
 #include "topic.h"
 #include "trace.h"
+#include "txn.h"
 
-static bool shrink_partition(struct krep_partition *p, u64 now)
+/* the longest wait between two scans: transaction timeouts need them */
+#define KREP_SCAN_MAX_MS	1000
+
+static bool scan_partition(struct krep_partition *p, u64 now)
 {
 	u32 lag = p->topic->config.replica_lag_time_max_ms;
 	DECLARE_BITMAP(isr, KREP_RF_MAX);
@@ -39,6 +45,9 @@ static bool shrink_partition(struct krep_partition *p, u64 now)
 
 	mutex_lock(&p->lock);
 	if (p->role != KREP_ROLE_LEADER || p->dead)
+		goto out;
+	krep_txn_expire(p, now);
+	if (p->nreplicas < 2)
 		goto out;
 	if (p->isr_pending) {
 		/* no new change while one is in flight; remind the controller */
@@ -83,10 +92,8 @@ static void isr_scan(struct work_struct *work)
 
 	mutex_lock(&kn->topics_lock);
 	list_for_each_entry(t, &kn->topics, node) {
-		if (t->replication_factor < 2)
-			continue;
 		for (i = 0; i < t->npartitions; i++) {
-			if (t->parts[i] && shrink_partition(t->parts[i], now))
+			if (t->parts[i] && scan_partition(t->parts[i], now))
 				krep_partition_wake(t->parts[i]);
 		}
 	}
@@ -133,12 +140,14 @@ void krep_isr_init(struct krep_net *kn)
 void krep_isr_schedule(struct krep_net *kn)
 {
 	u32 lag = krep_topics_min_lag_ms(kn);
+	u32 every = lag ? min_t(u32, lag / 2, KREP_SCAN_MAX_MS) :
+			  KREP_SCAN_MAX_MS;
 
-	if (!lag || READ_ONCE(kn->dying))
+	if (!krep_topics_exist(kn) || READ_ONCE(kn->dying))
 		return;
 	if (!delayed_work_pending(&kn->isr_work))
 		queue_delayed_work(system_power_efficient_wq, &kn->isr_work,
-				   msecs_to_jiffies(max_t(u32, lag / 2, 1)));
+				   msecs_to_jiffies(max_t(u32, every, 1)));
 }
 
 void krep_isr_stop(struct krep_net *kn)

@@ -213,16 +213,17 @@ static void seg_read(const struct krep_segment *seg, u32 pos, u8 *dst,
 	}
 }
 
-/* parse the header of the batch at @pos of @seg */
+/* parse the header of the batch at @pos of @seg (and a control type) */
 static int seg_batch_at(const struct krep_segment *seg, u32 pos,
 			struct krep_batch *b)
 {
-	u8 hdr[KREP_RB_HDR_LEN];
+	u8 hdr[KREP_RB_HDR_LEN + KREP_CTRL_PEEK_LEN];
+	u32 n = min_t(u32, sizeof(hdr), seg->size - min(pos, seg->size));
 
-	if (pos + KREP_RB_HDR_LEN > seg->size)
+	if (n < KREP_RB_HDR_LEN)
 		return -EIO;
-	seg_read(seg, pos, hdr, sizeof(hdr));
-	if (krep_batch_parse(hdr, sizeof(hdr), b) || pos + b->len > seg->size)
+	seg_read(seg, pos, hdr, n);
+	if (krep_batch_parse(hdr, n, b) || pos + b->len > seg->size)
 		return -EIO;
 	return 0;
 }
@@ -428,17 +429,19 @@ int krep_log_rx_commit(struct krep_log *log, struct krep_log_rx *rx,
 {
 	struct krep_segment *seg = rx->seg;
 	u32 pos = rx->pos, end = rx->pos + rx->len;
-	u8 hdr[KREP_RB_HDR_LEN];
+	u8 hdr[KREP_RB_HDR_LEN + KREP_CTRL_PEEK_LEN];
 	struct krep_batch b;
+	u32 n;
 
 	if (!seg || rx->gen != log->gen || !log->rx_open)
 		return -ESTALE;
 	log->rx_open = false;
 	while (pos < end) {
-		if (end - pos < sizeof(hdr))
+		n = min_t(u32, sizeof(hdr), end - pos);
+		if (n < KREP_RB_HDR_LEN)
 			return -EBADMSG;
-		seg_read(seg, pos, hdr, sizeof(hdr));
-		if (krep_batch_parse(hdr, sizeof(hdr), &b) ||
+		seg_read(seg, pos, hdr, n);
+		if (krep_batch_parse(hdr, n, &b) ||
 		    b.len > end - pos || !seg_crc_ok(seg, pos, b.len))
 			return -EBADMSG;
 		if (b.base_offset != log->end_offset)

@@ -13,6 +13,7 @@
 #include "partition.h"
 #include "record.h"
 #include "topic.h"
+#include "txn.h"
 
 #define KREP_FETCH_MAX_BYTES	BIT(20)
 /*
@@ -73,8 +74,14 @@ const struct nla_policy krep_delete_records_policy[KREP_A_MAX + 1] = {
 	[KREP_A_OFFSET] = { .type = NLA_U64 },
 };
 
+static struct netlink_range_validation txn_timeout_range = {
+	.min = 1,
+	.max = KREP_TXN_TIMEOUT_MAX_MS,
+};
+
 const struct nla_policy krep_txn_policy[KREP_A_MAX + 1] = {
 	PART_POLICY,
+	[KREP_A_TIMEOUT_MS] = NLA_POLICY_FULL_RANGE(NLA_U32, &txn_timeout_range),
 	[KREP_A_PRODUCER_ID] = NLA_POLICY_FULL_RANGE(NLA_U64, &offset_range),
 	[KREP_A_PRODUCER_EPOCH] = { .type = NLA_U16 },
 	[KREP_A_TXN_OP] = NLA_POLICY_RANGE(NLA_U8, KREP_TXN_BEGIN,
@@ -342,8 +349,10 @@ int krep_nl_txn(struct sk_buff *skb, struct genl_info *info)
 		return krep_nl_status(info, PTR_ERR(p), &st);
 	err = krep_partition_txn(p, nla_get_u64(attrs[KREP_A_PRODUCER_ID]),
 				 nla_get_u16(attrs[KREP_A_PRODUCER_EPOCH]),
-				 nla_get_u8(attrs[KREP_A_TXN_OP]), &vals[0],
-				 &st);
+				 nla_get_u8(attrs[KREP_A_TXN_OP]),
+				 attrs[KREP_A_TIMEOUT_MS] ?
+				 nla_get_u32(attrs[KREP_A_TIMEOUT_MS]) : 0,
+				 &vals[0], &st);
 	vals[1] = READ_ONCE(p->lso);
 	krep_topic_put(t);
 	if (err)

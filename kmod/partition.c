@@ -31,22 +31,7 @@
 #include "replica.h"
 #include "topic.h"
 #include "trace.h"
-
-/* an open transaction of one producer on this partition */
-struct krep_txn {
-	struct list_head node;
-	u64 producer_id;
-	u16 producer_epoch;
-	s64 first_offset;		/* -1 until its first batch */
-};
-
-/* an aborted transaction's range, for read_committed readers */
-struct krep_aborted {
-	struct list_head node;
-	u64 producer_id;
-	u64 first_offset;
-	u64 last_offset;		/* the abort marker */
-};
+#include "txn.h"
 
 u64 krep_now_ms(void)
 {
@@ -102,16 +87,11 @@ struct krep_partition *krep_partition_new(struct krep_topic *t, u32 index,
 
 void krep_partition_free(struct krep_partition *p)
 {
-	struct krep_aborted *a, *atmp;
-	struct krep_txn *x, *xtmp;
-
 	if (!p)
 		return;
 	krep_log_destroy(&p->log);
-	list_for_each_entry_safe(x, xtmp, &p->txns, node)
-		kfree(x);
-	list_for_each_entry_safe(a, atmp, &p->aborted, node)
-		kfree(a);
+	krep_epoch_destroy(&p->epochs);
+	krep_txn_destroy(p);
 	kfree(p);
 	krep_obj_put(KREP_OBJ_PARTITION);
 }
@@ -175,21 +155,6 @@ static unsigned int min_isr(const struct krep_partition *p)
 		     p->nreplicas);
 }
 
-void krep_partition_update_lso(struct krep_partition *p)
-{
-	struct krep_txn *x;
-	u64 lso = p->hw;
-
-	list_for_each_entry(x, &p->txns, node) {
-		if (x->first_offset >= 0)
-			lso = min_t(u64, lso, x->first_offset);
-	}
-	if (lso > p->lso) {
-		trace_krep_lso_update(p, p->replicas[p->self], p->lso, lso);
-		p->lso = lso;
-	}
-}
-
 static void pending_push(struct krep_partition *p, u64 last_offset)
 {
 	unsigned int next = (p->pend_head + 1) % KREP_PENDING_RING;
@@ -229,8 +194,9 @@ void krep_partition_set_hw(struct krep_partition *p, u64 hw)
 }
 
 /*
- * Leader HW: the minimum LEO over the leader and the ISR, moving only
- * forward and not at all while the ISR is below min.insync.replicas.
+ * Leader HW: the minimum LEO over the leader, the maximal ISR and the
+ * caught-up followers, moving only forward and not at all while the ISR
+ * is below min.insync.replicas.
  * Called when the replica becomes leader, when a fetch moves a follower's
  * LEO, after an append, and when an ISR change is committed.
  */
@@ -255,10 +221,25 @@ static void leader_retain(struct krep_partition *p)
 	krep_epoch_truncate_start(&p->epochs, p->log.start_offset);
 }
 
+/*
+ * a follower outside the ISR that is caught up (at the leader's LEO, or
+ * caught up within replica_lag_time_max_ms) holds HW back too, as in
+ * Kafka's maybeIncrementLeaderHW: HW then waits for it, so that it can
+ * reach HW and rejoin the ISR while produces go on
+ */
+static bool caught_up(const struct krep_partition *p,
+		      const struct krep_remote *r, u64 now)
+{
+	return r->leo >= 0 &&
+	       ((u64)r->leo == p->log.end_offset ||
+		now - r->last_caught_up_ms <=
+		p->topic->config.replica_lag_time_max_ms);
+}
+
 void krep_partition_update_hw(struct krep_partition *p)
 {
 	DECLARE_BITMAP(isr, KREP_RF_MAX);
-	u64 hw = p->log.end_offset;
+	u64 hw = p->log.end_offset, now = krep_now_ms();
 	unsigned int i;
 
 	lockdep_assert_held(&p->lock);
@@ -267,12 +248,15 @@ void krep_partition_update_hw(struct krep_partition *p)
 	if (krep_partition_isr_size(p) < min_isr(p))
 		return;
 	krep_partition_max_isr(p, isr);
-	for_each_set_bit(i, isr, p->nreplicas) {
+	for (i = 0; i < p->nreplicas; i++) {
+		const struct krep_remote *r = &p->remotes[i];
+
 		if (i == p->self)
 			continue;
-		if (p->remotes[i].leo < 0)
+		if (test_bit(i, isr) && r->leo < 0)
 			return;		/* not fetched in this epoch yet */
-		hw = min_t(u64, hw, p->remotes[i].leo);
+		if (test_bit(i, isr) || caught_up(p, r, now))
+			hw = min_t(u64, hw, r->leo);
 	}
 	if (hw > p->hw) {
 		krep_partition_set_hw(p, hw);
@@ -281,18 +265,8 @@ void krep_partition_update_hw(struct krep_partition *p)
 	krep_partition_update_lso(p);
 }
 
-static struct krep_txn *find_txn(struct krep_partition *p, u64 pid)
-{
-	struct krep_txn *x;
-
-	list_for_each_entry(x, &p->txns, node) {
-		if (x->producer_id == pid)
-			return x;
-	}
-	return NULL;
-}
-
-static int check_leader(struct krep_partition *p, struct krep_status *st)
+int krep_partition_check_leader(struct krep_partition *p,
+				struct krep_status *st)
 {
 	if (p->dead)
 		return krep_fail(st, KREP_KERR_UNKNOWN_TOPIC_OR_PARTITION,
@@ -331,37 +305,6 @@ static int append_error(int err, struct krep_status *st)
 	}
 }
 
-/* aborted ranges wholly below the log start offset serve nobody */
-static void prune_aborted(struct krep_partition *p)
-{
-	struct krep_aborted *a, *tmp;
-
-	list_for_each_entry_safe(a, tmp, &p->aborted, node) {
-		if (a->last_offset < p->log.start_offset) {
-			list_del(&a->node);
-			kfree(a);
-		}
-	}
-}
-
-/* the log was truncated to @leo: forget what it held of transactions */
-void krep_partition_drop_txn_tail(struct krep_partition *p, u64 leo)
-{
-	struct krep_aborted *a, *atmp;
-	struct krep_txn *x;
-
-	list_for_each_entry(x, &p->txns, node) {
-		if (x->first_offset >= (s64)leo)
-			x->first_offset = -1;
-	}
-	list_for_each_entry_safe(a, atmp, &p->aborted, node) {
-		if (a->last_offset >= leo) {
-			list_del(&a->node);
-			kfree(a);
-		}
-	}
-}
-
 /* LW: the smallest log start offset over AR (unknown followers count 0) */
 static void update_low_watermark(struct krep_partition *p)
 {
@@ -374,19 +317,37 @@ static void update_low_watermark(struct krep_partition *p)
 	}
 	if (lw > p->low_watermark)
 		p->low_watermark = lw;
-	prune_aborted(p);
+	krep_txn_prune(p);
 }
 
-/* append at the log end as leader, stamping offset and epoch */
-static int leader_append(struct krep_partition *p, const u8 *batch, u32 len,
-			 u64 *base, struct krep_status *st)
+/**
+ * krep_partition_leader_append - append at the log end as leader
+ * @p: the partition, locked, led by this broker
+ * @batch: a checked RecordBatch v2 (a producer's, or a marker)
+ * @len: its length
+ * @base: set to the offset it was stamped with
+ * @st: the refusal
+ *
+ * Stamps the base offset and leader epoch, takes the batch into the
+ * producer state, then moves HW and LSO as far as they may go.
+ *
+ * Return: 0 or a negative errno.
+ */
+int krep_partition_leader_append(struct krep_partition *p, const u8 *batch,
+				 u32 len, u64 *base, struct krep_status *st)
 {
+	struct krep_batch b;
 	int err;
 
+	lockdep_assert_held(&p->lock);
 	*base = p->log.end_offset;
 	err = krep_log_append(&p->log, batch, len, *base, p->leader_epoch);
 	if (err)
 		return append_error(err, st);
+	if (!krep_batch_parse(batch, len, &b)) {
+		b.base_offset = *base;
+		krep_txn_batch(p, &b);
+	}
 	trace_krep_leo_update(p, p->replicas[p->self], *base, p->log.end_offset);
 	atomic64_add(len, &p->topic->kn->stats.produce_bytes);
 	atomic64_add(p->log.end_offset - *base, &p->topic->kn->stats.records);
@@ -401,8 +362,7 @@ static int leader_append(struct krep_partition *p, const u8 *batch, u32 len,
 static bool commit_done(const struct krep_partition *p, u64 last)
 {
 	return READ_ONCE(p->hw) > last || READ_ONCE(p->dead) ||
-	       READ_ONCE(p->role) != KREP_ROLE_LEADER || krep_exiting() ||
-	       krep_partition_isr_size(p) < min_isr(p);
+	       READ_ONCE(p->role) != KREP_ROLE_LEADER || krep_exiting();
 }
 
 /*
@@ -434,22 +394,29 @@ static long sleep_commit(struct krep_partition *p, u64 last, long left)
 	return left;
 }
 
-/* under p->lock: 0 committed, -EINPROGRESS still waiting, or the error */
+/*
+ * Under p->lock: 0 committed, -EINPROGRESS still waiting, or the error.
+ * As Kafka's Partition.checkEnoughReplicasReachOffset: a record HW has
+ * passed is committed, answered NOT_ENOUGH_REPLICAS_AFTER_APPEND when
+ * the ISR is by then below min.insync.replicas; one HW has not passed
+ * waits on (HW stays while the ISR is too small) until its timeout.
+ */
 static int commit_state(struct krep_partition *p, u64 last,
 			struct krep_status *st)
 {
 	if (p->dead || krep_exiting())
 		return krep_fail(st, KREP_KERR_UNKNOWN_TOPIC_OR_PARTITION,
 				 -ENOENT, "topic was deleted");
-	if (p->hw > last)
-		return 0;
-	if (p->role != KREP_ROLE_LEADER)
+	if (p->role != KREP_ROLE_LEADER && p->hw <= last)
 		return krep_fail(st, KREP_KERR_NOT_LEADER_OR_FOLLOWER,
 				 -EREMOTE, "leadership moved while waiting");
-	if (krep_partition_isr_size(p) < min_isr(p))
+	if (p->hw <= last)
+		return -EINPROGRESS;
+	if (p->role == KREP_ROLE_LEADER &&
+	    krep_partition_isr_size(p) < min_isr(p))
 		return krep_fail(st, KREP_KERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND,
-				 -EAGAIN, "ISR shrank below min_insync_replicas");
-	return -EINPROGRESS;
+				 -EAGAIN, "committed, but the ISR is below min_insync_replicas");
+	return 0;
 }
 
 /*
@@ -467,7 +434,7 @@ static int wait_commit(struct krep_partition *p, u64 last, u32 timeout_ms,
 
 	for (;;) {
 		if (READ_ONCE(p->hw) > last && !READ_ONCE(p->dead) &&
-		    !krep_exiting())
+		    !krep_exiting() && krep_partition_isr_size(p) >= min_isr(p))
 			return 0;
 		mutex_lock(&p->lock);
 		err = commit_state(p, last, st);
@@ -514,7 +481,6 @@ int krep_partition_append(struct krep_partition *p, const u8 *batch, u32 len,
 {
 	const struct krep_topic_config *cfg = &p->topic->config;
 	struct krep_wake_serve ws = {};
-	struct krep_txn *txn = NULL;
 	struct krep_batch b;
 	const char *why;
 	u64 old_hw;
@@ -534,7 +500,7 @@ int krep_partition_append(struct krep_partition *p, const u8 *batch, u32 len,
 	res->count = b.count;
 
 	mutex_lock(&p->lock);
-	err = check_leader(p, st);
+	err = krep_partition_check_leader(p, st);
 	if (!err)
 		err = check_epoch(p, leader_epoch, st);
 	if (err)
@@ -544,26 +510,13 @@ int krep_partition_append(struct krep_partition *p, const u8 *batch, u32 len,
 				"ISR smaller than min_insync_replicas");
 		goto out;
 	}
-	if (b.attributes & KREP_RB_ATTR_TRANSACTIONAL) {
-		txn = find_txn(p, b.producer_id);
-		if (!txn || txn->producer_epoch != (u16)b.producer_epoch) {
-			err = krep_fail(st, KREP_KERR_INVALID_TXN_STATE, -EINVAL,
-					"transactional batch outside an open transaction");
-			goto out;
-		}
-	}
-	/* a transaction's first offset must hold LSO before HW can move */
-	if (txn && txn->first_offset < 0)
-		txn->first_offset = p->log.end_offset;
-	else
-		txn = NULL;
-	old_hw = p->hw;
-	err = leader_append(p, batch, len, &res->base, st);
-	if (err) {
-		if (txn)
-			txn->first_offset = -1;
+	err = krep_txn_check_append(p, &b, st);
+	if (err)
 		goto out;
-	}
+	old_hw = p->hw;
+	err = krep_partition_leader_append(p, batch, len, &res->base, st);
+	if (err)
+		goto out;
 	res->last = res->base + b.last_delta;
 	if (p->hw != old_hw)
 		wake_hw(p);
@@ -649,19 +602,6 @@ struct fetch_filter {
 	bool committed;
 };
 
-static bool is_aborted(struct krep_partition *p, const struct krep_batch *b)
-{
-	struct krep_aborted *a;
-
-	list_for_each_entry(a, &p->aborted, node) {
-		if (a->producer_id == b->producer_id &&
-		    b->base_offset >= a->first_offset &&
-		    b->base_offset < a->last_offset)
-			return true;
-	}
-	return false;
-}
-
 static enum krep_log_verdict fetch_filter(const struct krep_batch *b,
 					  void *arg)
 {
@@ -670,7 +610,8 @@ static enum krep_log_verdict fetch_filter(const struct krep_batch *b,
 	if (krep_batch_last(b) >= f->limit)
 		return KREP_LOG_STOP;
 	if (f->committed && (b->attributes & KREP_RB_ATTR_TRANSACTIONAL) &&
-	    !(b->attributes & KREP_RB_ATTR_CONTROL) && is_aborted(f->p, b))
+	    !(b->attributes & KREP_RB_ATTR_CONTROL) &&
+	    krep_txn_aborted(f->p, b))
 		return KREP_LOG_SKIP;
 	return KREP_LOG_TAKE;
 }
@@ -695,19 +636,12 @@ static int fetch_check(struct krep_partition *p,
 
 	lockdep_assert_held(&p->lock);
 	if (req->follower_read && !p->dead && p->role == KREP_ROLE_FOLLOWER)
-		/* fetch from follower: up to its HW */
-		err = req->isolation == KREP_READ_COMMITTED ?
-		      krep_fail(st, KREP_KERR_INVALID_REQUEST, -EINVAL,
-				"read_committed is served by the leader only") : 0;
+		/* fetch from follower: up to its HW or, read_committed, LSO */
+		err = 0;
 	else
-		err = check_leader(p, st);
+		err = krep_partition_check_leader(p, st);
 	if (!err)
 		err = check_epoch(p, req->leader_epoch, st);
-	/* a new leader's HW may trail its predecessor's: not yet */
-	if (!err && p->role == KREP_ROLE_LEADER &&
-	    p->hw < p->epoch_start_offset)
-		err = krep_fail(st, KREP_KERR_OFFSET_NOT_AVAILABLE, -EAGAIN,
-				"new leader's HW is below its epoch's start offset");
 	if (err)
 		return err;
 	if (krep_exiting())
@@ -944,32 +878,39 @@ int krep_partition_list_offset(struct krep_partition *p, s64 ts, bool committed,
 			       u64 *offset, s64 *found_ts,
 			       struct krep_status *st)
 {
+	bool window;
 	s64 off;
 	int err;
 
 	*found_ts = -1;
 	mutex_lock(&p->lock);
-	err = check_leader(p, st);
+	err = krep_partition_check_leader(p, st);
 	if (err)
 		goto out;
-	if (p->hw < p->epoch_start_offset) {
+	/*
+	 * A new leader's HW may trail its predecessor's until the followers
+	 * fetch: latest and by-time answers wait for it (Kafka's
+	 * OFFSET_NOT_AVAILABLE), the log start does not
+	 */
+	window = p->hw < p->epoch_start_offset;
+	if (ts == KREP_TS_EARLIEST) {
+		*offset = p->log.start_offset;
+		goto out;
+	}
+	if (ts != KREP_TS_LATEST) {
+		off = krep_log_offset_for_ts(&p->log, ts, found_ts);
+		if (off >= 0 && off < p->hw) {
+			*offset = off;
+			goto out;
+		}
+	}
+	*found_ts = -1;
+	if (window) {
 		err = krep_fail(st, KREP_KERR_OFFSET_NOT_AVAILABLE, -EAGAIN,
 				"new leader's HW has not reached its epoch start");
 		goto out;
 	}
-	if (ts == KREP_TS_EARLIEST) {
-		*offset = p->log.start_offset;
-	} else if (ts == KREP_TS_LATEST) {
-		*offset = committed ? p->lso : p->hw;
-	} else {
-		off = krep_log_offset_for_ts(&p->log, ts, found_ts);
-		if (off < 0 || off >= p->hw) {
-			*offset = p->hw;
-			*found_ts = -1;
-		} else {
-			*offset = off;
-		}
-	}
+	*offset = ts == KREP_TS_LATEST && committed ? p->lso : p->hw;
 out:
 	mutex_unlock(&p->lock);
 	return err;
@@ -981,7 +922,7 @@ int krep_partition_delete_records(struct krep_partition *p, u64 offset,
 	int err;
 
 	mutex_lock(&p->lock);
-	err = check_leader(p, st);
+	err = krep_partition_check_leader(p, st);
 	if (err)
 		goto out;
 	if (offset > p->hw) {
@@ -996,81 +937,6 @@ int krep_partition_delete_records(struct krep_partition *p, u64 offset,
 	krep_epoch_truncate_start(&p->epochs, p->log.start_offset);
 	update_low_watermark(p);
 	krep_partition_wake(p);
-out:
-	mutex_unlock(&p->lock);
-	return err;
-}
-
-static int txn_end(struct krep_partition *p, struct krep_txn *x, bool commit,
-		   u64 *offset, struct krep_status *st)
-{
-	u8 marker[KREP_CTRL_BATCH_LEN];
-	struct krep_aborted *a = NULL;
-	int err;
-
-	if (!commit && x->first_offset >= 0) {
-		a = kzalloc(sizeof(*a), GFP_KERNEL);
-		if (!a)
-			return krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR,
-					 -ENOMEM, "out of memory");
-	}
-	krep_batch_build_control(marker, x->producer_id, x->producer_epoch,
-				 commit, ktime_get_real_ns() / NSEC_PER_MSEC);
-	err = leader_append(p, marker, sizeof(marker), offset, st);
-	if (err) {
-		kfree(a);
-		return err;
-	}
-	if (a) {
-		a->producer_id = x->producer_id;
-		a->first_offset = x->first_offset;
-		a->last_offset = *offset;
-		list_add_tail(&a->node, &p->aborted);
-	}
-	list_del(&x->node);
-	kfree(x);
-	krep_partition_update_lso(p);
-	krep_partition_wake(p);
-	return 0;
-}
-
-int krep_partition_txn(struct krep_partition *p, u64 pid, u16 pepoch, u8 op,
-		       u64 *offset, struct krep_status *st)
-{
-	struct krep_txn *x;
-	int err;
-
-	mutex_lock(&p->lock);
-	err = check_leader(p, st);
-	if (err)
-		goto out;
-	x = find_txn(p, pid);
-	if (op == KREP_TXN_BEGIN) {
-		if (x) {
-			err = krep_fail(st, KREP_KERR_INVALID_TXN_STATE, -EINVAL,
-					"producer already has an open transaction");
-			goto out;
-		}
-		x = kzalloc(sizeof(*x), GFP_KERNEL);
-		if (!x) {
-			err = krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR,
-					-ENOMEM, "out of memory");
-			goto out;
-		}
-		x->producer_id = pid;
-		x->producer_epoch = pepoch;
-		x->first_offset = -1;
-		list_add_tail(&x->node, &p->txns);
-		*offset = p->log.end_offset;
-		goto out;
-	}
-	if (!x || x->producer_epoch != pepoch) {
-		err = krep_fail(st, KREP_KERR_INVALID_TXN_STATE, -EINVAL,
-				x ? "producer epoch does not match the transaction" :
-				"no open transaction for this producer");
-		goto out;
-	}
-	err = txn_end(p, x, op == KREP_TXN_COMMIT, offset, st);
 out:
 	mutex_unlock(&p->lock);
 	return err;
@@ -1158,7 +1024,10 @@ static int put_epochs(struct sk_buff *skb, const struct krep_partition *p)
 	nest = nla_nest_start(skb, KREP_A_EPOCHS);
 	if (!nest)
 		return -EMSGSIZE;
-	for (i = 0; i < p->epochs.n; i++) {
+	/* the newest ones: the cache has as many as the log's epochs */
+	i = p->epochs.n > KREP_EPOCH_CACHE_MAX ?
+	    p->epochs.n - KREP_EPOCH_CACHE_MAX : 0;
+	for (; i < p->epochs.n; i++) {
 		en = nla_nest_start(skb, KREP_A_EPOCH_ENTRY);
 		if (!en ||
 		    nla_put_u32(skb, KREP_A_EPOCH_EPOCH, p->epochs.e[i].epoch) ||
@@ -1395,6 +1264,7 @@ static void follower_batch_done(const struct krep_batch *b, void *arg)
 	if (b->leader_epoch >= 0 &&
 	    krep_epoch_latest(&p->epochs) < b->leader_epoch)
 		krep_epoch_assign(&p->epochs, b->leader_epoch, b->base_offset);
+	krep_txn_batch(p, b);
 	trace_krep_leo_update(p, p->replicas[p->self], b->base_offset,
 			      p->log.end_offset);
 }
@@ -1464,6 +1334,7 @@ int krep_partition_follower_apply(struct krep_partition *p, u32 leader_id,
 		krep_log_reset(&p->log, res->log_start);
 		krep_epoch_truncate_end(&p->epochs, 0);
 		WRITE_ONCE(p->hw, min(p->hw, p->log.end_offset));
+		krep_txn_rebuild(p);
 		goto out;
 	}
 	if (!res->error && res->div_end != KREP_NO_DIVERGENCE) {

@@ -75,7 +75,7 @@ struct krep_partition {
 	u64 hw;
 	u64 lso;
 	u64 low_watermark;
-	struct list_head txns;		/* open transactions */
+	struct list_head txns;		/* producer state (txn.c) */
 	struct list_head aborted;	/* aborted transaction index */
 	wait_queue_head_t waitq;	/* fetches waiting for records or HW */
 	wait_queue_head_t commit_wq;	/* acks=all produces waiting for HW */
@@ -172,7 +172,11 @@ int krep_partition_list_offset(struct krep_partition *p, s64 ts, bool committed,
 int krep_partition_delete_records(struct krep_partition *p, u64 offset,
 				  struct krep_status *st);
 int krep_partition_txn(struct krep_partition *p, u64 pid, u16 pepoch, u8 op,
-		       u64 *offset, struct krep_status *st);
+		       u32 timeout_ms, u64 *offset, struct krep_status *st);
+int krep_partition_check_leader(struct krep_partition *p,
+				struct krep_status *st);
+int krep_partition_leader_append(struct krep_partition *p, const u8 *batch,
+				 u32 len, u64 *base, struct krep_status *st);
 int krep_partition_fill(struct krep_partition *p, struct sk_buff *skb);
 int __krep_partition_fill(struct krep_partition *p, struct sk_buff *skb);
 
@@ -220,7 +224,6 @@ void krep_partition_truncate(struct krep_partition *p, u64 offset,
 void krep_partition_follower_diverged(struct krep_partition *p,
 				      const struct krep_fetch_result *res);
 void krep_partition_reset_pending(struct krep_partition *p);
-void krep_partition_drop_txn_tail(struct krep_partition *p, u64 leo);
 void krep_partition_set_hw(struct krep_partition *p, u64 hw);
 void krep_partition_update_lso(struct krep_partition *p);
 u64 krep_now_ms(void);

@@ -22,6 +22,18 @@ static u32 crc32c(const u8 *p, size_t len)
 }
 
 /* parse the header of a batch that is at least KREP_RB_HDR_LEN long */
+static int get_varlong(const u8 **p, const u8 *end, s64 *val);
+static s8 ctrl_type(const u8 *rec, const u8 *end);
+
+/**
+ * krep_batch_parse - the header fields of a batch
+ * @buf: the batch's first @len bytes: at least its header; for a control
+ *	batch, KREP_CTRL_PEEK_LEN more bytes tell its type
+ * @len: how many bytes @buf holds (less than the batch is fine)
+ * @b: set to the fields, host order
+ *
+ * Return: 0, or -EINVAL for a header that is not RecordBatch v2.
+ */
 int krep_batch_parse(const u8 *buf, size_t len, struct krep_batch *b)
 {
 	s32 blen;
@@ -41,6 +53,10 @@ int krep_batch_parse(const u8 *buf, size_t len, struct krep_batch *b)
 	b->producer_id = get_unaligned_be64(buf + KREP_RB_PRODUCER_ID);
 	b->producer_epoch = get_unaligned_be16(buf + KREP_RB_PRODUCER_EPOCH);
 	b->count = get_unaligned_be32(buf + KREP_RB_COUNT);
+	b->ctrl_type = -1;
+	if ((b->attributes & KREP_RB_ATTR_CONTROL) && b->len > KREP_RB_HDR_LEN)
+		b->ctrl_type = ctrl_type(buf + KREP_RB_HDR_LEN,
+					 buf + min_t(size_t, len, b->len));
 	/* a leader's records are input too: nothing that would move LEO back */
 	if (buf[KREP_RB_MAGIC] != KREP_RB_MAGIC_V2 || b->last_delta < 0 ||
 	    b->base_offset < 0)
@@ -73,6 +89,26 @@ static int get_varlong(const u8 **p, const u8 *end, s64 *val)
 		}
 	}
 	return -EINVAL;
+}
+
+/*
+ * The type in a control record's key (version int16, type int16) of the
+ * record at @rec, or -1 when it does not parse or is not one krep knows
+ */
+static s8 ctrl_type(const u8 *rec, const u8 *end)
+{
+	s64 rlen, v;
+	u16 type;
+
+	if (get_varlong(&rec, end, &rlen) || rlen < 1 || end - rec < 1)
+		return -1;
+	rec++;				/* attributes */
+	if (get_varlong(&rec, end, &v) ||	/* timestamp delta */
+	    get_varlong(&rec, end, &v) ||	/* offset delta */
+	    get_varlong(&rec, end, &v) || v < 4 || end - rec < 4)
+		return -1;
+	type = get_unaligned_be16(rec + 2);
+	return type == KREP_CTRL_ABORT || type == KREP_CTRL_COMMIT ? type : -1;
 }
 
 /* a length field: -1 (null) or 0..(end - p), followed by that many bytes */

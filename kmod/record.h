@@ -37,6 +37,8 @@
 #define KREP_CTRL_ABORT		0
 #define KREP_CTRL_COMMIT	1
 #define KREP_CTRL_BATCH_LEN	(KREP_RB_HDR_LEN + 17)
+/* what krep_batch_parse() reads past the header to know a control type */
+#define KREP_CTRL_PEEK_LEN	24
 
 /* the header fields of a batch, host order */
 struct krep_batch {
@@ -50,6 +52,7 @@ struct krep_batch {
 	s64 producer_id;
 	s16 producer_epoch;
 	s32 count;
+	s8 ctrl_type;		/* a control batch's KREP_CTRL_*, else -1 */
 };
 
 static inline u64 krep_batch_last(const struct krep_batch *b)

@@ -24,6 +24,7 @@
 #include "partition.h"
 #include "topic.h"
 #include "trace.h"
+#include "txn.h"
 
 /* the ISR of @lai as a bitmap of replica indexes; -EINVAL when outside AR */
 static int lai_isr(const struct krep_partition *p, const struct krep_lai *lai,
@@ -67,7 +68,14 @@ static int lai_check(const struct krep_partition *p,
 	return 0;
 }
 
-static void become_leader(struct krep_partition *p, u64 now)
+/*
+ * As Kafka's Replica.resetReplicaState: a new leader knows nothing of
+ * its followers until they fetch in its epoch; a leader re-elected keeps
+ * their LEOs and log starts, so HW does not stall. Either way a follower
+ * in the ISR counts as caught up now, one outside it not at all until it
+ * fetches (so that it does not hold HW back).
+ */
+static void become_leader(struct krep_partition *p, bool was_leader, u64 now)
 {
 	unsigned int i;
 
@@ -76,12 +84,16 @@ static void become_leader(struct krep_partition *p, u64 now)
 	p->epoch_start_offset = p->log.end_offset;
 	for (i = 0; i < p->nreplicas; i++) {
 		struct krep_remote *r = &p->remotes[i];
+		bool in_isr = test_bit(i, p->isr);
 
-		r->leo = -1;		/* unknown until it fetches in this epoch */
-		r->leo_at_last_fetch = 0;
+		if (!was_leader) {
+			r->leo = -1;	/* unknown until it fetches in this epoch */
+			r->leo_at_last_fetch = 0;
+		} else {
+			r->leo_at_last_fetch = p->log.end_offset;
+		}
 		r->last_fetch_ms = now;
-		if (test_bit(i, p->isr))
-			r->last_caught_up_ms = now;
+		r->last_caught_up_ms = in_isr ? now : 0;
 	}
 	/* a follower's HW is at most its LEO; no waiting batch is ours */
 	krep_partition_reset_pending(p);
@@ -149,10 +161,11 @@ int krep_partition_leader_and_isr(struct krep_partition *p,
 	p->leader_epoch = lai->leader_epoch;
 	p->leader = lai->leader;
 	if (lai->leader == self) {
-		become_leader(p, krep_now_ms());
+		become_leader(p, was_leader, krep_now_ms());
 	} else {
 		WRITE_ONCE(p->role, KREP_ROLE_FOLLOWER);
 		krep_partition_reset_pending(p);
+		krep_txn_drop_unlogged(p);
 		*follow = lai->leader;
 	}
 	trace_krep_leader_change(p, old_leader);
@@ -306,7 +319,7 @@ void krep_partition_truncate(struct krep_partition *p, u64 offset,
 	if (p->lso > p->hw)
 		p->lso = p->hw;
 	krep_partition_reset_pending(p);
-	krep_partition_drop_txn_tail(p, leo);
+	krep_txn_rebuild(p);
 	trace_krep_truncate(p, p->replicas[p->self], old, leo);
 	pr_info("%s-%u: truncated from %llu to %llu: %s\n", p->topic->name,
 		p->index, old, leo, why);

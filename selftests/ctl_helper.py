@@ -17,7 +17,10 @@ choose every leader, epoch and ISR itself:
       KREP_A_CONTROLLER_EPOCH; prints "ok" or "error ERRNO MESSAGE"
   state TOPIC P
       one line from PARTITION_GET: "role R leader L le E pe P isr I
-      leo X hw H epochs E:S,... pending I" (pending "-" when none)
+      leo X hw H epochs E:S,... pending I lso S" (pending "-" when none)
+  txn-begin TOPIC P PID EPOCH TIMEOUT_MS
+      TXN BEGIN with KREP_A_TIMEOUT_MS; prints "ok" or "error ERRNO
+      MESSAGE"
   epoch-end TOPIC P EPOCH [follower]
       OFFSETS_FOR_LEADER_EPOCH: "epoch E end O", or "undefined"
   broker
@@ -39,6 +42,7 @@ CTRL = uapi_enum("krep_ctrl_attr")
 EP = uapi_enum("krep_epoch_attr")
 ROLES = {0: "leader", 1: "follower", 2: "offline"}
 NO_LEADER = 0xFFFFFFFF
+TXN_BEGIN = uapi_enum("krep_txn_op")["KREP_TXN_BEGIN"]
 
 
 def u32(v):
@@ -103,6 +107,17 @@ def lai(g, cepoch, topic, p, leader, lepoch, pepoch, isr):
     return 0
 
 
+def txn_begin(g, topic, p, pid, epoch, timeout_ms):
+    attrs = (part(topic, p) +
+             nla(A["KREP_A_PRODUCER_ID"], struct.pack("=Q", pid)) +
+             nla(A["KREP_A_PRODUCER_EPOCH"], struct.pack("=H", epoch)) +
+             nla(A["KREP_A_TXN_OP"], struct.pack("=B", TXN_BEGIN)) +
+             nla(A["KREP_A_TIMEOUT_MS"], u32(timeout_ms)))
+    if do(g, "KREP_CMD_TXN", attrs) is not None:
+        print("ok")
+    return 0
+
+
 def topic_new(g, cepoch, topic, np, rf, assignment):
     attrs = (nla(A["KREP_A_TOPIC"], topic.encode() + b"\0") +
              nla(A["KREP_A_PARTITIONS"], u32(np)) +
@@ -142,7 +157,7 @@ def state(g, topic, p):
         pend = m.get(A["KREP_A_PENDING_ISR"])
         leader = get(m, "KREP_A_LEADER")
         print("role %s leader %s le %d pe %d isr %s leo %d hw %d epochs %s "
-              "pending %s" % (
+              "pending %s lso %d" % (
                   ROLES.get(get(m, "KREP_A_ROLE", "=B"), "?"),
                   "none" if leader is None else leader,
                   get(m, "KREP_A_LEADER_EPOCH"),
@@ -150,7 +165,8 @@ def state(g, topic, p):
                   ",".join(map(str, ids(m[A["KREP_A_ISR"]][0]))) or "-",
                   get(m, "KREP_A_LEO", "=Q"), get(m, "KREP_A_HW", "=Q"),
                   ",".join(epochs) or "-",
-                  ",".join(map(str, ids(pend[0]))) if pend else "-"))
+                  ",".join(map(str, ids(pend[0]))) if pend else "-",
+                  get(m, "KREP_A_LSO", "=Q")))
         return 0
     print("no such partition", file=sys.stderr)
     return 1
@@ -201,6 +217,9 @@ def main(argv):
     if len(argv) in (5, 6) and argv[1] == "epoch-end":
         return epoch_end(g, argv[2], int(argv[3]), int(argv[4]),
                          len(argv) == 6)
+    if len(argv) == 7 and argv[1] == "txn-begin":
+        return txn_begin(g, argv[2], int(argv[3]), int(argv[4]),
+                         int(argv[5]), int(argv[6]))
     if len(argv) == 2 and argv[1] == "broker":
         return broker(g)
     print(__doc__.split("\n\n", 1)[1].split("Exit status")[0],

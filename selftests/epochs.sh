@@ -9,6 +9,7 @@
 #   t   1 partition, RF 3, replicas 1,2,3 (claims, pending ISR, stale leader)
 #   r   1 partition, RF 2, replicas 1,2   (tail above HW, then failover)
 #   d   1 partition, RF 3, replicas 1,2,3 (double leader change)
+#   x   1 partition, RF 2, replicas 1,2   (transactions)
 #
 # 1. claims: a second owner is refused while the lease runs, a stale epoch
 #    after it; LEADER_AND_ISR only from the claim's epoch; bad requests.
@@ -23,6 +24,11 @@
 # 4. tail above HW then a leader change: nothing acknowledged is lost.
 # 5. fast double leader change: a replica that missed epochs 2 and 3 comes
 #    back with a divergent tail of epoch 1 and ends identical.
+# 6. producer state on every replica (topic x, RF 2): a follower's LSO
+#    stops at an open transaction; after a leader change read_committed
+#    skips the aborted one and stops at the open one, which the new
+#    leader commits; back on the preferred leader the same; a
+#    transaction open past its timeout is aborted with a marker.
 # Prints KTAP; leaves the module unloaded and no namespace behind.
 
 # shellcheck disable=SC2317 # the conditions krep_wait_for polls
@@ -112,7 +118,7 @@ same_logs() { # TOPIC N...: identical dumps (records up to HW) on all
 	done
 }
 
-ktap_plan 25
+ktap_plan 30
 
 # --- set-up ---------------------------------------------------------------
 
@@ -133,9 +139,11 @@ cluster_topic r partitions 1 replication-factor 2 \
 	config replica_lag_time_max_ms=$LAG || ktap_bail "topic r"
 cluster_topic d partitions 1 replication-factor 3 \
 	config replica_lag_time_max_ms=$LAG || ktap_bail "topic d"
+cluster_topic x partitions 1 replication-factor 2 \
+	config replica_lag_time_max_ms=$LAG || ktap_bail "topic x"
 krep_wait_for 60 cluster_peers_up || ktap_bail "peers did not connect"
 full_isr() { [ "$(sf 1 t isr)" = 1,2,3 ] && [ "$(sf 1 d isr)" = 1,2,3 ] &&
-	     [ "$(sf 1 r isr)" = 1,2 ]; }
+	     [ "$(sf 1 r isr)" = 1,2 ] && [ "$(sf 1 x isr)" = 1,2 ]; }
 krep_wait_for 60 full_isr || ktap_bail "ISRs did not fill"
 # the leader was its own ISR authority until now: its partition epoch
 PE=$(sf 1 t pe)
@@ -450,6 +458,69 @@ fi
 out=$(lai $CE d none 4 5 - 1 2 3 && echo "$(sf 1 d role) $(sf 2 d role) $(sf 2 d leader)")
 expect "no leader (KREP_NO_LEADER, empty ISR): every replica waits offline" \
 	"follower follower none" echo "$out"
+
+# --- 6. producer state on every replica ------------------------------------
+
+ktap_diag "6. transactions across leader changes (at ${SECONDS}s)"
+ptx() { # N PID:EPOCH PREFIX COUNT: transactional acks=all records
+	seq -f "$3-%g" 0 $(($4 - 1)) |
+		kc "$(bns "$1")" produce x acks all txn "$2" >/dev/null
+}
+txn() { kc "$(bns "$1")" txn x "$2" "$3" >/dev/null; }	# N PID:EPOCH OP
+committed() { # N: what read_committed reads of x on broker N, one line
+	kc "$(bns "$1")" consume x --isolation read_committed | paste -sd,
+}
+# on broker 1: p-0 p-1 | aborted a-0 a-1, marker | q-0 | open o-0 o-1 | r-0
+produce 1 x all p 2 >/dev/null &&
+	txn 1 100:0 begin && ptx 1 100:0 a 2 && txn 1 100:0 abort &&
+	produce 1 x all q 1 >/dev/null &&
+	txn 1 200:0 begin && ptx 1 200:0 o 2 &&
+	produce 1 x all r 1 >/dev/null || ktap_diag "section 6 set-up failed"
+# the follower's own state: the open transaction holds its LSO at 6
+if krep_wait_for 10 hw_all x 9 1 2 && [ "$(sf 2 x lso)" = 6 ] &&
+   [ "$(sf 1 x lso)" = 6 ]; then
+	ktap_ok "a follower keeps producer state from its log: its LSO stops at the open transaction (6)"
+else
+	st 1 x | ktap_diag_stdin
+	st 2 x | ktap_diag_stdin
+	ktap_fail "a follower keeps producer state from its log: its LSO stops at the open transaction (6)"
+fi
+XPE=$(sf 1 x pe)
+lai $CE x 2 1 $((XPE + 1)) 1,2 1 2 >/dev/null
+expect "new leader 2: read_committed skips the aborted ones and stops at the open one (LSO $(sf 2 x lso))" \
+	"p-0,p-1,q-0" committed 2
+out=$(txn 2 200:0 commit 2>&1) && rc=0 || rc=$?
+if [ "$rc" = 0 ] && krep_wait_for 10 hw_all x 10 1 2 &&
+   [ "$(sf 2 x lso)" = 10 ] && [ "$(committed 2)" = "p-0,p-1,q-0,o-0,o-1,r-0" ]; then
+	ktap_ok "the transaction the old leader had open is committed on the new one"
+else
+	ktap_diag "commit exit $rc: $out; read_committed: $(committed 2)"
+	st 2 x | ktap_diag_stdin
+	ktap_fail "the transaction the old leader had open is committed on the new one"
+fi
+# back to the preferred leader: broker 1 followed the marker
+lai $CE x 1 2 $((XPE + 2)) 1,2 1 2 >/dev/null
+if [ "$(sf 1 x lso)" = 10 ] &&
+   [ "$(committed 1)" = "p-0,p-1,q-0,o-0,o-1,r-0" ]; then
+	ktap_ok "preferred leader 1 again: the same committed records, LSO 10"
+else
+	ktap_diag "read_committed: $(committed 1)"
+	st 1 x | ktap_diag_stdin
+	ktap_fail "preferred leader 1 again: the same committed records, LSO 10"
+fi
+# a transaction open past its timeout is aborted by the leader
+out=$(ctl 1 txn-begin x 0 300 0 1500)
+ptx 1 300:0 late 1 || ktap_diag "txn-begin: $out"
+expired() { [ "$(sf 1 x lso)" = 12 ] && [ "$(sf 1 x hw)" = 12 ]; }
+if [ "$out" = ok ] && krep_wait_for 20 expired &&
+   [ "$(committed 1)" = "p-0,p-1,q-0,o-0,o-1,r-0" ] &&
+   krep_kmsg_since "$mark" | grep -qE "x-0: producer 300's transaction open for [0-9]+ ms aborted at 11"; then
+	ktap_ok "a transaction open past its 1500 ms timeout is aborted with a marker (LSO 12)"
+else
+	st 1 x | ktap_diag_stdin
+	ktap_diag "read_committed: $(committed 1)"
+	ktap_fail "a transaction open past its 1500 ms timeout is aborted with a marker (LSO 12)"
+fi
 
 # --- teardown ---------------------------------------------------------------
 

@@ -123,8 +123,9 @@
  *             KREP_A_LEO, KREP_A_HW, KREP_A_LSO, KREP_A_LOG_START,
  *             KREP_A_LOW_WATERMARK, KREP_A_LOG_BYTES, KREP_A_EPOCHS (the
  *             leader epoch cache: a KREP_A_EPOCH_ENTRY nest per epoch,
- *             oldest first), KREP_A_PENDING_ISR while an ALTER_ISR waits
- *             for the controller, and on a leader
+ *             oldest first, the newest KREP_EPOCH_CACHE_MAX of them),
+ *             KREP_A_PENDING_ISR while an ALTER_ISR waits for the
+ *             controller, and on a leader
  *             KREP_A_REMOTES: a KREP_A_REMOTE nest per follower
  *             (KREP_A_REMOTE_*: id, LEO, log start, ms since its last
  *             fetch and since it was last caught up, ISR membership)
@@ -149,36 +150,43 @@
  *             KREP_A_MAX_BYTES (default 1 MiB; at least one whole batch is
  *             returned), KREP_A_MAX_WAIT_MS (default 0, max 30000), KREP_A_ISOLATION,
  *             KREP_A_FOLLOWER_READ (flag: accept a follower replica too, as
- *             Kafka's fetch-from-follower; it serves up to its own HW),
+ *             Kafka's fetch-from-follower; it serves up to its own HW,
+ *             or LSO for read_committed),
  *             KREP_A_LEADER_EPOCH (optional, checked as in PRODUCE)
  *   reply:    KREP_A_RECORDS, repeated: whole batches as stored, in offset
  *             order, at most 65531 bytes per attribute (none when there
  *             is nothing to read; read_committed stops at LSO and leaves
  *             out batches of aborted transactions), KREP_A_HW, KREP_A_LSO,
  *             KREP_A_LOG_START
- *   errors:   OFFSET_OUT_OF_RANGE (ERANGE) below log start or above LEO,
- *             OFFSET_NOT_AVAILABLE (EAGAIN) while a new leader's HW is
- *             below its epoch's start offset (so no consumer sees HW go
- *             back across a leader change)
+ *   errors:   OFFSET_OUT_OF_RANGE (ERANGE) below log start or above LEO
+ *             (a new leader answers fetches up to its HW at once)
  * KREP_CMD_LIST_OFFSETS (do)         any user
  *   request:  KREP_A_TOPIC, KREP_A_PARTITION, KREP_A_TIMESTAMP
  *             (KREP_TS_EARLIEST, KREP_TS_LATEST = HW, or a time in ms)
  *   reply:    KREP_A_OFFSET (the first offset whose timestamp is at least
  *             the one asked; HW when none is), KREP_A_TIMESTAMP
- *   errors:   OFFSET_NOT_AVAILABLE (EAGAIN) while a new leader's HW is below
- *             its epoch's start offset
+ *   errors:   OFFSET_NOT_AVAILABLE (EAGAIN) for LATEST, or a time no
+ *             record below HW matches, while a new leader's HW is below
+ *             its epoch's start offset (EARLIEST is always answered)
  * KREP_CMD_DELETE_RECORDS (do)       CAP_NET_ADMIN
  *   request:  KREP_A_TOPIC, KREP_A_PARTITION, KREP_A_OFFSET (<= HW)
  *   reply:    KREP_A_LOW_WATERMARK, KREP_A_LOG_START
  *   errors:   OFFSET_OUT_OF_RANGE (ERANGE) beyond HW
  * KREP_CMD_TXN         (do)          CAP_NET_ADMIN
  *   request:  KREP_A_TOPIC, KREP_A_PARTITION, KREP_A_PRODUCER_ID,
- *             KREP_A_PRODUCER_EPOCH, KREP_A_TXN_OP. BEGIN opens a transaction
- *             (records then come as transactional batches of that producer);
- *             COMMIT/ABORT append a control batch and close it.
+ *             KREP_A_PRODUCER_EPOCH, KREP_A_TXN_OP, KREP_A_TIMEOUT_MS
+ *             (BEGIN only: 1..900000, default 60000; the leader aborts the
+ *             transaction once it has been open that long). BEGIN opens a
+ *             transaction (records then come as transactional batches of
+ *             that producer); COMMIT/ABORT append a control batch and
+ *             close it. Every replica keeps the open transactions and the
+ *             aborted index from its log (docs/design.md, LSO and
+ *             transactions), so a new leader can commit or abort one.
  *   reply:    KREP_A_OFFSET (offset of the control record), KREP_A_LSO
  *   errors:   INVALID_TXN_STATE (EINVAL): commit/abort without begin, begin
- *             twice
+ *             twice; in PRODUCE, a transactional batch with no open
+ *             transaction; INVALID_PRODUCER_EPOCH (EINVAL) in PRODUCE, a
+ *             transactional batch of another producer epoch
  *
  * KREP_CMD_LEADER_AND_ISR (do)       CAP_NET_ADMIN; only from the controller
  *   The controller's word on one partition (docs/design.md §2, Roles).
@@ -260,7 +268,7 @@
 #define KREP_PEERS_MAX		64
 #define KREP_DEFAULT_PORT	9092
 #define KREP_NO_LEADER		0xffffffffU	/* KREP_A_LEADER: none */
-#define KREP_EPOCH_CACHE_MAX	64		/* epochs kept per replica */
+#define KREP_EPOCH_CACHE_MAX	64		/* newest epochs PARTITION_GET lists */
 #define KREP_ALTER_ISR_RETRY_MS	2000
 
 enum krep_cmd {
