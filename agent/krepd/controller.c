@@ -327,6 +327,11 @@ static int claims(struct ctl *c, int64_t now)
 	char buf[320];
 	size_t i;
 
+	/* --etcd: no claim is made or renewed unless our lease surely runs */
+	if (c->ha && krep_ha_tick(c->ha)) {
+		c->step_down = true;
+		return -ESTALE;
+	}
 	for (pass = 0; pass < 3; pass++) {
 		bool again = false;
 

@@ -126,10 +126,10 @@ struct krep_ha *krep_ha_open(const struct krep_ha_opts *o, uint32_t lease_ms,
 	ha->ttl_s = (lease_ms + 999) / 1000;
 	if (ha->ttl_s < 2)
 		ha->ttl_s = 2;
-	/* a request may take a third of the lease, on each endpoint */
-	eo.timeout_ms = lease_ms / 3;
-	if (eo.timeout_ms > 2000)
-		eo.timeout_ms = 2000;
+	/* a request may take a quarter of the lease, on each endpoint */
+	eo.timeout_ms = lease_ms / 4;
+	if (eo.timeout_ms > 1000)
+		eo.timeout_ms = 1000;
 	if (eo.timeout_ms < 100)
 		eo.timeout_ms = 100;
 	ha->e = krep_etcd_open(&eo, err, sizeof(err));
@@ -321,6 +321,7 @@ static int campaign(struct krep_ha *ha)
 	if (!ok)
 		return 0;	/* another one won: the next round reads it */
 	ha->active = true;
+	ha->next_ka_ms = 0;	/* renew at once: the term starts with a full lease */
 	ha->create_rev = rev;
 	ha->epoch = old + 1;
 	memset(&ha->seen, 0, sizeof(ha->seen));
@@ -416,8 +417,8 @@ int krep_ha_save(struct krep_ha *ha, const struct krep_state *st)
 	char err[512];
 	int ret;
 
-	if (!krep_ha_valid(ha))
-		return -ESTALE;
+	if (krep_ha_tick(ha))
+		return -ESTALE;	/* logged */
 	ret = krep_estore_save(ha->store, st, ha->ckey, ha->create_rev, err,
 			       sizeof(err));
 	if (ret == -ESTALE) {
