@@ -13,6 +13,7 @@
 #include "attrs.h"
 #include "json.h"
 #include "krepctl.h"
+#include "snap.h"
 
 void krepctl_list_cmds(FILE *f, const struct krepctl_cmd *list)
 {
@@ -107,8 +108,16 @@ static const char *errno_name(int err, char *buf, size_t size)
 	return buf;
 }
 
+/* Who leads the partition a NOT_LEADER_OR_FOLLOWER request named. */
+struct leader_hint {
+	bool has_leader;
+	uint32_t leader;
+	char addr[64];		/* its replication listener, or "" */
+	char text[512];		/* the sentence, or "" */
+};
+
 static void error_json(int32_t kerr, int err, const char *msg, size_t len,
-		       const char *attr)
+		       const char *attr, const struct leader_hint *lh)
 {
 	const char *kname = NULL;
 	struct json j;
@@ -136,27 +145,136 @@ static void error_json(int32_t kerr, int err, const char *msg, size_t len,
 		json_key(&j, "attribute");
 		json_str(&j, attr);
 	}
+	if (lh && lh->text[0]) {
+		json_key(&j, "leader");
+		if (lh->has_leader)
+			json_u64(&j, lh->leader);
+		else
+			json_null(&j);
+		json_key(&j, "leader_address");
+		if (lh->addr[0])
+			json_str(&j, lh->addr);
+		else
+			json_null(&j);
+		json_key(&j, "hint");
+		json_str(&j, lh->text);
+	}
 	json_obj_end(&j);
 	fputc('\n', stdout);
 }
 
+/* The topic and partition of request @req, if it names both. */
+static bool req_partition(struct nl_msg *req, char *topic, size_t size,
+			  uint32_t *partition)
+{
+	struct nlattr *tb[KREP_A_MAX + 1] = { NULL };
+	struct nlattr *a;
+	int rem;
+
+	nla_for_each_attr(a, genlmsg_attrdata(nlmsg_data(nlmsg_hdr(req)), 0),
+			  genlmsg_attrlen(nlmsg_data(nlmsg_hdr(req)), 0), rem)
+		if (nla_type(a) <= KREP_A_MAX)
+			tb[nla_type(a)] = a;
+	if (!tb[KREP_A_TOPIC] || !tb[KREP_A_PARTITION] ||
+	    nla_len(tb[KREP_A_PARTITION]) != 4)
+		return false;
+	snprintf(topic, size, "%.*s", nla_len(tb[KREP_A_TOPIC]),
+		 (const char *)nla_data(tb[KREP_A_TOPIC]));
+	*partition = nla_get_u32(tb[KREP_A_PARTITION]);
+	return true;
+}
+
+/*
+ * "partition orders-1 is led by broker 2 at 10.0.0.2:9093": what this
+ * broker knows of the leader (its replica's view, and its peer list).
+ */
+static void leader_hint(struct krepctl *ctl, struct nl_msg *req,
+			struct leader_hint *lh)
+{
+	const struct krep_snap_part *p = NULL;
+	struct krep_snap s = { 0 };
+	char topic[256];
+	uint32_t part;
+	size_t i;
+	int err;
+
+	if (!req_partition(req, topic, sizeof(topic), &part))
+		return;
+	ctl->gl.quiet = true;
+	err = krep_snap_take(&ctl->gl, topic, &s);
+	ctl->gl.quiet = false;
+	if (err)
+		return;
+	for (i = 0; i < s.nparts; i++)
+		if (!strcmp(s.parts[i].topic, topic) &&
+		    s.parts[i].partition == part)
+			p = &s.parts[i];
+	if (!p) {
+		snprintf(lh->text, sizeof(lh->text),
+			 "partition %s-%u has no replica on this broker; ask a broker that hosts it",
+			 topic, part);
+		if (s.has_broker_id)
+			snprintf(lh->text, sizeof(lh->text),
+				 "partition %s-%u has no replica on this broker (broker %u); ask a broker that hosts it",
+				 topic, part, s.broker_id);
+		goto out;
+	}
+	if (!p->has_leader || p->leader == KREP_NO_LEADER) {
+		snprintf(lh->text, sizeof(lh->text),
+			 "partition %s-%u has no leader now (offline)", topic,
+			 part);
+		goto out;
+	}
+	lh->has_leader = true;
+	lh->leader = p->leader;
+	for (i = 0; i < s.npeers; i++)
+		if (s.peers[i].id == p->leader && s.peers[i].has_ep)
+			krep_ep_format(&s.peers[i].ep, lh->addr,
+				       sizeof(lh->addr));
+	if (lh->addr[0])
+		snprintf(lh->text, sizeof(lh->text),
+			 "partition %s-%u is led by broker %u at %s", topic,
+			 part, p->leader, lh->addr);
+	else
+		snprintf(lh->text, sizeof(lh->text),
+			 "partition %s-%u is led by broker %u", topic, part,
+			 p->leader);
+out:
+	krep_snap_free(&s);
+}
+
 void krepctl_kernel_error(struct krepctl *ctl, struct nl_msg *req)
 {
-	const struct krep_genl_status *st = &ctl->gl.st;
-	const char *msg = st->ea.msg;
-	int len = st->ea.msg_len;
+	struct krep_genl_status st = ctl->gl.st;
+	struct leader_hint lh = { 0 };
+	const char *msg, *own = ctl->gl.st.msg;
+	bool inside;
 	char path[256];
+	int len;
 
-	krep_extack_print(stderr, st->err, &st->ea, req);
+	/* the hint's requests reuse ctl->gl.st: keep the error's own */
+	inside = st.ea.msg >= own && st.ea.msg < own + sizeof(st.msg);
+	if (inside)
+		st.ea.msg = st.msg + (st.ea.msg - own);
+	if (st.ea.has_kerr && st.ea.kerr == KREP_KERR_NOT_LEADER_OR_FOLLOWER)
+		leader_hint(ctl, req, &lh);
+	ctl->gl.st = st;
+	if (inside)
+		ctl->gl.st.ea.msg = ctl->gl.st.msg + (st.ea.msg - st.msg);
+	krep_extack_print(stderr, st.err, &st.ea, req);
+	if (lh.text[0])
+		fprintf(stderr, "%s: %s\n", krep_prog, lh.text);
 	if (!ctl->json)
 		return;
+	msg = st.ea.msg;
+	len = st.ea.msg_len;
 	if (!len) {
-		msg = strerror(-st->err);
+		msg = strerror(-st.err);
 		len = strlen(msg);
 	}
-	error_json(st->ea.has_kerr ? st->ea.kerr : KREP_NO_KERR, st->err, msg,
-		   len, krep_extack_attr_path(&st->ea, req, path,
-					      sizeof(path)) ? NULL : path);
+	error_json(st.ea.has_kerr ? st.ea.kerr : KREP_NO_KERR, st.err, msg,
+		   len, krep_extack_attr_path(&st.ea, req, path,
+					      sizeof(path)) ? NULL : path, &lh);
 }
 
 void krepctl_error(struct krepctl *ctl, int32_t kerr, int err,
@@ -177,7 +295,7 @@ void krepctl_error(struct krepctl *ctl, int32_t kerr, int err,
 		fprintf(stderr, " [%s]", kname);
 	fputc('\n', stderr);
 	if (ctl->json)
-		error_json(kerr, err, msg, strlen(msg), NULL);
+		error_json(kerr, err, msg, strlen(msg), NULL, NULL);
 }
 
 int krepctl_request(struct krepctl *ctl, struct nl_msg *req,

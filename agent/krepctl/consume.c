@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * krepctl consume: read a partition with KREP_CMD_FETCH, like `kcat -C`.
+ * krepctl consume: read the partitions of a topic (or one) with
+ * KREP_CMD_FETCH, like `kcat -C`.
  *
  * The loop fetches from the next offset wanted, walks the batches of the
  * reply (verifying each CRC-32C), skips control batches (transaction
  * markers) and the records of the first batch that lie before the
- * offset asked for, and prints the rest. Without -f it stops when a fetch
- * returns nothing or the next offset reaches the high watermark (the last
- * stable offset for read_committed); with -f it keeps fetching, each
- * fetch waiting in the kernel, until COUNT records or SIGINT/SIGTERM.
+ * offset asked for, and prints the rest. Without --follow it reads each
+ * partition in turn and stops when a fetch returns nothing or the next
+ * offset reaches the high watermark (the last stable offset for
+ * read_committed); with --follow it keeps fetching from every partition
+ * in turn, each fetch waiting in the kernel (the wait shared out over the
+ * partitions), until COUNT records or SIGINT/SIGTERM.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -18,6 +21,7 @@
 
 #include <linux/krep.h>
 
+#include "format.h"
 #include "json.h"
 #include "krepctl.h"
 #include "record.h"
@@ -28,29 +32,41 @@
  */
 #define DEFAULT_MAX_BYTES	(0xffff - NLA_HDRLEN)
 #define FOLLOW_WAIT_MS		1000
+#define FOLLOW_WAIT_MIN_MS	50	/* per partition, with many */
 
 void krepctl_consume_usage(FILE *f)
 {
 	fputs("Usage: krepctl consume TOPIC [partition N] [-o beginning|end|OFFSET|-N|s@MS]\n"
-	      "                       [-c COUNT] [-f] [--isolation read_committed|read_uncommitted]\n"
-	      "                       [--format value|full] [max-bytes N] [wait MS]\n"
+	      "                       [-c COUNT] [-e | --follow] [-f FORMAT]\n"
+	      "                       [--isolation read_committed|read_uncommitted]\n"
+	      "                       [--format value|full|FORMAT] [max-bytes N] [wait MS]\n"
 	      "\n"
-	      "Print the records of partition N (default 0) of TOPIC from this\n"
-	      "broker, which must lead it.\n"
+	      "Print the records of every partition of TOPIC, one partition after\n"
+	      "the other, or of partition N only (also -p N), from this broker,\n"
+	      "which must lead them. A partition led elsewhere is named on stderr\n"
+	      "with its leader, and the exit status is then 1.\n"
 	      "\n"
 	      "  -o, --offset WHERE  where to start: beginning (the log start,\n"
 	      "                      default), end (the high watermark), OFFSET,\n"
 	      "                      -N (N before the end) or s@MS (the first record\n"
 	      "                      with a timestamp of at least MS)\n"
-	      "  -c, --count COUNT   stop after COUNT records\n"
-	      "  -f, --follow        wait for new records at the end instead of\n"
-	      "                      stopping (until COUNT records or SIGINT)\n"
+	      "  -c, --count COUNT   stop after COUNT records (of all partitions)\n"
+	      "  -e, --exit          stop at the end of the partitions (the default)\n"
+	      "  --follow            wait for new records at the end instead of\n"
+	      "                      stopping (until COUNT records or SIGINT); -f\n"
+	      "                      without a FORMAT (no %) means --follow too\n"
+	      "  -f FORMAT           print each record as kcat's FORMAT: %t topic,\n"
+	      "                      %p partition, %o offset, %k key, %s value,\n"
+	      "                      %K, %S key and value lengths (-1: null),\n"
+	      "                      %h headers K=V,K=V, %T timestamp (ms), %%;\n"
+	      "                      \\n \\t \\r \\\\ escapes (no newline is added)\n"
 	      "  --isolation LEVEL   read_uncommitted (default: up to the high\n"
 	      "                      watermark) or read_committed (up to the last\n"
 	      "                      stable offset, without aborted transactions)\n"
 	      "  --format FORMAT     value: the value, one a line (default);\n"
 	      "                      full: OFFSET TIMESTAMP KEY VALUE HEADERS,\n"
-	      "                      tab-separated, headers as K=V,K=V\n"
+	      "                      tab-separated, headers as K=V,K=V; or a\n"
+	      "                      FORMAT string as -f's\n"
 	      "  max-bytes N         bytes per fetch (default 65531; at least one\n"
 	      "                      whole batch is returned)\n"
 	      "  wait MS             how long a fetch at the end waits in the kernel\n"
@@ -58,9 +74,12 @@ void krepctl_consume_usage(FILE *f)
 	      "\n"
 	      "Keys and values are printed as they are; a null one prints as\n"
 	      "nothing. With --json each record is one line\n"
-	      "  {\"offset\":N,\"timestamp\":MS,\"key\":STRING|null,\n"
-	      "   \"value\":STRING|null,\"headers\":{KEY:STRING|null,...}}\n"
-	      "where bytes that are not UTF-8 appear as \\u00XX. Control records\n"
+	      "  {\"topic\":TOPIC,\"partition\":P,\"offset\":N,\"timestamp\":MS,\n"
+	      "   \"key\":STRING|null,\"value\":STRING|null,\n"
+	      "   \"headers\":{KEY:STRING|null,...},\"encoding\":\"utf8\"|\"base64\"}\n"
+	      "where key, value and header values are UTF-8 text (\"utf8\"), or,\n"
+	      "when one of them is not valid UTF-8, all of them are base64\n"
+	      "(\"base64\", RFC 4648), so that every byte survives. Control records\n"
 	      "(transaction markers) are not printed.\n", f);
 }
 
@@ -105,6 +124,19 @@ bad:
 			    "consume: offset '%s' is not beginning, end, OFFSET, -N or s@MS",
 			    val);
 	return -EINVAL;
+}
+
+/* -f FORMAT or --format FORMAT with a %: kcat's format string */
+static int format_parse(const char *val, struct krep_consume_args *a)
+{
+	char why[256];
+
+	if (krep_format_check(val, why, sizeof(why)))
+		return krepctl_usage_error(krepctl_consume_usage,
+					   "consume: %s", why);
+	a->format = KREP_FORMAT_STRING;
+	a->fmt = val;
+	return 0;
 }
 
 /* "--opt=value" or "--opt value" / "-o value"; NULL after a usage error. */
@@ -153,8 +185,16 @@ int krep_consume_parse(int argc, char **argv, struct krep_consume_args *a)
 		arg = argv[i];
 		if (is_json_flag(arg)) {
 			a->json = true;
-		} else if (!strcmp(arg, "-f") || !strcmp(arg, "--follow")) {
+		} else if (!strcmp(arg, "--follow")) {
 			a->follow = true;
+		} else if (!strcmp(arg, "-e") || !strcmp(arg, "--exit")) {
+			a->follow = false;
+		} else if (!strcmp(arg, "-f")) {
+			/* kcat's -f FORMAT; -f alone (no %) is --follow */
+			if (i + 1 < argc && strchr(argv[i + 1], '%'))
+				err = format_parse(argv[++i], a);
+			else
+				a->follow = true;
 		} else if (is_opt(arg, "-o", "offset")) {
 			val = opt_value(argc, argv, &i, "-o");
 			err = val ? start_parse(val, a) : -EINVAL;
@@ -187,12 +227,15 @@ int krep_consume_parse(int argc, char **argv, struct krep_consume_args *a)
 				a->format = KREP_FORMAT_VALUE;
 			else if (!strcmp(val, "full"))
 				a->format = KREP_FORMAT_FULL;
+			else if (strchr(val, '%'))
+				err = format_parse(val, a);
 			else
 				err = krepctl_usage_error(krepctl_consume_usage,
-							  "consume: format must be value or full, not '%s'",
+							  "consume: format must be value, full or a format string with %%, not '%s'",
 							  val);
 		} else if (!strcmp(arg, "max-bytes") || !strcmp(arg, "wait") ||
-			   !strcmp(arg, "partition")) {
+			   !strcmp(arg, "partition") || !strcmp(arg, "-p") ||
+			   !strcmp(arg, "--partition")) {
 			if (i + 1 >= argc) {
 				krepctl_usage_error(krepctl_consume_usage,
 						    "consume: '%s' needs a value",
@@ -210,9 +253,10 @@ int krep_consume_parse(int argc, char **argv, struct krep_consume_args *a)
 							"consume", arg, val,
 							&a->wait_ms);
 			} else {
+				a->has_partition = true;
 				err = krepctl_parse_u32(krepctl_consume_usage,
-							"consume", arg, val,
-							&a->partition);
+							"consume", "partition",
+							val, &a->partition);
 			}
 		} else if (!a->topic && arg[0] != '-') {
 			a->topic = arg;
@@ -309,8 +353,9 @@ malformed:
 struct consumer {
 	struct krepctl *ctl;
 	const struct krep_consume_args *a;
-	uint64_t next;		/* the next offset wanted */
-	uint64_t printed;
+	uint32_t partition;	/* the one being read */
+	uint64_t next;		/* the next offset wanted in it */
+	uint64_t printed;	/* records, all partitions */
 	bool warned_compressed;
 };
 
@@ -325,43 +370,81 @@ static void print_raw(const struct krep_bytes *b)
 		fwrite(b->data, 1, b->len, stdout);
 }
 
+/* Are the key, the value and every header value UTF-8? */
+static bool record_utf8(const struct krep_record_view *r)
+{
+	struct krep_header_iter hi;
+	struct krep_header h;
+
+	if ((r->key.len > 0 && !json_utf8_valid(r->key.data, r->key.len)) ||
+	    (r->value.len > 0 && !json_utf8_valid(r->value.data, r->value.len)))
+		return false;
+	krep_header_iter_init(&hi, r);
+	while (krep_header_next(&hi, &h))
+		if (h.value.len > 0 && !json_utf8_valid(h.value.data, h.value.len))
+			return false;
+	return true;
+}
+
+static void json_rec_bytes(struct json *j, const struct krep_bytes *b,
+			   bool b64)
+{
+	if (b->len < 0)
+		json_null(j);
+	else if (b64)
+		json_base64(j, b->data, b->len);
+	else
+		json_bytes(j, b->data, b->len);
+}
+
+static void print_json(struct consumer *c, const struct krep_record_view *r)
+{
+	struct krep_header_iter hi;
+	struct krep_header h;
+	bool b64 = !record_utf8(r);
+	struct json j;
+
+	json_init(&j, stdout);
+	json_obj_begin(&j);
+	json_key(&j, "topic");
+	json_str(&j, c->a->topic);
+	json_key(&j, "partition");
+	json_u64(&j, c->partition);
+	json_key(&j, "offset");
+	json_s64(&j, r->offset);
+	json_key(&j, "timestamp");
+	json_s64(&j, r->timestamp);
+	json_key(&j, "key");
+	json_rec_bytes(&j, &r->key, b64);
+	json_key(&j, "value");
+	json_rec_bytes(&j, &r->value, b64);
+	json_key(&j, "headers");
+	json_obj_begin(&j);
+	krep_header_iter_init(&hi, r);
+	while (krep_header_next(&hi, &h)) {
+		json_key_bytes(&j, h.key.data, h.key.len);
+		json_rec_bytes(&j, &h.value, b64);
+	}
+	json_obj_end(&j);
+	json_key(&j, "encoding");
+	json_str(&j, b64 ? "base64" : "utf8");
+	json_obj_end(&j);
+	putchar('\n');
+}
+
 static void print_record(struct consumer *c, const struct krep_record_view *r)
 {
 	struct krep_header_iter hi;
 	struct krep_header h;
-	struct json j;
 	bool first = true;
 
 	if (c->ctl->json) {
-		json_init(&j, stdout);
-		json_obj_begin(&j);
-		json_key(&j, "offset");
-		json_s64(&j, r->offset);
-		json_key(&j, "timestamp");
-		json_s64(&j, r->timestamp);
-		json_key(&j, "key");
-		if (r->key.len < 0)
-			json_null(&j);
-		else
-			json_bytes(&j, r->key.data, r->key.len);
-		json_key(&j, "value");
-		if (r->value.len < 0)
-			json_null(&j);
-		else
-			json_bytes(&j, r->value.data, r->value.len);
-		json_key(&j, "headers");
-		json_obj_begin(&j);
-		krep_header_iter_init(&hi, r);
-		while (krep_header_next(&hi, &h)) {
-			json_key_bytes(&j, h.key.data, h.key.len);
-			if (h.value.len < 0)
-				json_null(&j);
-			else
-				json_bytes(&j, h.value.data, h.value.len);
-		}
-		json_obj_end(&j);
-		json_obj_end(&j);
-		putchar('\n');
+		print_json(c, r);
+		return;
+	}
+	if (c->a->format == KREP_FORMAT_STRING) {
+		krep_format_print(stdout, c->a->fmt, c->a->topic, c->partition,
+				  r);
 		return;
 	}
 	if (c->a->format == KREP_FORMAT_FULL) {
@@ -442,7 +525,7 @@ static int fetch_once(struct consumer *c, uint32_t wait_ms, bool *end)
 
 	*end = false;
 	msg = krepctl_part_msg(c->ctl->gl.family, KREP_CMD_FETCH, a->topic,
-			       a->partition, 64);
+			       c->partition, 64);
 	if (!msg || nla_put_u64(msg, KREP_A_OFFSET, c->next) ||
 	    nla_put_u32(msg, KREP_A_MAX_BYTES, a->max_bytes) ||
 	    nla_put_u32(msg, KREP_A_MAX_WAIT_MS, wait_ms) ||
@@ -515,20 +598,20 @@ static int start_offset(struct consumer *c, uint64_t *offset)
 		*offset = (uint64_t)a->start_arg;
 		return 0;
 	case KREP_START_BEGINNING:
-		return krepctl_list_offset(c->ctl, a->topic, a->partition,
+		return krepctl_list_offset(c->ctl, a->topic, c->partition,
 					   KREP_TS_EARLIEST, offset, NULL, NULL);
 	case KREP_START_END:
-		return krepctl_list_offset(c->ctl, a->topic, a->partition,
+		return krepctl_list_offset(c->ctl, a->topic, c->partition,
 					   KREP_TS_LATEST, offset, NULL, NULL);
 	case KREP_START_TIME:
-		return krepctl_list_offset(c->ctl, a->topic, a->partition,
+		return krepctl_list_offset(c->ctl, a->topic, c->partition,
 					   a->start_arg, offset, NULL, NULL);
 	case KREP_START_FROM_END:
-		err = krepctl_list_offset(c->ctl, a->topic, a->partition,
+		err = krepctl_list_offset(c->ctl, a->topic, c->partition,
 					  KREP_TS_EARLIEST, &earliest, NULL,
 					  NULL);
 		if (!err)
-			err = krepctl_list_offset(c->ctl, a->topic, a->partition,
+			err = krepctl_list_offset(c->ctl, a->topic, c->partition,
 						  KREP_TS_LATEST, &latest, NULL,
 						  NULL);
 		if (err)
@@ -540,12 +623,44 @@ static int start_offset(struct consumer *c, uint64_t *offset)
 	return -EINVAL;
 }
 
+/* What is known of each partition read. */
+struct part_state {
+	uint32_t partition;
+	uint64_t next;
+	bool skip;		/* not readable here: said so once */
+};
+
+/*
+ * A partition this broker cannot serve (the kernel said
+ * NOT_LEADER_OR_FOLLOWER, already printed with its leader): skip it when
+ * reading every partition, so the others are read.
+ */
+static bool skippable(const struct consumer *c)
+{
+	return !c->a->has_partition && c->ctl->gl.st.ea.has_kerr &&
+	       c->ctl->gl.st.ea.kerr == KREP_KERR_NOT_LEADER_OR_FOLLOWER;
+}
+
+/* Read @ps from its start to its end (no --follow). */
+static int read_to_end(struct consumer *c, struct part_state *ps)
+{
+	bool end = false;
+	int err;
+
+	c->partition = ps->partition;
+	err = start_offset(c, &c->next);
+	while (!err && !done(c) && !stopping && !end)
+		err = fetch_once(c, c->a->has_wait ? c->a->wait_ms : 0, &end);
+	return err;
+}
+
 int krepctl_consume_run(struct krepctl *ctl, int argc, char **argv)
 {
 	struct krep_consume_args a;
 	struct consumer c = { .ctl = ctl, .a = &a };
 	struct sigaction sa = { .sa_handler = on_signal };
-	uint32_t wait_ms;
+	struct part_state *ps = NULL;
+	uint32_t np = 1, i, wait_ms, nskipped = 0;
 	bool end;
 	int err;
 
@@ -559,9 +674,15 @@ int krepctl_consume_run(struct krepctl *ctl, int argc, char **argv)
 	ctl->json |= a.json;
 	if (krepctl_connect(ctl))
 		return KREP_EXIT_ERR;
-	err = start_offset(&c, &c.next);
-	if (err)
+	if (!a.has_partition && krepctl_topic_partitions(ctl, a.topic, &np))
 		return KREP_EXIT_ERR;
+	ps = calloc(np, sizeof(*ps));
+	if (!ps) {
+		fprintf(stderr, "%s: %s\n", krep_prog, strerror(ENOMEM));
+		return KREP_EXIT_ERR;
+	}
+	for (i = 0; i < np; i++)
+		ps[i].partition = a.has_partition ? a.partition : i;
 
 	/*
 	 * SIGINT and SIGTERM end the loop cleanly: a fetch waiting in the
@@ -574,17 +695,50 @@ int krepctl_consume_run(struct krepctl *ctl, int argc, char **argv)
 	sigaddset(&ctl->gl.stop_sigs, SIGINT);
 	sigaddset(&ctl->gl.stop_sigs, SIGTERM);
 	ctl->gl.stop = &stopping;
-	wait_ms = a.has_wait ? a.wait_ms : a.follow ? FOLLOW_WAIT_MS : 0;
-	while (!done(&c) && !stopping) {
-		err = fetch_once(&c, wait_ms, &end);
-		if (err)
-			break;
-		if (a.follow)
-			fflush(stdout);
-		else if (end)
-			break;
+
+	err = 0;
+	if (!a.follow) {
+		for (i = 0; i < np && !done(&c) && !stopping; i++) {
+			err = read_to_end(&c, &ps[i]);
+			if (err && skippable(&c)) {
+				nskipped++;
+				err = 0;
+			}
+			if (err)
+				break;
+		}
+		goto out;
 	}
+
+	/* --follow: every partition's start first, then fetch in turn */
+	for (i = 0; i < np && !err; i++) {
+		c.partition = ps[i].partition;
+		err = start_offset(&c, &ps[i].next);
+		if (err && skippable(&c)) {
+			ps[i].skip = true;
+			nskipped++;
+			err = 0;
+		}
+	}
+	wait_ms = a.has_wait ? a.wait_ms : FOLLOW_WAIT_MS;
+	if (np > 1 && !a.has_wait && wait_ms / np > FOLLOW_WAIT_MIN_MS)
+		wait_ms /= np;
+	else if (np > 1 && !a.has_wait)
+		wait_ms = FOLLOW_WAIT_MIN_MS;
+	while (!err && !done(&c) && !stopping && nskipped < np) {
+		for (i = 0; i < np && !err && !done(&c) && !stopping; i++) {
+			if (ps[i].skip)
+				continue;
+			c.partition = ps[i].partition;
+			c.next = ps[i].next;
+			err = fetch_once(&c, wait_ms, &end);
+			ps[i].next = c.next;
+		}
+		fflush(stdout);
+	}
+out:
+	free(ps);
 	if (err && stopping && err == -EINTR)
 		err = 0;
-	return err ? KREP_EXIT_ERR : KREP_EXIT_OK;
+	return err || nskipped ? KREP_EXIT_ERR : KREP_EXIT_OK;
 }

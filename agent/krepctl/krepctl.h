@@ -92,6 +92,9 @@ int krep_broker_reply_print(struct nl_msg *reply, bool json, FILE *f);
 /* topic.c */
 void krepctl_topic_usage(FILE *f);
 int krepctl_topic_run(struct krepctl *ctl, int argc, char **argv);
+/* The partition count of @topic (TOPIC_GET); a kernel error is printed. */
+int krepctl_topic_partitions(struct krepctl *ctl, const char *topic,
+			     uint32_t *n);
 
 /* "topic create" (topic.c; test_parse.c uses these). */
 
@@ -144,15 +147,23 @@ int krepctl_produce_run(struct krepctl *ctl, int argc, char **argv);
 
 #define KREP_PRODUCE_HEADERS_MAX	64
 
+#define KREP_SEP_MAX	64	/* bytes of a -K or -D separator */
+
 struct krep_produce_args {
 	const char *topic;
+	bool has_partition;	/* else by key: Kafka's murmur2 partitioner */
 	uint32_t partition;
 	bool has_acks;
 	int16_t acks;
 	bool has_timeout;
 	uint32_t timeout_ms;
 	const char *key;	/* for every record, or NULL */
-	const char *key_sep;	/* -K SEP, or NULL */
+	const char *key_sep;	/* -K SEP (escapes decoded), or NULL */
+	size_t key_sep_len;
+	const char *rec_sep;	/* -D SEP (escapes decoded), or NULL: '\n' */
+	size_t rec_sep_len;
+	bool null_empty;	/* -Z: an empty key or value is null */
+	char key_sep_buf[KREP_SEP_MAX + 1], rec_sep_buf[KREP_SEP_MAX + 1];
 	uint32_t batch;		/* records per PRODUCE */
 	bool txn;
 	uint64_t producer_id;
@@ -182,11 +193,14 @@ enum krep_start {
 enum krep_format {
 	KREP_FORMAT_VALUE,
 	KREP_FORMAT_FULL,
+	KREP_FORMAT_STRING,	/* -f FMT: kcat's format string */
 };
 
 struct krep_consume_args {
 	const char *topic;
+	bool has_partition;	/* else every partition of the topic */
 	uint32_t partition;
+	const char *fmt;	/* KREP_FORMAT_STRING */
 	enum krep_start start;
 	int64_t start_arg;	/* offset, n or time */
 	bool has_count;

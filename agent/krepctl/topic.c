@@ -492,6 +492,29 @@ malformed:
 	return -EPROTO;
 }
 
+int krepctl_topic_partitions(struct krepctl *ctl, const char *topic,
+			     uint32_t *n)
+{
+	struct topic_list l = { 0 };
+	struct nl_msg *msg;
+	int err;
+
+	msg = topic_msg(ctl->gl.family, KREP_CMD_TOPIC_GET, 0, topic);
+	if (!msg)
+		return -ENOMEM;
+	err = krepctl_request(ctl, msg, topic_info_get, &l);
+	nlmsg_free(msg);
+	if (!err && (l.n != 1 || !l.v[0].has_partitions || !l.v[0].partitions)) {
+		fprintf(stderr, "%s: TOPIC_GET reply without a partition count\n",
+			krep_prog);
+		err = -EPROTO;
+	}
+	if (!err)
+		*n = l.v[0].partitions;
+	topic_list_free(&l);
+	return err;
+}
+
 static void print_u(FILE *f, const char *key, bool has, uint64_t v)
 {
 	if (has)

@@ -231,3 +231,45 @@ void json_bytes(struct json *j, const void *buf, size_t len)
 	sep(j);
 	json_escape_bytes(j->f, buf, len);
 }
+
+bool json_utf8_valid(const void *buf, size_t len)
+{
+	const unsigned char *s = buf;
+	size_t i = 0, n;
+
+	while (i < len) {
+		n = utf8_len(s + i, len - i);
+		if (!n)
+			return false;
+		i += n;
+	}
+	return true;
+}
+
+void json_base64(struct json *j, const void *buf, size_t len)
+{
+	static const char b64[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *s = buf;
+	uint32_t v;
+	size_t i;
+
+	sep(j);
+	fputc('"', j->f);
+	for (i = 0; i + 2 < len; i += 3) {
+		v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
+		fputc(b64[v >> 18], j->f);
+		fputc(b64[(v >> 12) & 63], j->f);
+		fputc(b64[(v >> 6) & 63], j->f);
+		fputc(b64[v & 63], j->f);
+	}
+	if (len - i == 1) {
+		v = (uint32_t)s[i] << 16;
+		fprintf(j->f, "%c%c==", b64[v >> 18], b64[(v >> 12) & 63]);
+	} else if (len - i == 2) {
+		v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8;
+		fprintf(j->f, "%c%c%c=", b64[v >> 18], b64[(v >> 12) & 63],
+			b64[(v >> 6) & 63]);
+	}
+	fputc('"', j->f);
+}

@@ -36,6 +36,11 @@ void json_null(struct json *j);
 /* Bytes: valid UTF-8 as is, any other byte as \u00XX. */
 void json_bytes(struct json *j, const void *buf, size_t len);
 
+/* Is @buf (@len bytes) well-formed UTF-8 (no overlongs, no surrogates)? */
+bool json_utf8_valid(const void *buf, size_t len);
+/* Bytes as a quoted base64 string (RFC 4648, padded). */
+void json_base64(struct json *j, const void *buf, size_t len);
+
 /* Write @s (@len bytes) as a quoted JSON string to @f. */
 void json_escape(FILE *f, const char *s, size_t len);
 void json_escape_bytes(FILE *f, const void *buf, size_t len);

@@ -25,6 +25,7 @@ static struct nla_policy broker_policy[KREP_A_MAX + 1] = {
 static struct nla_policy peer_policy[KREP_A_PEER_MAX + 1] = {
 	[KREP_A_PEER_ID]	= { .type = NLA_U32 },
 	[KREP_A_PEER_STATE]	= { .type = NLA_U8 },
+	[KREP_A_PEER_EP]	= { .type = NLA_NESTED },
 };
 
 static struct nla_policy topic_policy[KREP_A_MAX + 1] = {
@@ -136,6 +137,8 @@ static int peers_get(struct nlattr *list, struct krep_snap *s)
 		p->id = nla_get_u32(tb[KREP_A_PEER_ID]);
 		p->state = tb[KREP_A_PEER_STATE] ?
 			   nla_get_u8(tb[KREP_A_PEER_STATE]) : -1;
+		p->has_ep = tb[KREP_A_PEER_EP] &&
+			    !krep_ep_get(tb[KREP_A_PEER_EP], &p->ep);
 	}
 	return 0;
 }

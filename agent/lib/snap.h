@@ -32,11 +32,14 @@
 
 #include <linux/krep.h>
 
+#include "ep.h"
 #include "genl.h"
 
 struct krep_snap_peer {
 	uint32_t id;
 	int state;		/* enum krep_peer_state, -1 if absent */
+	bool has_ep;
+	struct krep_ep ep;	/* its replication listener */
 };
 
 struct krep_snap_topic {

@@ -56,7 +56,7 @@ fails() {
 	fi
 }
 
-ktap_plan 49
+ktap_plan 57
 
 krep_mod_unload
 krep_mod_load broker_id=1 || ktap_bail "cannot load $KREP_KO"
@@ -128,7 +128,7 @@ same "consume -o OFFSET -c COUNT" \
 	"record 42 of ten thousand
 record 43 of ten thousand"
 same "consume -o -N: the last N" \
-	"$("$K" consume orders -o -1)" "record 10000 of ten thousand"
+	"$("$K" consume orders partition 0 -o -1)" "record 10000 of ten thousand"
 out=$("$K" consume orders -o end 2>"$TMP/err")
 rc=$?
 same "consume -o end: nothing, exit 0, no error" \
@@ -140,14 +140,45 @@ printf 'k1=v1\nk2=v2\nnokey\n' |
 same "consume --format full: offset, time, key, value, headers" \
 	"$("$K" consume orders partition 1 -o 2 --format full)" \
 	"$(printf '2\t5000\tk1\tv1\th=1,x=y\n3\t5000\tk2\tv2\th=1,x=y\n4\t5000\t\tnokey\th=1,x=y')"
-same "consume --json: one object per record" \
+same "consume --json: one object per record, with topic and partition" \
 	"$("$K" --json consume orders partition 1 -o 3 -c 2)" \
-	'{"offset":3,"timestamp":5000,"key":"k2","value":"v2","headers":{"h":"1","x":"y"}}
-{"offset":4,"timestamp":5000,"key":null,"value":"nokey","headers":{"h":"1","x":"y"}}'
-same "JSON escapes control and non-UTF-8 bytes" \
+	'{"topic":"orders","partition":1,"offset":3,"timestamp":5000,"key":"k2","value":"v2","headers":{"h":"1","x":"y"},"encoding":"utf8"}
+{"topic":"orders","partition":1,"offset":4,"timestamp":5000,"key":null,"value":"nokey","headers":{"h":"1","x":"y"},"encoding":"utf8"}'
+same "JSON: a value that is not UTF-8 comes as base64, every byte kept" \
 	"$(printf 'a\tb\001\377\n' | "$K" produce orders partition 1 >/dev/null;
-	   "$K" --json consume orders partition 1 -o 5 | jq -c .value)" \
-	'"a\tb\u0001ÿ"'
+	   "$K" --json consume orders partition 1 -o 5 |
+	   jq -r '.encoding + " " + .value')" \
+	"base64 $(printf 'a\tb\001\377' | base64)"
+same "JSON: control bytes in UTF-8 stay text" \
+	"$(printf 'c\001d\n' | "$K" produce orders partition 1 >/dev/null;
+	   "$K" --json consume orders partition 1 -o 6 | jq -c '[.encoding, .value]')" \
+	'["utf8","c\u0001d"]'
+
+# --- kcat-like: key partitioning, -K, -D, -Z, -f FORMAT, every partition ---
+# Kafka's murmur2 over 2 partitions: foobar, 21 -> 0; abc, "", lkjh... -> 1
+"$K" topic create keyed partitions 2
+lk=lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8
+same "produce without a partition: each key where Kafka puts it" \
+	"$(printf 'foobar=1\nabc=2\n21=3\n%s=4\n=5\nnokey\n' "$lk" |
+	   "$K" produce keyed -K = batch 10)" \
+	"produced 3 records to keyed-0, offsets 0..2
+produced 3 records to keyed-1, offsets 0..2"
+same "consume -f FORMAT, every partition in turn" \
+	"$("$K" consume keyed -e -f '%t/%p/%o %k=%s (%K)\n')" \
+	"keyed/0/0 foobar=1 (6)
+keyed/0/1 21=3 (2)
+keyed/0/2 =nokey (-1)
+keyed/1/0 abc=2 (3)
+keyed/1/1 $lk=4 (48)
+keyed/1/2 =5 (0)"
+same "produce -D SEP -K '\t' -Z: custom separators, empty means null" \
+	"$(printf 'k\t|\tv|x\ty' | "$K" produce keyed partition 0 -D '|' -K '\t' -Z >/dev/null;
+	   "$K" --json consume keyed partition 0 -o 3 | jq -c '[.key, .value]')" \
+	'["k",null]
+[null,"v"]
+["x","y"]'
+same "consume -c COUNT counts over every partition" \
+	"$("$K" consume keyed -c 8 | wc -l)" "8"
 
 "$K" topic create huge
 seq 1 100000 >"$TMP/h"
@@ -247,6 +278,32 @@ wait $pid
 rc=$?
 same "consume -f prints new records, SIGINT ends it with status 0" \
 	"$rc $(tr '\n' ' ' <"$TMP/follow")" "0 f1 f2 "
+
+# --- NOT_LEADER names the leader ------------------------------------------
+# broker 2 never comes: led-1's preferred leader is broker 2 (epoch 0)
+"$K" broker set peers 2@192.0.2.2:9093
+"$K" topic create led partitions 2 rf 2 config replica_lag_time_max_ms=100
+err=$(echo x | "$K" produce led partition 1 acks 1 2>&1 >/dev/null)
+rc=$?
+if [ "$rc" = 1 ] && [[ $err == *"[NOT_LEADER_OR_FOLLOWER]"*"partition led-1 is led by broker 2 at 192.0.2.2:9093" ]]; then
+	ktap_ok "NOT_LEADER_OR_FOLLOWER names the leader and its address"
+else
+	ktap_diag "exit $rc: $err"
+	ktap_fail "NOT_LEADER_OR_FOLLOWER names the leader and its address"
+fi
+same "the same in the JSON error" \
+	"$(echo x | "$K" --json produce led partition 1 acks 1 2>/dev/null |
+	   jq -c '[.error, .leader, .leader_address]')" \
+	'["NOT_LEADER_OR_FOLLOWER",2,"192.0.2.2:9093"]'
+echo y | "$K" produce led partition 0 acks 1 >/dev/null
+led0_hw() {
+	[ "$("$K" --json topic describe led | jq '.[] | select(.partition == 0) | .hw')" = 1 ]
+}
+krep_wait_for 30 led0_hw || ktap_diag "led-0's HW never reached 1"
+out=$("$K" consume led 2>"$TMP/err")
+rc=$?
+same "consume of every partition: what is led here, the rest named, exit 1" \
+	"$rc $out $(grep -c 'partition led-1 is led by broker 2' "$TMP/err")" "1 y 1"
 
 ktap_check "topic delete" "$K" topic delete orders
 krep_mod_unload

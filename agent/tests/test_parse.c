@@ -1075,6 +1075,20 @@ static void test_produce_parse(void)
 	      !strcmp(a.headers[1].value, "=2") &&
 	      !strcmp(a.headers[2].value, "") && a.json,
 	      "produce with every keyword");
+	CHECK(!produce_p(&a, &err, "produce", "t", NULL) && !a.has_partition &&
+	      !a.rec_sep && !a.null_empty,
+	      "produce without partition: by key, newline-separated");
+	ret = produce_p(&a, &err, "produce", "t", "-p", "2", "-K\\t", "-D",
+			"\\n--\\n", "-Z", NULL);
+	CHECK(!ret && a.has_partition && a.partition == 2 &&
+	      a.key_sep_len == 1 && a.key_sep[0] == '\t' &&
+	      a.rec_sep_len == 4 && !memcmp(a.rec_sep, "\n--\n", 4) &&
+	      a.null_empty, "produce -p N -KSEP -D SEP -Z, escapes decoded");
+	ret = produce_p(&a, &err, "produce", "t", "--key-delimiter=:",
+			"--partition", "1", "-k", "K", NULL);
+	CHECK(!ret && a.key_sep_len == 1 && a.key_sep[0] == ':' &&
+	      a.partition == 1 && !strcmp(a.key, "K"),
+	      "produce --key-delimiter=SEP --partition N -k K");
 	ret = produce_p(&a, &err, "produce", "t", "acks", "0", NULL);
 	CHECK(!ret && a.acks == 0, "acks 0");
 	ret = produce_p(&a, &err, "produce", "t", "acks", "-1", NULL);
@@ -1098,6 +1112,8 @@ static void test_produce_parse(void)
 		{ { "t", "txn", "9223372036854775808:0" }, "producer id" },
 		{ { "t", "header", "novalue" }, "is not K=V" },
 		{ { "t", "-K", "" }, "non-empty separator" },
+		{ { "t", "-D", "\\q" }, "unknown escape" },
+		{ { "t", "-p", "1", "partition", "2" }, "given twice" },
 		{ { "t", "bogus", "1" }, "unknown keyword 'bogus'" },
 		{ { "t", "timestamp", "1e3" }, "is not a number" },
 	};
