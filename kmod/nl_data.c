@@ -72,6 +72,7 @@ const struct nla_policy krep_list_offsets_policy[KREP_A_MAX + 1] = {
 const struct nla_policy krep_delete_records_policy[KREP_A_MAX + 1] = {
 	PART_POLICY,
 	[KREP_A_OFFSET] = { .type = NLA_U64 },
+	[KREP_A_TIMEOUT_MS] = NLA_POLICY_FULL_RANGE(NLA_U32, &wait_range),
 };
 
 static struct netlink_range_validation txn_timeout_range = {
@@ -318,7 +319,10 @@ int krep_nl_delete_records(struct sk_buff *skb, struct genl_info *info)
 		return beyond_any_log(info, info->attrs[KREP_A_OFFSET],
 				      "offset beyond the high watermark");
 	}
-	err = krep_partition_delete_records(p, offset, &st);
+	err = krep_partition_delete_records(p, offset,
+					    info->attrs[KREP_A_TIMEOUT_MS] ?
+					    nla_get_u32(info->attrs[KREP_A_TIMEOUT_MS]) :
+					    KREP_WAIT_MAX_MS, &st);
 	mutex_lock(&p->lock);
 	vals[0] = p->low_watermark;
 	vals[1] = p->log.start_offset;

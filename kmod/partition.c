@@ -305,18 +305,28 @@ static int append_error(int err, struct krep_status *st)
 	}
 }
 
-/* LW: the smallest log start offset over AR (unknown followers count 0) */
+/*
+ * LW: the smallest log start offset over the leader and its live
+ * followers, those that fetched within replica_lag_time_max_ms (Kafka's
+ * lowWatermarkIfLeader counts the replicas on live brokers); a follower
+ * that has not fetched yet counts 0. A waiting DELETE_RECORDS is woken.
+ */
 static void update_low_watermark(struct krep_partition *p)
 {
-	u64 lw = p->log.start_offset;
+	u32 lag = p->topic->config.replica_lag_time_max_ms;
+	u64 lw = p->log.start_offset, now = krep_now_ms();
 	unsigned int i;
 
 	for (i = 0; i < p->nreplicas; i++) {
-		if (i != p->self)
-			lw = min(lw, p->remotes[i].log_start);
+		const struct krep_remote *r = &p->remotes[i];
+
+		if (i != p->self && now - r->last_fetch_ms <= lag)
+			lw = min(lw, r->log_start);
 	}
-	if (lw > p->low_watermark)
-		p->low_watermark = lw;
+	if (lw > p->low_watermark) {
+		WRITE_ONCE(p->low_watermark, lw);
+		wake_up_all(&p->commit_wq);
+	}
 	krep_txn_prune(p);
 }
 
@@ -916,9 +926,17 @@ out:
 	return err;
 }
 
-int krep_partition_delete_records(struct krep_partition *p, u64 offset,
-				  struct krep_status *st)
+/* lockless peek for DELETE_RECORDS' wait; it rechecks under the lock */
+static bool lw_done(const struct krep_partition *p, u64 offset)
 {
+	return READ_ONCE(p->low_watermark) >= offset || READ_ONCE(p->dead) ||
+	       krep_exiting() || READ_ONCE(p->role) != KREP_ROLE_LEADER;
+}
+
+int krep_partition_delete_records(struct krep_partition *p, u64 offset,
+				  u32 timeout_ms, struct krep_status *st)
+{
+	long left = msecs_to_jiffies(timeout_ms);
 	int err;
 
 	mutex_lock(&p->lock);
@@ -937,6 +955,30 @@ int krep_partition_delete_records(struct krep_partition *p, u64 offset,
 	krep_epoch_truncate_start(&p->epochs, p->log.start_offset);
 	update_low_watermark(p);
 	krep_partition_wake(p);
+	/*
+	 * as Kafka's delayed DeleteRecords: answered once LW has reached
+	 * @offset (the live followers learn the log start from their next
+	 * FETCH and report it on the one after), or at the timeout
+	 */
+	while (p->low_watermark < offset) {
+		mutex_unlock(&p->lock);
+		left = wait_event_interruptible_timeout(p->commit_wq,
+							lw_done(p, offset),
+							left);
+		mutex_lock(&p->lock);
+		err = krep_partition_check_leader(p, st);
+		if (err)
+			goto out;
+		update_low_watermark(p);	/* a follower may have died */
+		if (p->low_watermark >= offset)
+			break;
+		if (left <= 0) {
+			err = krep_fail(st, KREP_KERR_REQUEST_TIMED_OUT,
+					-ETIMEDOUT,
+					"timed out waiting for the followers' log start");
+			goto out;
+		}
+	}
 out:
 	mutex_unlock(&p->lock);
 	return err;

@@ -170,7 +170,7 @@ int krep_partition_list_offset(struct krep_partition *p, s64 ts, bool committed,
 			       u64 *offset, s64 *found_ts,
 			       struct krep_status *st);
 int krep_partition_delete_records(struct krep_partition *p, u64 offset,
-				  struct krep_status *st);
+				  u32 timeout_ms, struct krep_status *st);
 int krep_partition_txn(struct krep_partition *p, u64 pid, u16 pepoch, u8 op,
 		       u32 timeout_ms, u64 *offset, struct krep_status *st);
 int krep_partition_check_leader(struct krep_partition *p,

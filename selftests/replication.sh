@@ -53,6 +53,7 @@
 #    shrinks to {1} under it; then NOT_ENOUGH_REPLICAS,
 #    acks=1 appends without moving HW, past retention_bytes; once HW
 #    catches up, retention shrinks the log with no further append.
+#    DELETE_RECORDS waits for LW, over the live followers only.
 # 5. garbage, truncated, oversized, unknown and impostor frames, and a
 #    flood of silent connections, each dropped with a logged reason while
 #    replication (steady) goes on.
@@ -378,7 +379,7 @@ explained() {
 	[ "$n" -gt 0 ]
 }
 
-ktap_plan 40
+ktap_plan 41
 
 # --- set-up ---------------------------------------------------------------
 
@@ -1138,6 +1139,38 @@ else
 	ktap_diag "rejoined=$rj, produce exit $rc: $out"
 	ktap_diag "leader: $lfull"
 	ktap_fail "minisr: links restored, ISR {1,2,3}, HW = LEO again, acks=all completes"
+fi
+
+# DELETE_RECORDS answers once LW (over the leader and its live followers)
+# has reached the offset: with all three live, LW = the new log start at
+# once; with broker 3 cut for longer than LAG, it no longer holds LW back
+delrec() { # OFFSET: "log_start lw" of DELETE_RECORDS on minisr
+	local o
+	o=$(kc "$B1" --json delete-records minisr before "$1" 2>&1) || { echo "$o"; return; }
+	jv "$o" log_start low_watermark
+	echo "${J[log_start]} ${J[low_watermark]}"
+}
+jv "$(describe "$B1" minisr)" hw
+h1=${J[hw]}
+lw1=$(delrec "$h1")
+ip -n "$B3" link set kr0 down
+printf 'm8\nm9\n' | kc "$B1" produce minisr acks 1 >/dev/null 2>&1
+stale3() { # broker 3 has not fetched for longer than LAG
+	describe "$B1" minisr | jq -e --argjson lag "$LAG" \
+		'.[0].remotes[] | select(.id == 3) | .fetch_age_ms > $lag' >/dev/null
+}
+moved() { jv "$(describe "$B1" minisr)" hw; [ "${J[hw]}" = $((h1 + 2)) ]; }
+krep_wait_for 20 stale3 && krep_wait_for 20 moved
+lw2=$(delrec $((h1 + 2)))
+jv "$(describe "$B3" minisr)" log_start
+ls3=${J[log_start]}
+ip -n "$B3" link set kr0 up
+if isnum "$h1" && [ "$lw1" = "$h1 $h1" ] && [ "$lw2" = "$((h1 + 2)) $((h1 + 2))" ] &&
+   [ "$ls3" = "$h1" ]; then
+	ktap_ok "minisr: DELETE_RECORDS answers at LW = $h1 with every follower live, and at $((h1 + 2)) with broker 3 down (its log start $ls3 no longer counts)"
+else
+	ktap_diag "HW $h1; all live: $lw1; broker 3 down: $lw2 (its log start $ls3)"
+	ktap_fail "minisr: DELETE_RECORDS answers at LW with every follower live, and without broker 3 once it is down"
 fi
 
 # --- 5. peers that break the protocol ---------------------------------------

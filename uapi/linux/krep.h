@@ -169,9 +169,15 @@
  *             record below HW matches, while a new leader's HW is below
  *             its epoch's start offset (EARLIEST is always answered)
  * KREP_CMD_DELETE_RECORDS (do)       CAP_NET_ADMIN
- *   request:  KREP_A_TOPIC, KREP_A_PARTITION, KREP_A_OFFSET (<= HW)
+ *   request:  KREP_A_TOPIC, KREP_A_PARTITION, KREP_A_OFFSET (<= HW),
+ *             KREP_A_TIMEOUT_MS (default and max 30000)
+ *   The leader moves its log start, then answers once the low watermark
+ *   (the smallest log start over it and the followers that fetched
+ *   within replica_lag_time_max_ms) has reached the offset, as Kafka's
+ *   delayed DeleteRecords.
  *   reply:    KREP_A_LOW_WATERMARK, KREP_A_LOG_START
- *   errors:   OFFSET_OUT_OF_RANGE (ERANGE) beyond HW
+ *   errors:   OFFSET_OUT_OF_RANGE (ERANGE) beyond HW, REQUEST_TIMED_OUT
+ *             (ETIMEDOUT) when the low watermark did not get there
  * KREP_CMD_TXN         (do)          CAP_NET_ADMIN
  *   request:  KREP_A_TOPIC, KREP_A_PARTITION, KREP_A_PRODUCER_ID,
  *             KREP_A_PRODUCER_EPOCH, KREP_A_TXN_OP, KREP_A_TIMEOUT_MS
