@@ -1,0 +1,142 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Host-only checks of krepd --controller --etcd against a one-member etcd
+# on loopback (Debian's etcd-server; scripts/deps.sh installs it), with
+# brokers that cannot be reached (network namespaces that do not exist),
+# so no module is needed: the etcd options' command lines; two krepds,
+# one active, the other a standby that says who is; the election key, the
+# controller epoch and a broker's state in etcd; the active one killed:
+# the standby takes over within the lease and a round at the next epoch;
+# SIGSTOP past the lease: the stopped one steps down when it runs again;
+# SIGTERM revokes the lease: the other takes over at once. The VM suite
+# selftests/controller_ha.sh does this with a three-member etcd and real
+# brokers. KTAP (selftests/lib.sh).
+#
+# Usage: agent/tests/test_etcd.sh [KREPCTL [KREPD]]
+
+# shellcheck disable=SC2317 # the conditions krep_wait_for polls
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+# shellcheck source=agent/tests/lib.sh
+. "$here/lib.sh"
+
+K=${1:-$KREPCTL}
+D=${2:-$KREPD}
+tmp=$(mktemp -d)
+declare -a PID
+etcd_pid=
+cleanup() {
+	local p
+	for p in "${PID[@]}" $etcd_pid; do
+		kill -CONT "$p" 2>/dev/null
+		kill -9 "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+usage() { # MESSAGE ARGS...: krepd ARGS exits 2 with MESSAGE on stderr
+	local msg=$1 err rc
+
+	shift
+	err=$("$D" "$@" 2>&1 >/dev/null </dev/null)
+	rc=$?
+	[ $rc = 2 ] && [[ $err == *"$msg"* ]]
+	ok $? "krepd ${*} exits 2: $msg"
+	[ $rc = 2 ] || ktap_diag "exit $rc: $err"
+}
+
+B=(--broker "1@netns:krep-test-etcd-none-$$")
+LEASE=2000
+POLL=100
+
+ktap_plan 14
+
+usage "the etcd options need --controller and --etcd" --controller \
+	--etcd-prefix /x "${B[@]}"
+usage "it starts with '/' and does not end with one" --controller \
+	--etcd http://127.0.0.1:1 --etcd-prefix /x/ "${B[@]}"
+
+command -v etcd >/dev/null || ktap_bail "no etcd (scripts/deps.sh installs etcd-server)"
+# a free port pair: the first one nothing listens on
+port=$((20000 + RANDOM % 20000))
+EP=http://127.0.0.1:$port
+etcd --name t --data-dir "$tmp/etcd" --listen-client-urls "$EP" \
+	--advertise-client-urls "$EP" \
+	--listen-peer-urls "http://127.0.0.1:$((port + 1))" \
+	--initial-advertise-peer-urls "http://127.0.0.1:$((port + 1))" \
+	--initial-cluster "t=http://127.0.0.1:$((port + 1))" \
+	--log-level error >"$tmp/etcd.log" 2>&1 &
+etcd_pid=$!
+ectl() { ETCDCTL_API=3 etcdctl --endpoints "$EP" --command-timeout=2s "$@"; }
+krep_wait_for 20 eval 'ectl put /probe x >/dev/null 2>&1' ||
+	ktap_bail "etcd did not start: $(tail -n 3 "$tmp/etcd.log")"
+
+start() { # I
+	"$D" --controller --foreground --etcd "http://127.0.0.1:1,$EP" \
+		--etcd-prefix /krep/t --name "k$1" --socket "$tmp/k$1.sock" \
+		--lease-ms $LEASE --poll-ms $POLL --session-timeout-ms $LEASE \
+		"${B[@]}" >"$tmp/k$1.log" 2>&1 &
+	PID[$1]=$!
+}
+line() { # I: krepd I's controller line
+	local l
+	IFS= read -r l < <("$K" elect --brokers --socket "$tmp/k$1.sock" 2>/dev/null) &&
+		echo "$l"
+}
+active() { [ "$(line "$1" | jq -r .active)" = true ]; }	# I
+names() { [ "$(line "$1" | jq -r .active_name)" = "k$2" ]; }	# I J: I says J is active
+
+start 1
+krep_wait_for 10 active 1
+ok $? "krepd --etcd (the first endpoint unreachable): the only one is elected"
+start 2
+krep_wait_for 10 names 2 1 && ! active 2
+ok $? "a second one is a standby, and says the first is active"
+c=$(ectl get --print-value-only /krep/t/controller)
+[ "$(jq -r .name <<<"$c")" = k1 ] &&
+	[ "$(ectl get --print-value-only /krep/t/controller_epoch)" = 1 ] &&
+	[ "$(ectl get -w json /krep/t/controller | jq -r '.kvs[0].lease')" != null ]
+ok $? "etcd: the election key (k1's, with a lease) and controller epoch 1"
+krep_wait_for 10 eval \
+	'ectl get --print-value-only /krep/t/brokers/state/1 | jq -e ".fenced == true and .version == 1" >/dev/null'
+ok $? "etcd: broker 1's state, fenced once out of reach for the session timeout"
+
+kill -9 "${PID[1]}"
+wait "${PID[1]}" 2>/dev/null
+t0=$(date +%s%N)
+krep_wait_for 10 active 2
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$(line 2 | jq -r .controller_epoch)" = 2 ] && [ "$ms" -le $((LEASE + 1500)) ]
+ok $? "k1 killed: k2 takes over in $ms ms (lease $LEASE ms), at epoch 2"
+grep -q "state from etcd: controller epoch 2, 1 brokers" "$tmp/k2.log"
+ok $? "k2 reads the state from etcd"
+
+start 1
+krep_wait_for 10 names 1 2
+kill -STOP "${PID[2]}"
+krep_wait_for 10 active 1 && [ "$(line 1 | jq -r .controller_epoch)" = 3 ]
+ok $? "k2 stopped past its lease: k1 takes over at epoch 3"
+kill -CONT "${PID[2]}"
+krep_wait_for 10 grep -q "stepped down" "$tmp/k2.log" && ! active 2 &&
+	active 1
+ok $? "k2 runs again: it steps down, k1 stays active"
+[ "$(ectl get --print-value-only /krep/t/controller_epoch)" = 3 ] &&
+	[ "$(ectl get --print-value-only /krep/t/controller | jq -r .name)" = k1 ]
+ok $? "etcd: still k1's key and epoch 3"
+
+kill "${PID[1]}"
+t0=$(date +%s%N)
+wait "${PID[1]}"
+rc=$?
+krep_wait_for 10 active 2
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ $rc = 0 ] && grep -q "resigned" "$tmp/k1.log" && [ "$ms" -lt $LEASE ]
+ok $? "SIGTERM: k1 exits 0 and resigns; k2 takes over in $ms ms, before a lease would run out"
+! ls "$tmp"/*.state >/dev/null 2>&1
+ok $? "no state file is written"
+kill "${PID[2]}"
+wait "${PID[2]}"
+ok $? "SIGTERM: k2 exits 0"
+ktap_finish
