@@ -6,7 +6,7 @@
  *   krep_net.isr_work - one delayed_work per broker that scans every
  *     partition it leads, every replica_lag_time_max_ms / 2 (the shortest
  *     over its replicated topics) and at least every KREP_SCAN_MAX_MS:
- *     ISR expiration, and transactions open past their timeout (txn.c).
+ *     ISR expiration, and transactions open past their timeout (producer.c).
  *     Armed by krep_isr_schedule() when a topic is created and by itself
  *     while topics exist; the gate refuses once the broker is dying;
  *     stopped with cancel_delayed_work_sync() in krep_isr_stop() before
@@ -31,7 +31,7 @@
 #include "partition.h"
 #include "topic.h"
 #include "trace.h"
-#include "txn.h"
+#include "producer.h"
 
 /* the longest wait between two scans: transaction timeouts need them */
 #define KREP_SCAN_MAX_MS	1000

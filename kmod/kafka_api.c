@@ -12,6 +12,8 @@
  *   OffsetForLeaderEpoch 0-3  the end offset of a leader epoch (KIP-101,
  *                        KIP-320: clients check their position after a
  *                        leader change)
+ *   InitProducerId 0-1   a producer id for an idempotent producer (no
+ *                        transactional id: transactions are krepctl's)
  *
  * Each request is parsed whole with one bounded cursor (kproto.c) before
  * anything is done; a request that does not parse exactly, an unknown
@@ -22,6 +24,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/jiffies.h>
+#include <linux/random.h>
 #include <linux/rculist.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
@@ -49,6 +52,7 @@ static const struct {
 	{ KREP_KAPI_LIST_OFFSETS, 1, 5 },
 	{ KREP_KAPI_METADATA, 0, 8 },
 	{ KREP_KAPI_API_VERSIONS, 0, 3 },
+	{ KREP_KAPI_INIT_PRODUCER_ID, 0, 1 },
 	{ KREP_KAPI_OFFSET_FOR_LEADER_EPOCH, 0, 3 },
 };
 
@@ -1068,6 +1072,39 @@ static int offset_for_leader_epoch(struct kreq *q, const char **why)
  *
  * Return: 0, or < 0 to close the connection.
  */
+/* --- InitProducerId --- */
+
+/*
+ * An idempotent producer's id: 63 random bits, so that brokers need not
+ * agree on a counter and a reloaded broker does not hand out an id that
+ * other brokers still keep state for. Epoch 0; the producer's batches
+ * then carry sequences, which every replica checks (producer.c).
+ */
+static int init_producer_id(struct kreq *q, const char **why)
+{
+	struct krep_kresp rs;
+	const char *txn_id;
+	s16 kerr = 0;
+	u16 len;
+
+	txn_id = krep_kr_string(&q->r, &len);
+	krep_kr_i32(&q->r);			/* transaction timeout */
+	if (!krep_kr_done(&q->r)) {
+		*why = "malformed InitProducerId request";
+		return -EPROTO;
+	}
+	if (txn_id) {
+		kerr = KREP_KERR_INVALID_REQUEST;
+		net_info_ratelimited("krep: InitProducerId with a transactional id: transactions are not served to Kafka clients\n");
+	}
+	krep_kresp_begin(&rs, q->corr, false, false);
+	krep_kw_i32(&rs.w, 0);			/* throttle time */
+	krep_kw_i16(&rs.w, kerr);
+	krep_kw_i64(&rs.w, kerr ? -1 : (s64)(get_random_u64() & S64_MAX));
+	krep_kw_i16(&rs.w, kerr ? -1 : 0);
+	return krep_kresp_send(q->c, &rs);
+}
+
 int krep_kafka_handle(struct krep_conn *c, u8 *buf, u32 len,
 		      const char **why)
 {
@@ -1119,6 +1156,9 @@ int krep_kafka_handle(struct krep_conn *c, u8 *buf, u32 len,
 		break;
 	case KREP_KAPI_OFFSET_FOR_LEADER_EPOCH:
 		err = offset_for_leader_epoch(&q, why);
+		break;
+	case KREP_KAPI_INIT_PRODUCER_ID:
+		err = init_producer_id(&q, why);
 		break;
 	default:
 		err = list_offsets(&q, why);

@@ -13,7 +13,7 @@
 #include "partition.h"
 #include "record.h"
 #include "topic.h"
-#include "txn.h"
+#include "producer.h"
 
 #define KREP_FETCH_MAX_BYTES	BIT(20)
 /*

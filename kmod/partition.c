@@ -31,7 +31,7 @@
 #include "replica.h"
 #include "topic.h"
 #include "trace.h"
-#include "txn.h"
+#include "producer.h"
 
 u64 krep_now_ms(void)
 {
@@ -55,7 +55,7 @@ struct krep_partition *krep_partition_new(struct krep_topic *t, u32 index,
 	mutex_init(&p->lock);
 	init_waitqueue_head(&p->waitq);
 	init_waitqueue_head(&p->commit_wq);
-	INIT_LIST_HEAD(&p->txns);
+	INIT_LIST_HEAD(&p->producers);
 	INIT_LIST_HEAD(&p->aborted);
 	krep_log_init(&p->log, &t->kn->mem, t->config.segment_bytes);
 	p->nreplicas = nreplicas;
@@ -91,7 +91,7 @@ void krep_partition_free(struct krep_partition *p)
 		return;
 	krep_log_destroy(&p->log);
 	krep_epoch_destroy(&p->epochs);
-	krep_txn_destroy(p);
+	krep_producer_destroy(p);
 	kfree(p);
 	krep_obj_put(KREP_OBJ_PARTITION);
 }
@@ -327,7 +327,7 @@ static void update_low_watermark(struct krep_partition *p)
 		WRITE_ONCE(p->low_watermark, lw);
 		wake_up_all(&p->commit_wq);
 	}
-	krep_txn_prune(p);
+	krep_producer_prune(p);
 }
 
 /**
@@ -356,7 +356,7 @@ int krep_partition_leader_append(struct krep_partition *p, const u8 *batch,
 		return append_error(err, st);
 	if (!krep_batch_parse(batch, len, &b)) {
 		b.base_offset = *base;
-		krep_txn_batch(p, &b);
+		krep_producer_batch(p, &b);
 	}
 	trace_krep_leo_update(p, p->replicas[p->self], *base, p->log.end_offset);
 	atomic64_add(len, &p->topic->kn->stats.produce_bytes);
@@ -520,9 +520,17 @@ int krep_partition_append(struct krep_partition *p, const u8 *batch, u32 len,
 				"ISR smaller than min_insync_replicas");
 		goto out;
 	}
-	err = krep_txn_check_append(p, &b, st);
-	if (err)
+	err = krep_producer_check(p, &b, res, st);
+	if (err < 0)
 		goto out;
+	if (err) {
+		/* a producer's retry of a batch in the log: its offsets */
+		err = 0;
+		if (acks != -1)
+			goto out;
+		mutex_unlock(&p->lock);
+		return 0;
+	}
 	old_hw = p->hw;
 	err = krep_partition_leader_append(p, batch, len, &res->base, st);
 	if (err)
@@ -1306,7 +1314,7 @@ static void follower_batch_done(const struct krep_batch *b, void *arg)
 	if (b->leader_epoch >= 0 &&
 	    krep_epoch_latest(&p->epochs) < b->leader_epoch)
 		krep_epoch_assign(&p->epochs, b->leader_epoch, b->base_offset);
-	krep_txn_batch(p, b);
+	krep_producer_batch(p, b);
 	trace_krep_leo_update(p, p->replicas[p->self], b->base_offset,
 			      p->log.end_offset);
 }
@@ -1376,7 +1384,7 @@ int krep_partition_follower_apply(struct krep_partition *p, u32 leader_id,
 		krep_log_reset(&p->log, res->log_start);
 		krep_epoch_truncate_end(&p->epochs, 0);
 		WRITE_ONCE(p->hw, min(p->hw, p->log.end_offset));
-		krep_txn_rebuild(p);
+		krep_producer_rebuild(p);
 		goto out;
 	}
 	if (!res->error && res->div_end != KREP_NO_DIVERGENCE) {

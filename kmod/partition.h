@@ -75,7 +75,7 @@ struct krep_partition {
 	u64 hw;
 	u64 lso;
 	u64 low_watermark;
-	struct list_head txns;		/* producer state (txn.c) */
+	struct list_head producers;	/* producer state (producer.c) */
 	struct list_head aborted;	/* aborted transaction index */
 	wait_queue_head_t waitq;	/* fetches waiting for records or HW */
 	wait_queue_head_t commit_wq;	/* acks=all produces waiting for HW */

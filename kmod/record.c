@@ -52,6 +52,7 @@ int krep_batch_parse(const u8 *buf, size_t len, struct krep_batch *b)
 	b->max_ts = get_unaligned_be64(buf + KREP_RB_MAX_TS);
 	b->producer_id = get_unaligned_be64(buf + KREP_RB_PRODUCER_ID);
 	b->producer_epoch = get_unaligned_be16(buf + KREP_RB_PRODUCER_EPOCH);
+	b->base_seq = get_unaligned_be32(buf + KREP_RB_BASE_SEQ);
 	b->count = get_unaligned_be32(buf + KREP_RB_COUNT);
 	b->ctrl_type = -1;
 	if ((b->attributes & KREP_RB_ATTR_CONTROL) && b->len > KREP_RB_HDR_LEN)

@@ -51,6 +51,7 @@ struct krep_batch {
 	s64 max_ts;
 	s64 producer_id;
 	s16 producer_epoch;
+	s32 base_seq;		/* -1: no sequence (not idempotent) */
 	s32 count;
 	s8 ctrl_type;		/* a control batch's KREP_CTRL_*, else -1 */
 };

@@ -24,7 +24,7 @@
 #include "partition.h"
 #include "topic.h"
 #include "trace.h"
-#include "txn.h"
+#include "producer.h"
 
 /* the ISR of @lai as a bitmap of replica indexes; -EINVAL when outside AR */
 static int lai_isr(const struct krep_partition *p, const struct krep_lai *lai,
@@ -165,7 +165,7 @@ int krep_partition_leader_and_isr(struct krep_partition *p,
 	} else {
 		WRITE_ONCE(p->role, KREP_ROLE_FOLLOWER);
 		krep_partition_reset_pending(p);
-		krep_txn_drop_unlogged(p);
+		krep_producer_drop_unlogged(p);
 		*follow = lai->leader;
 	}
 	trace_krep_leader_change(p, old_leader);
@@ -319,7 +319,7 @@ void krep_partition_truncate(struct krep_partition *p, u64 offset,
 	if (p->lso > p->hw)
 		p->lso = p->hw;
 	krep_partition_reset_pending(p);
-	krep_txn_rebuild(p);
+	krep_producer_rebuild(p);
 	trace_krep_truncate(p, p->replicas[p->self], old, leo);
 	pr_info("%s-%u: truncated from %llu to %llu: %s\n", p->topic->name,
 		p->index, old, leo, why);

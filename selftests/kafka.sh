@@ -12,12 +12,16 @@
 #                     each partition's leader, replicas and ISR
 #   kcat -P / -C      1000 records produced (acks=all) through broker 2 to
 #                     partition 0 (led by broker 1) and read back, byte for
-#                     byte, from the beginning to the end
+#                     byte, from the beginning to the end; 100 more
+#                     with enable.idempotence=true, each stored once
 #   kafka-python      keyed records to partition 1 and back (no group)
 #   KafkaJS           records to partition 2, then ListOffsets (admin)
 #   kafka_raw.py      ApiVersions v0/v3/unsupported, unknown and invalid
 #                     topics, NOT_LEADER_OR_FOLLOWER on a follower,
-#                     pipelining, malformed and oversized requests
+#                     InitProducerId and idempotence (a retry answered
+#                     with its offset, sequence gaps and old epochs
+#                     refused), pipelining, malformed and oversized
+#                     requests
 #   a parked Fetch    woken by a produce, not by its 20 s max wait
 #
 # Prints KTAP; leaves the module unloaded.
@@ -41,7 +45,7 @@ tmp=$(mktemp -d)
 krep_cleanup_push rm -rf "$tmp"
 krep_cleanup_push krep_mod_unload
 
-ktap_plan 42
+ktap_plan 49
 
 krep_mod_unload || ktap_bail "krep is loaded and rmmod fails"
 mark=kafka-$$
@@ -133,6 +137,20 @@ ktap_check "broker 3 (a follower) has partition 0's 1000 records" \
 	test "$(kc "$B3" --json topic describe kt |
 		jq '.[] | select(.partition == 0) | .leo')" = 1000
 
+# an idempotent producer (InitProducerId, then sequences): every record
+# once, through broker 3
+seq -f "idem-%g" 1 100 >"$tmp/idem.in"
+if bx 3 kcat -b "$(boot 3)" -P -t kt -p 0 -X enable.idempotence=true \
+	-X linger.ms=5 <"$tmp/idem.in" 2>"$tmp/idem.err" &&
+   ! grep -qi "fatal\|error" "$tmp/idem.err"; then
+	bx 3 kcat -b "$(boot 3)" -C -t kt -p 0 -o 1000 -e -q >"$tmp/idem.out" 2>&1
+	ktap_check "kcat -X enable.idempotence=true: 100 records, each stored once" \
+		cmp "$tmp/idem.in" "$tmp/idem.out"
+else
+	ktap_diag_stdin <"$tmp/idem.err"
+	ktap_fail "kcat -X enable.idempotence=true: 100 records, each stored once"
+fi
+
 # 3. kafka-python: partition 1 (leader 2) through broker 3
 if bx 3 python3 "$here/kafka_python_client.py" "$(boot 3)" kt 1 200 \
 	>"$tmp/kp.out" 2>&1; then
@@ -168,9 +186,9 @@ echo 0 >"$tr/events/krep/krep_kafka_request/enable"
 cat "$tr/trace" >"$tmp/trace"
 relay_results "$tmp/raw.out"
 nraw=$nres
-# kafka_raw.py has 17 checks: one result each, and one for its exit
-ktap_check "kafka_raw.py ran its 17 checks and passed (status $rc)" \
-	test "$nraw" = 17 -a "$rc" = 0
+# kafka_raw.py has 23 checks: one result each, and one for its exit
+ktap_check "kafka_raw.py ran its 23 checks and passed (status $rc)" \
+	test "$nraw" = 23 -a "$rc" = 0
 # ApiVersions v3 answered (correlation 8), the unknown API key refused
 ktap_check "krep_kafka_request traced kafka_raw.py's ApiVersions v3 and its unknown API key" \
 	eval 'grep -q "api=18 v3 correlation=8 bytes=[0-9]* err=0" "$tmp/trace" &&

@@ -152,10 +152,10 @@ def api_versions(addr):
           "ApiVersions v0: correlation id, no error, exact length",
           "corr %d err %d" % (corr, err))
     want = {0: (3, 8), 1: (4, 11), 2: (1, 5), 3: (0, 8), 18: (0, 3),
-            23: (0, 3)}
+            22: (0, 1), 23: (0, 3)}
     check(apis == want, "ApiVersions lists Produce 3-8, Fetch 4-11, "
           "ListOffsets 1-5, Metadata 0-8, ApiVersions 0-3, "
-          "OffsetForLeaderEpoch 0-3", repr(apis))
+          "InitProducerId 0-1, OffsetForLeaderEpoch 0-3", repr(apis))
 
     # v3: flexible body (compact array, tagged fields), header still v0
     body = b"\x0akafka_raw" + b"\x021" + b"\0"
@@ -165,15 +165,15 @@ def api_versions(addr):
     for _ in range(n):
         r.i16(), r.i16(), r.i16(), r.uvarint()
     throttle, tags = r.i32(), r.uvarint()
-    check(corr == 8 and err == 0 and n == 6 and tags == 0 and r.done(),
-          "ApiVersions v3: compact array of 6 APIs and tagged fields",
+    check(corr == 8 and err == 0 and n == 7 and tags == 0 and r.done(),
+          "ApiVersions v3: compact array of 7 APIs and tagged fields",
           "corr %d err %d n %d" % (corr, err, n))
 
     # a version newer than ours: version 0 body with UNSUPPORTED_VERSION
     s.sendall(request(18, 9, 9, b"\0\0\0", flexible=True))
     r = Reader(response(s))
     corr, err, n = r.i32(), r.i16(), r.i32()
-    check(corr == 9 and err == 35 and n == 6,
+    check(corr == 9 and err == 35 and n == 7,
           "ApiVersions v9: UNSUPPORTED_VERSION (35) and the list in v0",
           "corr %d err %d n %d" % (corr, err, n))
     s.close()
@@ -201,7 +201,10 @@ def metadata_unknown(addr):
 
 
 def produce(addr, topic, acks, value, corr):
-    rec = batch(value)
+    return produce_batch(addr, topic, acks, batch(value), corr)
+
+
+def produce_batch(addr, topic, acks, rec, corr):
     body = (string(None) + s16(acks) + s32(10000) + s32(1) + string(topic) +
             s32(1) + s32(0) + s32(len(rec)) + rec)
     s = connect(addr)
@@ -228,6 +231,46 @@ def produce_errors(leader, follower, topic):
     corr, err, base = produce(leader, "no-such-topic", 1, b"x", 23)
     check(err == 3, "Produce to an unknown topic: "
           "UNKNOWN_TOPIC_OR_PARTITION (3)", "err %d" % err)
+
+
+def init_producer_id(addr, txn_id, corr):
+    """InitProducerId v1: (corr, error, producer id, epoch, exact length)."""
+    s = connect(addr)
+    s.sendall(request(22, 1, corr, string(txn_id) + s32(60000)))
+    r = Reader(response(s))
+    rcorr, _, err, pid, epoch = r.i32(), r.i32(), r.i16(), r.i64(), r.i16()
+    s.close()
+    return rcorr, err, pid, epoch, r.done()
+
+
+def idempotence(addr, topic):
+    corr, err, pid, epoch, done = init_producer_id(addr, None, 41)
+    check(corr == 41 and err == 0 and pid >= 0 and epoch == 0 and done,
+          "InitProducerId v1: a producer id, epoch 0",
+          "corr %d err %d pid %d epoch %d" % (corr, err, pid, epoch))
+    _, terr, tpid, _, _ = init_producer_id(addr, "txn-a", 42)
+    check(terr == 42 and tpid == -1, "InitProducerId with a transactional "
+          "id: INVALID_REQUEST (42)", "err %d pid %d" % (terr, tpid))
+    first = batch(b"idem-0", pid, 0, 0)
+    _, e0, b0 = produce_batch(addr, topic, -1, first, 43)
+    _, e1, b1 = produce_batch(addr, topic, -1, first, 44)
+    _, e2, b2 = produce_batch(addr, topic, -1, batch(b"idem-1", pid, 0, 1),
+                              45)
+    check(e0 == 0 and e1 == 0 and b1 == b0 and e2 == 0 and b2 == b0 + 1,
+          "a retried batch (same producer, epoch and sequences) gets its "
+          "first offset back and is not appended again",
+          "offsets %d %d %d errors %d %d %d" % (b0, b1, b2, e0, e1, e2))
+    _, e, _ = produce_batch(addr, topic, -1, batch(b"gap", pid, 0, 5), 46)
+    check(e == 45, "a sequence gap: OUT_OF_ORDER_SEQUENCE_NUMBER (45)",
+          "err %d" % e)
+    _, e, _ = produce_batch(addr, topic, -1, batch(b"e1", pid, 1, 3), 47)
+    check(e == 45, "a new producer epoch not at sequence 0: "
+          "OUT_OF_ORDER_SEQUENCE_NUMBER (45)", "err %d" % e)
+    _, e1, _ = produce_batch(addr, topic, -1, batch(b"e1", pid, 1, 0), 48)
+    _, e0, _ = produce_batch(addr, topic, -1, batch(b"e0", pid, 0, 2), 49)
+    check(e1 == 0 and e0 == 47, "epoch 1 from sequence 0 is taken; epoch 0 "
+          "afterwards: INVALID_PRODUCER_EPOCH (47)",
+          "errors %d %d" % (e1, e0))
 
 
 def epoch_end(addr, topic):
@@ -345,6 +388,7 @@ def main(argv):
     api_versions(addr)
     metadata_unknown(addr)
     produce_errors(addr, follower, topic)
+    idempotence(addr, topic)
     epoch_end(addr, topic)
     pipelined(addr)
     bad_requests(addr)

@@ -65,13 +65,15 @@ def varint(buf, off):
     return (val >> 1) ^ -(val & 1), off
 
 
-def batch(value):
-    """One record, @value with a null key and no header, timestamped now."""
+def batch(value, pid=-1, epoch=-1, seq=-1):
+    """One record, @value with a null key and no header, timestamped now;
+    of producer @pid (epoch, base sequence) when given."""
     ts = int(time.time() * 1000)
     rec = (b"\0" + varlong(0) + varlong(0) + varlong(-1) +
            varlong(len(value)) + value + varlong(0))
     rec = varlong(len(rec)) + rec
-    after_crc = struct.pack(">hiqqqhii", 0, 0, ts, ts, -1, -1, -1, 1) + rec
+    after_crc = struct.pack(">hiqqqhii", 0, 0, ts, ts, pid, epoch, seq,
+                            1) + rec
     crc = crc32c(after_crc)
     head = struct.pack(">qiiBI", 0, 4 + 1 + 4 + len(after_crc), -1, 2, crc)
     return head + after_crc

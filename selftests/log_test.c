@@ -1905,6 +1905,7 @@ TEST_F(log, read_committed)
 	   &self->ack);
 	EXPECT_EQ(5, off);
 	EXPECT_EQ(4, lso);	/* 200's transaction is still open at 4 */
+	t200.seq = 1;		/* its next sequence: seq 0 again is a retry */
 	len = batch_simple(self->buf, sizeof(self->buf), 1, "commit", 1000, &t200);
 	ok(produce(&self->nl, "rc", self->buf, len, -1, NULL, &self->ack),
 	   &self->ack);

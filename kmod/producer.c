@@ -1,14 +1,28 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * krep: producer state (see txn.h).
+ * krep: producer state (see producer.h).
  *
- * One entry per transactional producer seen since the log start. Its
- * transaction opens at its first transactional batch and ends at its
- * commit or abort marker; an abort adds [first offset, marker) of that
- * producer to the aborted index, which read_committed readers skip. The
- * leader also lets a producer open one with TXN BEGIN before any batch:
- * such a transaction is in no log yet, so it lives on the leader only
- * (krep_txn_drop_unlogged() forgets it when the replica stops leading).
+ * One entry per producer id seen since the log start in a transactional
+ * or idempotent batch (one with a base sequence), holding its epoch,
+ * the sequences and offsets of its last KREP_PRODUCER_BATCHES batches,
+ * and its open transaction.
+ *
+ * Idempotence, as Kafka's ProducerStateManager: the leader refuses a
+ * batch of an older producer epoch (INVALID_PRODUCER_EPOCH), answers a
+ * batch whose sequences match one of the last five with that batch's
+ * offsets instead of appending it again (a producer's retry), and
+ * refuses a sequence that does not follow the last one
+ * (OUT_OF_ORDER_SEQUENCE_NUMBER); a new epoch starts at sequence 0; a
+ * producer with no state here (new, or its batches gone with the log
+ * start) may start anywhere.
+ *
+ * Transactions: a transaction opens at the producer's first
+ * transactional batch and ends at its commit or abort marker; an abort
+ * adds [first offset, marker) of that producer to the aborted index,
+ * which read_committed readers skip. The leader also lets a producer
+ * open one with TXN BEGIN before any batch: such a transaction is in no
+ * log yet, so it lives on the leader only (krep_producer_drop_unlogged()
+ * forgets it when the replica stops leading).
  *
  * An abort marker of a producer this replica has not seen since its log
  * start (a follower that started from the leader's log start, or a log
@@ -29,13 +43,24 @@
 #include "record.h"
 #include "topic.h"
 #include "trace.h"
-#include "txn.h"
+#include "producer.h"
 
-/* a transactional producer's state on this partition */
-struct krep_txn {
+/* Kafka's NUM_BATCHES_TO_RETAIN: the retries a producer may have in flight */
+#define KREP_PRODUCER_BATCHES	5
+
+/* one of a producer's last batches, for telling a retry */
+struct krep_seq_batch {
+	s32 first_seq, last_seq;
+	u64 first_offset, last_offset;
+};
+
+/* a producer's state on this partition */
+struct krep_producer {
 	struct list_head node;
 	u64 producer_id;
 	u16 producer_epoch;
+	unsigned int nseq, seq_next;	/* entries of @seq, the next to fill */
+	struct krep_seq_batch seq[KREP_PRODUCER_BATCHES];
 	bool open;
 	s64 first_offset;		/* open: its first batch, -1 for none */
 	u64 last_offset;		/* its last batch or marker */
@@ -51,11 +76,11 @@ struct krep_aborted {
 	u64 last_offset;		/* the abort marker */
 };
 
-static struct krep_txn *find(struct krep_partition *p, u64 pid)
+static struct krep_producer *find(struct krep_partition *p, u64 pid)
 {
-	struct krep_txn *x;
+	struct krep_producer *x;
 
-	list_for_each_entry(x, &p->txns, node) {
+	list_for_each_entry(x, &p->producers, node) {
 		if (x->producer_id == pid)
 			return x;
 	}
@@ -63,21 +88,26 @@ static struct krep_txn *find(struct krep_partition *p, u64 pid)
 }
 
 /* an entry for @pid; GFP_NOFAIL: the batch is in the log already */
-static struct krep_txn *find_or_add(struct krep_partition *p, u64 pid)
+static struct krep_producer *find_or_add(struct krep_partition *p, u64 pid)
 {
-	struct krep_txn *x = find(p, pid);
+	struct krep_producer *x = find(p, pid);
 
 	if (x)
 		return x;
 	x = kzalloc(sizeof(*x), GFP_KERNEL_ACCOUNT | __GFP_NOFAIL);
 	x->producer_id = pid;
 	x->first_offset = -1;
-	list_add_tail(&x->node, &p->txns);
+	list_add_tail(&x->node, &p->producers);
 	return x;
 }
 
-static void txn_open(struct krep_txn *x, u16 epoch, s64 first, u32 timeout_ms)
+static void txn_open(struct krep_producer *x, u16 epoch, s64 first,
+		     u32 timeout_ms)
 {
+	if (x->producer_epoch != epoch) {
+		x->nseq = 0;		/* a new epoch's sequences start over */
+		x->seq_next = 0;
+	}
 	x->open = true;
 	x->producer_epoch = epoch;
 	x->first_offset = first;
@@ -102,31 +132,70 @@ static void add_aborted(struct krep_partition *p, u64 pid, u64 first,
 /* HW, or the first offset of the oldest open transaction below it */
 static u64 lso_target(const struct krep_partition *p)
 {
-	const struct krep_txn *x;
+	const struct krep_producer *x;
 	u64 lso = p->hw;
 
-	list_for_each_entry(x, &p->txns, node) {
+	list_for_each_entry(x, &p->producers, node) {
 		if (x->open && x->first_offset >= 0)
 			lso = min_t(u64, lso, x->first_offset);
 	}
 	return lso;
 }
 
+/* the sequence of @b's last record: sequences wrap from INT32_MAX to 0 */
+static s32 last_seq(const struct krep_batch *b)
+{
+	return ((u32)b->base_seq + (u32)b->last_delta) & S32_MAX;
+}
+
+/* @x's epoch moves to @b's (a new epoch forgets the sequences) */
+static void note_epoch(struct krep_producer *x, const struct krep_batch *b)
+{
+	if (x->producer_epoch != (u16)b->producer_epoch) {
+		x->producer_epoch = b->producer_epoch;
+		x->nseq = 0;
+		x->seq_next = 0;
+	}
+}
+
+static void note_seq(struct krep_producer *x, const struct krep_batch *b)
+{
+	struct krep_seq_batch *sb = &x->seq[x->seq_next];
+
+	if (b->base_seq < 0)
+		return;
+	sb->first_seq = b->base_seq;
+	sb->last_seq = last_seq(b);
+	sb->first_offset = b->base_offset;
+	sb->last_offset = krep_batch_last(b);
+	x->seq_next = (x->seq_next + 1) % KREP_PRODUCER_BATCHES;
+	if (x->nseq < KREP_PRODUCER_BATCHES)
+		x->nseq++;
+}
+
+/* the newest batch of @x's sequence cache; @x->nseq > 0 */
+static const struct krep_seq_batch *newest(const struct krep_producer *x)
+{
+	return &x->seq[(x->seq_next + KREP_PRODUCER_BATCHES - 1) %
+		       KREP_PRODUCER_BATCHES];
+}
+
 /**
- * krep_txn_batch - account a batch this replica appended to its log
+ * krep_producer_batch - account a batch this replica appended to its log
  * @p: the partition
  * @b: the batch, with its offset in the log and, for a control batch,
  *	its type (krep_batch_parse() sets both)
  *
- * Non-transactional batches change nothing.
+ * Batches without a producer id, and those that are neither
+ * transactional nor carry a sequence, change nothing.
  */
-void krep_txn_batch(struct krep_partition *p, const struct krep_batch *b)
+void krep_producer_batch(struct krep_partition *p, const struct krep_batch *b)
 {
-	struct krep_txn *x;
+	struct krep_producer *x;
 
 	lockdep_assert_held(&p->lock);
-	if (!(b->attributes & KREP_RB_ATTR_TRANSACTIONAL) ||
-	    b->producer_id < 0)
+	if (b->producer_id < 0 ||
+	    (!(b->attributes & KREP_RB_ATTR_TRANSACTIONAL) && b->base_seq < 0))
 		return;
 	x = find(p, b->producer_id);
 	if (b->attributes & KREP_RB_ATTR_CONTROL) {
@@ -141,26 +210,31 @@ void krep_txn_batch(struct krep_partition *p, const struct krep_batch *b)
 		if (b->ctrl_type < 0)
 			return;		/* not a marker krep knows */
 		x = find_or_add(p, b->producer_id);
+		note_epoch(x, b);
 		x->open = false;
 		x->first_offset = -1;
 		x->last_offset = b->base_offset;
 		return;
 	}
 	x = find_or_add(p, b->producer_id);
+	note_epoch(x, b);
+	note_seq(x, b);
+	x->last_offset = krep_batch_last(b);
+	if (!(b->attributes & KREP_RB_ATTR_TRANSACTIONAL))
+		return;
 	if (!x->open)
 		txn_open(x, b->producer_epoch, b->base_offset,
 			 KREP_TXN_TIMEOUT_DEFAULT_MS);
 	else if (x->first_offset < 0)
 		x->first_offset = b->base_offset;
-	x->last_offset = krep_batch_last(b);
 }
 
 static void free_all(struct krep_partition *p)
 {
 	struct krep_aborted *a, *atmp;
-	struct krep_txn *x, *xtmp;
+	struct krep_producer *x, *xtmp;
 
-	list_for_each_entry_safe(x, xtmp, &p->txns, node) {
+	list_for_each_entry_safe(x, xtmp, &p->producers, node) {
 		list_del(&x->node);
 		kfree(x);
 	}
@@ -170,7 +244,7 @@ static void free_all(struct krep_partition *p)
 	}
 }
 
-void krep_txn_destroy(struct krep_partition *p)
+void krep_producer_destroy(struct krep_partition *p)
 {
 	free_all(p);
 }
@@ -178,19 +252,19 @@ void krep_txn_destroy(struct krep_partition *p)
 static enum krep_log_verdict rebuild_one(const struct krep_batch *b,
 					 void *arg)
 {
-	krep_txn_batch(arg, b);
+	krep_producer_batch(arg, b);
 	return KREP_LOG_SKIP;
 }
 
 /**
- * krep_txn_rebuild - producer state from the log as it now is
+ * krep_producer_rebuild - producer state from the log as it now is
  * @p: the partition, after a truncation or a reset of its log
  *
  * Walks every batch from the log start (truncations are rare; Kafka
  * reloads a snapshot and replays the log the same way). LSO is
  * recomputed and may move back with the log.
  */
-void krep_txn_rebuild(struct krep_partition *p)
+void krep_producer_rebuild(struct krep_partition *p)
 {
 	lockdep_assert_held(&p->lock);
 	free_all(p);
@@ -206,11 +280,11 @@ void krep_txn_rebuild(struct krep_partition *p)
  * This replica stops leading: transactions opened by TXN BEGIN that wrote
  * nothing are in no log, and the new leader does not know them
  */
-void krep_txn_drop_unlogged(struct krep_partition *p)
+void krep_producer_drop_unlogged(struct krep_partition *p)
 {
-	struct krep_txn *x, *tmp;
+	struct krep_producer *x, *tmp;
 
-	list_for_each_entry_safe(x, tmp, &p->txns, node) {
+	list_for_each_entry_safe(x, tmp, &p->producers, node) {
 		if (x->open && x->first_offset < 0) {
 			list_del(&x->node);
 			kfree(x);
@@ -219,11 +293,11 @@ void krep_txn_drop_unlogged(struct krep_partition *p)
 }
 
 /* entries wholly below the log start offset serve nobody */
-void krep_txn_prune(struct krep_partition *p)
+void krep_producer_prune(struct krep_partition *p)
 {
 	u64 start = p->log.start_offset;
 	struct krep_aborted *a, *atmp;
-	struct krep_txn *x, *xtmp;
+	struct krep_producer *x, *xtmp;
 
 	list_for_each_entry_safe(a, atmp, &p->aborted, node) {
 		if (a->last_offset < start) {
@@ -231,7 +305,7 @@ void krep_txn_prune(struct krep_partition *p)
 			kfree(a);
 		}
 	}
-	list_for_each_entry_safe(x, xtmp, &p->txns, node) {
+	list_for_each_entry_safe(x, xtmp, &p->producers, node) {
 		if (!x->open && x->last_offset < start) {
 			list_del(&x->node);
 			kfree(x);
@@ -254,15 +328,75 @@ bool krep_txn_aborted(const struct krep_partition *p,
 	return false;
 }
 
-/* the leader takes a producer's transactional batch only inside a transaction */
-int krep_txn_check_append(struct krep_partition *p, const struct krep_batch *b,
-			  struct krep_status *st)
+/* a producer's idempotence: 0 append, 1 a retry of @sb, or the refusal */
+static int check_seq(const struct krep_producer *x, const struct krep_batch *b,
+		     const struct krep_seq_batch **sb, struct krep_status *st)
 {
-	struct krep_txn *x;
+	unsigned int i;
+	s32 prev;
 
-	if (!(b->attributes & KREP_RB_ATTR_TRANSACTIONAL))
+	if ((s16)b->producer_epoch < (s16)x->producer_epoch)
+		return krep_fail(st, KREP_KERR_INVALID_PRODUCER_EPOCH, -EINVAL,
+				 "producer epoch older than the producer's last");
+	if (b->base_seq < 0)
+		return 0;
+	if (x->producer_epoch != (u16)b->producer_epoch) {
+		if (b->base_seq == 0)
+			return 0;
+		return krep_fail(st, KREP_KERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
+				 -EINVAL, "a new producer epoch starts at sequence 0");
+	}
+	if (!x->nseq)
+		return 0;
+	for (i = 0; i < x->nseq; i++) {
+		if (x->seq[i].first_seq == b->base_seq &&
+		    x->seq[i].last_seq == last_seq(b)) {
+			*sb = &x->seq[i];
+			return 1;
+		}
+	}
+	prev = newest(x)->last_seq;
+	if (b->base_seq == prev + 1 || (prev == S32_MAX && b->base_seq == 0))
+		return 0;
+	return krep_fail(st, KREP_KERR_OUT_OF_ORDER_SEQUENCE_NUMBER, -EINVAL,
+			 "sequence does not follow the producer's last");
+}
+
+/**
+ * krep_producer_check - may the leader append a producer's batch?
+ * @p: the partition, locked, led by this broker
+ * @b: the batch
+ * @dup: set to the offsets of the batch it repeats, when it does
+ * @st: the refusal
+ *
+ * Return: 0 to append it, 1 for a retry of a batch in the log (answer
+ * with @dup's offsets), or a negative errno: an older producer epoch,
+ * a sequence out of order, or a transactional batch outside an open
+ * transaction.
+ */
+int krep_producer_check(struct krep_partition *p, const struct krep_batch *b,
+			struct krep_append_result *dup, struct krep_status *st)
+{
+	const struct krep_seq_batch *sb = NULL;
+	struct krep_producer *x;
+	int ret = 0;
+
+	lockdep_assert_held(&p->lock);
+	if (b->producer_id < 0)
 		return 0;
 	x = find(p, b->producer_id);
+	if (x)
+		ret = check_seq(x, b, &sb, st);
+	if (ret < 0)
+		return ret;
+	if (ret > 0) {
+		dup->base = sb->first_offset;
+		dup->last = sb->last_offset;
+		dup->count = b->count;
+		return 1;
+	}
+	if (!(b->attributes & KREP_RB_ATTR_TRANSACTIONAL))
+		return 0;
 	if (!x || !x->open)
 		return krep_fail(st, KREP_KERR_INVALID_TXN_STATE, -EINVAL,
 				 "transactional batch outside an open transaction");
@@ -272,7 +406,7 @@ int krep_txn_check_append(struct krep_partition *p, const struct krep_batch *b,
 	return 0;
 }
 
-/* LSO moves forward only, but for a truncation (krep_txn_rebuild()) */
+/* LSO moves forward only, but for a truncation (krep_producer_rebuild()) */
 void krep_partition_update_lso(struct krep_partition *p)
 {
 	u64 lso = lso_target(p);
@@ -284,7 +418,7 @@ void krep_partition_update_lso(struct krep_partition *p)
 }
 
 /* write @x's commit or abort marker as leader */
-static int txn_end(struct krep_partition *p, struct krep_txn *x, bool commit,
+static int txn_end(struct krep_partition *p, struct krep_producer *x, bool commit,
 		   u64 *offset, struct krep_status *st)
 {
 	u8 marker[KREP_CTRL_BATCH_LEN];
@@ -312,13 +446,13 @@ static int txn_end(struct krep_partition *p, struct krep_txn *x, bool commit,
 void krep_txn_expire(struct krep_partition *p, u64 now)
 {
 	struct krep_status st = {};
-	struct krep_txn *x, *tmp;
+	struct krep_producer *x, *tmp;
 	u64 off;
 
 	lockdep_assert_held(&p->lock);
 	if (p->role != KREP_ROLE_LEADER || p->dead)
 		return;
-	list_for_each_entry_safe(x, tmp, &p->txns, node) {
+	list_for_each_entry_safe(x, tmp, &p->producers, node) {
 		if (!x->open || now - x->open_ms <= x->timeout_ms)
 			continue;
 		if (txn_end(p, x, false, &off, &st)) {
@@ -348,7 +482,7 @@ void krep_txn_expire(struct krep_partition *p, u64 now)
 int krep_partition_txn(struct krep_partition *p, u64 pid, u16 pepoch, u8 op,
 		       u32 timeout_ms, u64 *offset, struct krep_status *st)
 {
-	struct krep_txn *x;
+	struct krep_producer *x;
 	int err;
 
 	mutex_lock(&p->lock);
@@ -371,7 +505,7 @@ int krep_partition_txn(struct krep_partition *p, u64 pid, u16 pepoch, u8 op,
 			}
 			x->producer_id = pid;
 			x->last_offset = p->log.end_offset;
-			list_add_tail(&x->node, &p->txns);
+			list_add_tail(&x->node, &p->producers);
 		}
 		txn_open(x, pepoch, -1,
 			 timeout_ms ?: KREP_TXN_TIMEOUT_DEFAULT_MS);

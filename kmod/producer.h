@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * krep: a replica's producer state (docs/design.md §2, LSO and
+ * transactions; Idempotent producers): each producer's epoch and last
+ * sequences, the open transactions and the aborted-transaction index, as Kafka's
+ * ProducerStateManager keeps them. Every replica, leader or follower,
+ * builds it from the batches in its own log as they are appended, so a
+ * new leader has it at once; a truncation rebuilds it from the log.
+ * Callers hold the partition's lock.
+ */
+#ifndef _KREP_PRODUCER_H
+#define _KREP_PRODUCER_H
+
+#include <linux/types.h>
+
+struct krep_append_result;
+struct krep_batch;
+struct krep_partition;
+struct krep_status;
+
+/* the Kafka default of transaction.timeout.ms and the broker's maximum */
+#define KREP_TXN_TIMEOUT_DEFAULT_MS	60000
+#define KREP_TXN_TIMEOUT_MAX_MS		900000
+
+void krep_producer_batch(struct krep_partition *p, const struct krep_batch *b);
+void krep_producer_rebuild(struct krep_partition *p);
+void krep_producer_drop_unlogged(struct krep_partition *p);
+void krep_producer_destroy(struct krep_partition *p);
+void krep_producer_prune(struct krep_partition *p);
+bool krep_txn_aborted(const struct krep_partition *p,
+		      const struct krep_batch *b);
+int krep_producer_check(struct krep_partition *p, const struct krep_batch *b,
+			struct krep_append_result *dup, struct krep_status *st);
+void krep_txn_expire(struct krep_partition *p, u64 now);
+
+#endif /* _KREP_PRODUCER_H */
