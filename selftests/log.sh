@@ -188,13 +188,32 @@ run "consume below the log start: OFFSET_OUT_OF_RANGE" 1 \
 #          timestamp 1700000000000
 # chunk 3: null keys, header n=3              timestamp 4102444800000
 # Values: plain, empty, quotes and backslashes, tabs, UTF-8, bytes that
-# are not UTF-8, 500-byte ones; keys are plain ASCII.
+# are not UTF-8, 500-byte ones; keys are plain ASCII. --json gives a record
+# whose value is not UTF-8 as base64 (key, value and header values).
 
 gen() { # CHUNK FIRST_OFFSET: writes $tmp/in.C, appends to expect.{full,json}
 	LC_ALL=C awk -v c="$1" -v n="$CHUNK" -v base="$2" \
 		-v in_f="$tmp/in.$1" -v full_f="$tmp/expect.full" \
 		-v json_f="$tmp/expect.json" '
+	function b64(s,   out, i, n, a, b, c, v) {
+		out = ""
+		n = length(s)
+		for (i = 1; i <= n; i += 3) {
+			a = ord[substr(s, i, 1)]
+			b = i + 1 <= n ? ord[substr(s, i + 1, 1)] : 0
+			c = i + 2 <= n ? ord[substr(s, i + 2, 1)] : 0
+			v = a * 65536 + b * 256 + c
+			out = out substr(B, int(v / 262144) + 1, 1) \
+			      substr(B, int(v / 4096) % 64 + 1, 1)
+			out = out (i + 1 <= n ? substr(B, int(v / 64) % 64 + 1, 1) : "=")
+			out = out (i + 2 <= n ? substr(B, v % 64 + 1, 1) : "=")
+		}
+		return out
+	}
 	BEGIN {
+		B = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+		for (i = 1; i < 256; i++)
+			ord[sprintf("%c", i)] = i
 		split("1600000000000 1600000000001 1700000000000 4102444800000", tss, " ")
 		ts = tss[c + 1]
 		long = sprintf("%0500d", 0)
@@ -205,6 +224,7 @@ gen() { # CHUNK FIRST_OFFSET: writes $tmp/in.C, appends to expect.{full,json}
 			else if (i % 23 == 0) v = long i
 			else if (i % 17 == 0) v = "\303\274\342\202\254" i
 			jv = v
+			bin = 0
 			if (i % 7 && i % 11 == 0) {
 				v = "q\"\\" i "\\\""
 				jv = "q\\\"\\\\" i "\\\\\\\""
@@ -213,27 +233,32 @@ gen() { # CHUNK FIRST_OFFSET: writes $tmp/in.C, appends to expect.{full,json}
 				jv = "tab\\there" i
 			} else if (i % 7 && i % 19 == 0) {
 				v = "\377raw" i "\377"
-				jv = "\\u00ffraw" i "\\u00ff"
+				jv = b64(v)
+				bin = 1
 			}
 			knull = 0; k = ""; hf = ""; hj = "{}"
 			if (c == 0) {
 				k = "k" i; line = k "|" v
-				hf = "src=a"; hj = "{\"src\":\"a\"}"
+				hf = "src=a"
+				hj = "{\"src\":\"" (bin ? b64("a") : "a") "\"}"
 			} else if (c == 1) {
 				knull = 1; line = v
-				hf = "h1=x,h2="; hj = "{\"h1\":\"x\",\"h2\":\"\"}"
+				hf = "h1=x,h2="
+				hj = "{\"h1\":\"" (bin ? b64("x") : "x") "\",\"h2\":\"\"}"
 			} else if (c == 2) {
 				if (i % 2) { k = "key" i; line = k "=" v }
 				else { k = "fixed"; line = v }
 			} else {
 				knull = 1; line = v
-				hf = "n=3"; hj = "{\"n\":\"3\"}"
+				hf = "n=3"
+				hj = "{\"n\":\"" (bin ? b64("3") : "3") "\"}"
 			}
+			jk = knull ? "null" : "\"" (bin ? b64(k) : k) "\""
 			off = base + i
 			print line > in_f
 			printf "%d\t%s\t%s\t%s\t%s\n", off, ts, k, v, hf >> full_f
-			printf "{\"offset\":%d,\"timestamp\":%s,\"key\":%s,\"value\":\"%s\",\"headers\":%s}\n", \
-				off, ts, knull ? "null" : "\"" k "\"", jv, hj >> json_f
+			printf "{\"topic\":\"big\",\"partition\":0,\"offset\":%d,\"timestamp\":%s,\"key\":%s,\"value\":\"%s\",\"headers\":%s,\"encoding\":\"%s\"}\n", \
+				off, ts, jk, jv, hj, bin ? "base64" : "utf8" >> json_f
 		}
 	}'
 }
@@ -300,7 +325,7 @@ printf '%s\n' a b c | kc produce ts timestamp 1000 batch 10 >/dev/null || ok=0
 printf '%s\n' d e | kc produce ts timestamp 2000 batch 10 >/dev/null || ok=0
 echo f | kc produce ts timestamp 3000 >/dev/null || ok=0
 for q in "1500:3 2000" "3000:5 3000" "3001:6" "earliest:0" "latest:6"; do
-	got=$(kc offsets ts "${q%%:*}")
+	got=$(kc offsets ts partition 0 "${q%%:*}")
 	[ "$got" = "${q#*:}" ] || { ok=0; ktap_diag "offsets ${q%%:*}: '$got', want '${q#*:}'"; }
 done
 got=$(kc consume ts -o s@1001 -c 1 --format full)

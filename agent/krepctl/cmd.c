@@ -9,11 +9,23 @@
 #include <string.h>
 
 #include <linux/krep.h>
+#include <netlink/genl/ctrl.h>
 
 #include "attrs.h"
 #include "json.h"
 #include "krepctl.h"
 #include "snap.h"
+#include "suggest.h"
+
+bool krepctl_json_errors;
+
+/* The command being run ("topic create"), for "Try 'krepctl ... --help'". */
+static char cmd_path[128];
+
+void krepctl_cmd_path_reset(void)
+{
+	cmd_path[0] = '\0';
+}
 
 void krepctl_list_cmds(FILE *f, const struct krepctl_cmd *list)
 {
@@ -27,21 +39,53 @@ bool krepctl_is_help(const char *arg)
 	       !strcmp(arg, "help");
 }
 
-/* Print "krepctl: <message>" and @usage to stderr; returns KREP_EXIT_USAGE. */
+/*
+ * Print "krepctl: <message>" and "Try 'krepctl COMMAND --help'." to
+ * stderr, and with --json the error as an object on stdout; returns
+ * KREP_EXIT_USAGE. @usage_fn is what --help would print (unused: one
+ * line says what is wrong, --help says the rest).
+ */
 int krepctl_usage_error(void (*usage_fn)(FILE *f), const char *fmt, ...)
 {
+	char msg[512], help[160];
+	struct json j;
 	va_list ap;
 
-	fprintf(stderr, "%s: ", krep_prog);
+	(void)usage_fn;
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
-	if (usage_fn) {
-		fputc('\n', stderr);
-		usage_fn(stderr);
-	}
+	snprintf(help, sizeof(help), "%s%s%s --help", krep_prog,
+		 cmd_path[0] ? " " : "", cmd_path);
+	fprintf(stderr, "%s: %s\nTry '%s'.\n", krep_prog, msg, help);
+	if (!krepctl_json_errors)
+		return KREP_EXIT_USAGE;
+	json_init(&j, stdout);
+	json_obj_begin(&j);
+	json_key(&j, "error");
+	json_null(&j);
+	json_key(&j, "code");
+	json_null(&j);
+	json_key(&j, "errno");
+	json_str(&j, "EINVAL");
+	json_key(&j, "message");
+	json_str(&j, msg);
+	json_key(&j, "usage");
+	json_str(&j, help);
+	json_obj_end(&j);
+	fputc('\n', stdout);
 	return KREP_EXIT_USAGE;
+}
+
+const char *krepctl_did_you_mean(const char *word, const char *const *cands,
+				 char *buf, size_t size)
+{
+	const char *s = krep_suggest(word, cands);
+
+	if (!s)
+		return "";
+	snprintf(buf, size, "; did you mean '%s'?", s);
+	return buf;
 }
 
 /*
@@ -54,8 +98,11 @@ int krepctl_dispatch(struct krepctl *ctl, const char *parent,
 		     void (*usage_fn)(FILE *f), int argc, char **argv)
 {
 	char *dflt_argv[] = { (char *)dflt, NULL };
+	const char *names[32], *hint;
 	const struct krepctl_cmd *c;
 	const char *name;
+	char buf[96];
+	size_t n, k = 0;
 
 	if (argc < 2) {
 		if (!dflt)
@@ -70,31 +117,25 @@ int krepctl_dispatch(struct krepctl *ctl, const char *parent,
 		argv++;
 		name = argv[0];
 	}
-	for (c = list; c->name; c++)
-		if (!strcmp(c->name, name))
-			return c->run(ctl, argc, argv);
+	for (c = list; c->name; c++) {
+		if (strcmp(c->name, name))
+			continue;
+		n = strlen(cmd_path);
+		snprintf(cmd_path + n, sizeof(cmd_path) - n, "%s%s",
+			 n ? " " : "", c->name);
+		return c->run(ctl, argc, argv);
+	}
 	if (krepctl_is_help(name)) {
 		usage_fn(stdout);
 		return KREP_EXIT_OK;
 	}
-	return krepctl_usage_error(usage_fn, "%s%sunknown command '%s'",
+	for (c = list; c->name && k < 31; c++)
+		names[k++] = c->name;
+	names[k] = NULL;
+	hint = krepctl_did_you_mean(name, names, buf, sizeof(buf));
+	return krepctl_usage_error(usage_fn, "%s%sunknown command '%s'%s",
 				   parent ? parent : "", parent ? ": " : "",
-				   name);
-}
-
-/*
- * Enter --netns (if given) and open the krep family. Called by commands
- * once their arguments are known to be good. Returns 0 or KREP_EXIT_ERR.
- */
-int krepctl_connect(struct krepctl *ctl)
-{
-	if (ctl->gl.sk)
-		return 0;
-	if (ctl->netns && krep_netns_enter(ctl->netns))
-		return KREP_EXIT_ERR;
-	if (krep_genl_open(&ctl->gl))
-		return KREP_EXIT_ERR;
-	return 0;
+				   name, hint);
 }
 
 /* "ERANGE" for -ERANGE, or the number when glibc has no name for it. */
@@ -110,6 +151,7 @@ static const char *errno_name(int err, char *buf, size_t size)
 
 /* Who leads the partition a NOT_LEADER_OR_FOLLOWER request named. */
 struct leader_hint {
+	bool not_leader;	/* for a NOT_LEADER_OR_FOLLOWER */
 	bool has_leader;
 	uint32_t leader;
 	char addr[64];		/* its replication listener, or "" */
@@ -145,7 +187,7 @@ static void error_json(int32_t kerr, int err, const char *msg, size_t len,
 		json_key(&j, "attribute");
 		json_str(&j, attr);
 	}
-	if (lh && lh->text[0]) {
+	if (lh && lh->text[0] && lh->not_leader) {
 		json_key(&j, "leader");
 		if (lh->has_leader)
 			json_u64(&j, lh->leader);
@@ -156,6 +198,8 @@ static void error_json(int32_t kerr, int err, const char *msg, size_t len,
 			json_str(&j, lh->addr);
 		else
 			json_null(&j);
+	}
+	if (lh && lh->text[0]) {
 		json_key(&j, "hint");
 		json_str(&j, lh->text);
 	}
@@ -200,6 +244,7 @@ static void leader_hint(struct krepctl *ctl, struct nl_msg *req,
 
 	if (!req_partition(req, topic, sizeof(topic), &part))
 		return;
+	lh->not_leader = true;
 	ctl->gl.quiet = true;
 	err = krep_snap_take(&ctl->gl, topic, &s);
 	ctl->gl.quiet = false;
@@ -256,7 +301,8 @@ void krepctl_kernel_error(struct krepctl *ctl, struct nl_msg *req)
 	inside = st.ea.msg >= own && st.ea.msg < own + sizeof(st.msg);
 	if (inside)
 		st.ea.msg = st.msg + (st.ea.msg - own);
-	if (st.ea.has_kerr && st.ea.kerr == KREP_KERR_NOT_LEADER_OR_FOLLOWER)
+	if (req && st.ea.has_kerr &&
+	    st.ea.kerr == KREP_KERR_NOT_LEADER_OR_FOLLOWER)
 		leader_hint(ctl, req, &lh);
 	ctl->gl.st = st;
 	if (inside)
@@ -275,6 +321,20 @@ void krepctl_kernel_error(struct krepctl *ctl, struct nl_msg *req)
 	error_json(st.ea.has_kerr ? st.ea.kerr : KREP_NO_KERR, st.err, msg,
 		   len, krep_extack_attr_path(&st.ea, req, path,
 					      sizeof(path)) ? NULL : path, &lh);
+}
+
+void krepctl_hint_error(struct krepctl *ctl, int err, const char *msg,
+			const char *hint)
+{
+	struct leader_hint lh = { 0 };
+
+	fprintf(stderr, "%s: %s\n%s: hint: %s\n", krep_prog, msg, krep_prog,
+		hint);
+	if (!ctl->json)
+		return;
+	/* a hint without a leader: error_json prints "hint" only */
+	snprintf(lh.text, sizeof(lh.text), "%s", hint);
+	error_json(KREP_NO_KERR, err, msg, strlen(msg), NULL, &lh);
 }
 
 void krepctl_error(struct krepctl *ctl, int32_t kerr, int err,
@@ -390,4 +450,52 @@ bad:
 	krepctl_usage_error(usage_fn, "%s: '%s' is not PRODUCER_ID:EPOCH", cmd,
 			    val);
 	return -EINVAL;
+}
+
+/*
+ * Enter --netns (if given) and open the krep family. Called by commands
+ * once their arguments are known to be good. Returns 0 or KREP_EXIT_ERR.
+ */
+int krepctl_connect(struct krepctl *ctl)
+{
+	int id, err;
+
+	if (ctl->gl.sk)
+		return 0;
+	if (ctl->netns) {
+		err = krep_netns_enter(ctl->netns);
+		if (err) {
+			/* krep_netns_enter() said why on stderr */
+			if (ctl->json)
+				error_json(KREP_NO_KERR, err,
+					   "cannot enter the network namespace",
+					   strlen("cannot enter the network namespace"),
+					   NULL, NULL);
+			return KREP_EXIT_ERR;
+		}
+	}
+	err = krep_genl_connect(&ctl->gl);
+	if (err) {
+		if (ctl->json)
+			error_json(KREP_NO_KERR, err,
+				   "cannot open a generic netlink socket",
+				   strlen("cannot open a generic netlink socket"),
+				   NULL, NULL);
+		return KREP_EXIT_ERR;
+	}
+	id = genl_ctrl_resolve(ctl->gl.sk, KREP_GENL_NAME);
+	if (id >= 0) {
+		ctl->gl.family = id;
+		return 0;
+	}
+	krep_genl_close(&ctl->gl);
+	if (id == -NLE_OBJ_NOTFOUND)
+		krepctl_hint_error(ctl, -ENOENT,
+				   "the krep module is not loaded (no generic netlink family 'krep')",
+				   "load it: modprobe krep, or insmod kmod/krep.ko from the build tree, with its parameters (broker_id=...)");
+	else
+		krepctl_error(ctl, KREP_NO_KERR, -EIO,
+			      "cannot resolve the generic netlink family '%s': %s",
+			      KREP_GENL_NAME, nl_geterror(id));
+	return KREP_EXIT_ERR;
 }

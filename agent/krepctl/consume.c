@@ -261,10 +261,19 @@ int krep_consume_parse(int argc, char **argv, struct krep_consume_args *a)
 		} else if (!a->topic && arg[0] != '-') {
 			a->topic = arg;
 		} else {
+			static const char *const names[] = {
+				"partition", "-p", "--partition", "-o",
+				"--offset", "-c", "--count", "-e", "--exit",
+				"--follow", "-f", "--isolation", "--format",
+				"max-bytes", "wait", "--json", NULL
+			};
+			char buf[96];
+
 			krepctl_usage_error(krepctl_consume_usage,
-					    "consume: unknown %s '%s'",
+					    "consume: unknown %s '%s'%s",
 					    arg[0] == '-' ? "option" : "keyword",
-					    arg);
+					    arg, krepctl_did_you_mean(arg, names, buf,
+								      sizeof(buf)));
 			return -EINVAL;
 		}
 		if (err)

@@ -45,6 +45,8 @@ static const struct krepctl_cmd cmds[] = {
 	  "a live view of the partitions from the krep tracepoints (BPF)" },
 	{ "stats", krepctl_stats_run, krepctl_stats_usage,
 	  "under-replicated, offline partitions, lags and counters" },
+	{ "health", krepctl_health_run, krepctl_health_usage,
+	  "exit 1 if a partition is under-replicated, under min ISR or offline" },
 	{ "elect", krepctl_elect_run, krepctl_elect_usage,
 	  "ask krepd --controller: preferred leaders, its view" },
 	{ "help", help_run, help_usage, "show help for a command" },
@@ -107,6 +109,7 @@ static int help_run(struct krepctl *ctl, int argc, char **argv)
 	for (i = 1; i < argc; i++)
 		args[i] = argv[i];
 	args[argc] = "--help";
+	krepctl_cmd_path_reset();
 	ret = krepctl_dispatch(ctl, NULL, cmds, NULL, usage, argc + 1, args);
 	free(args);
 	return ret;
@@ -125,6 +128,10 @@ int main(int argc, char **argv)
 	int c, ret;
 
 	krep_prog = "krepctl";
+	/* --json anywhere: usage errors come as JSON too */
+	for (c = 1; c < argc; c++)
+		if (!strcmp(argv[c], "--json") || !strcmp(argv[c], "-j"))
+			krepctl_json_errors = true;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:n:jhV", opts, NULL)) != -1) {
 		switch (c) {

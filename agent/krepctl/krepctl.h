@@ -47,8 +47,20 @@ int krepctl_dispatch(struct krepctl *ctl, const char *parent,
 		     void (*usage)(FILE *f), int argc, char **argv);
 void krepctl_list_cmds(FILE *f, const struct krepctl_cmd *cmds);
 bool krepctl_is_help(const char *arg);
+/*
+ * A usage error: "krepctl: <message>" and "Try 'krepctl COMMAND --help'."
+ * on stderr, and when krepctl_json_errors (--json anywhere on the
+ * command line) {"error":null,"code":null,"errno":"EINVAL","message",
+ * "usage"} on stdout. Returns KREP_EXIT_USAGE.
+ */
+extern bool krepctl_json_errors;
 int krepctl_usage_error(void (*usage)(FILE *f), const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* "; did you mean 'X'?" for @word among @cands (NULL-ended) into @buf, or "". */
+const char *krepctl_did_you_mean(const char *word, const char *const *cands,
+				 char *buf, size_t size);
+/* Forget the command path usage errors name (help re-dispatches). */
+void krepctl_cmd_path_reset(void);
 int krepctl_connect(struct krepctl *ctl);
 
 /*
@@ -72,6 +84,9 @@ void krepctl_kernel_error(struct krepctl *ctl, struct nl_msg *req);
 #define KREP_NO_KERR	INT32_MIN
 void krepctl_error(struct krepctl *ctl, int32_t kerr, int err,
 		   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* An error and what to do about it: two lines, or JSON with "hint". */
+void krepctl_hint_error(struct krepctl *ctl, int err, const char *msg,
+			const char *hint);
 /* A request for @cmd on partition @partition of @topic. */
 struct nl_msg *krepctl_part_msg(int family, uint8_t cmd, const char *topic,
 				uint32_t partition, size_t payload);
@@ -230,6 +245,7 @@ int krepctl_txn_run(struct krepctl *ctl, int argc, char **argv);
 
 struct krep_offsets_args {
 	const char *topic;
+	bool has_partition;	/* else every partition */
 	uint32_t partition;
 	int64_t timestamp;	/* KREP_TS_EARLIEST, KREP_TS_LATEST or ms */
 	bool json;

@@ -18,15 +18,20 @@ void krepctl_offsets_usage(FILE *f)
 {
 	fputs("Usage: krepctl offsets TOPIC [partition N] [earliest|latest|TIME_MS]\n"
 	      "\n"
-	      "Look up an offset of partition N (default 0) of TOPIC:\n"
+	      "Look up an offset of partition N of TOPIC, or of every partition\n"
+	      "of TOPIC when no partition is given:\n"
 	      "  earliest  the log start offset\n"
 	      "  latest    the high watermark (default)\n"
 	      "  TIME_MS   the first offset whose record has a timestamp of at\n"
 	      "            least TIME_MS (ms since the epoch); the high watermark\n"
 	      "            when there is none\n"
-	      "Prints the offset, and after a space the timestamp the kernel\n"
-	      "found (TIME_MS lookups only). With --json\n"
-	      "{\"offset\":N,\"timestamp\":MS|null}.\n", f);
+	      "For partition N it prints the offset, and after a space the\n"
+	      "timestamp the kernel found (TIME_MS lookups only); with --json\n"
+	      "{\"offset\":N,\"timestamp\":MS|null}. For every partition, one\n"
+	      "line each, TOPIC PARTITION OFFSET [TIMESTAMP], or with --json an\n"
+	      "array of {\"topic\",\"partition\",\"offset\",\"timestamp\"}; a\n"
+	      "partition this broker does not lead is named on stderr with its\n"
+	      "leader, left out, and the exit status is then 1.\n", f);
 }
 
 void krepctl_delete_records_usage(FILE *f)
@@ -62,12 +67,13 @@ static bool is_json_flag(const char *s)
 
 /*
  * Parse "TOPIC [partition N]" and the arguments @other accepts, for
- * @cmd. @other returns 1 when it took argv[*i] (and maybe more), 0 when
- * it does not know it, or -errno after a usage error.
+ * @cmd; @has_partition (may be NULL) says whether N was given. @other
+ * returns 1 when it took argv[*i] (and maybe more), 0 when it does not
+ * know it, or -errno after a usage error.
  */
 static int part_args_parse(int argc, char **argv, const char *cmd,
 			   void (*usage_fn)(FILE *f), const char **topic,
-			   uint32_t *partition, bool *json,
+			   bool *has_partition, uint32_t *partition, bool *json,
 			   int (*other)(int argc, char **argv, int *i, void *arg),
 			   void *arg)
 {
@@ -122,6 +128,8 @@ static int part_args_parse(int argc, char **argv, const char *cmd,
 		krepctl_usage_error(usage_fn, "%s: missing topic", cmd);
 		return -EINVAL;
 	}
+	if (has_partition)
+		*has_partition = has_part;
 	return 0;
 }
 
@@ -230,8 +238,57 @@ int krep_offsets_parse(int argc, char **argv, struct krep_offsets_args *a)
 	memset(a, 0, sizeof(*a));
 	a->timestamp = KREP_TS_LATEST;
 	return part_args_parse(argc, argv, "offsets", krepctl_offsets_usage,
-			       &a->topic, &a->partition, &a->json,
-			       offsets_other, &op);
+			       &a->topic, &a->has_partition, &a->partition,
+			       &a->json, offsets_other, &op);
+}
+
+/* Every partition of a.topic: a line (or an array element) each. */
+static int offsets_all(struct krepctl *ctl, const struct krep_offsets_args *a)
+{
+	uint32_t np, i, failed = 0;
+	bool has_ts = false;
+	uint64_t offset;
+	int64_t ts = 0;
+	struct json j;
+
+	if (krepctl_topic_partitions(ctl, a->topic, &np))
+		return KREP_EXIT_ERR;
+	if (ctl->json) {
+		json_init(&j, stdout);
+		json_arr_begin(&j);
+	}
+	for (i = 0; i < np; i++) {
+		if (krepctl_list_offset(ctl, a->topic, i, a->timestamp, &offset,
+					&has_ts, &ts)) {
+			failed++;
+			continue;
+		}
+		if (!ctl->json) {
+			printf("%s %u %" PRIu64, a->topic, i, offset);
+			if (has_ts)
+				printf(" %" PRId64, ts);
+			putchar('\n');
+			continue;
+		}
+		json_obj_begin(&j);
+		json_key(&j, "topic");
+		json_str(&j, a->topic);
+		json_key(&j, "partition");
+		json_u64(&j, i);
+		json_key(&j, "offset");
+		json_u64(&j, offset);
+		json_key(&j, "timestamp");
+		if (has_ts)
+			json_s64(&j, ts);
+		else
+			json_null(&j);
+		json_obj_end(&j);
+	}
+	if (ctl->json) {
+		json_arr_end(&j);
+		putchar('\n');
+	}
+	return failed ? KREP_EXIT_ERR : KREP_EXIT_OK;
 }
 
 int krepctl_offsets_run(struct krepctl *ctl, int argc, char **argv)
@@ -253,6 +310,8 @@ int krepctl_offsets_run(struct krepctl *ctl, int argc, char **argv)
 	ctl->json |= a.json;
 	if (krepctl_connect(ctl))
 		return KREP_EXIT_ERR;
+	if (!a.has_partition)
+		return offsets_all(ctl, &a);
 	err = krepctl_list_offset(ctl, a.topic, a.partition, a.timestamp,
 				  &offset, &has_ts, &ts);
 	if (err)
@@ -319,7 +378,7 @@ int krep_delete_records_parse(int argc, char **argv,
 
 	memset(a, 0, sizeof(*a));
 	err = part_args_parse(argc, argv, "delete-records",
-			      krepctl_delete_records_usage, &a->topic,
+			      krepctl_delete_records_usage, &a->topic, NULL,
 			      &a->partition, &a->json, delete_other, &dp);
 	if (!err && !dp.given) {
 		krepctl_usage_error(krepctl_delete_records_usage,
@@ -472,7 +531,7 @@ int krep_txn_parse(int argc, char **argv, struct krep_txn_args *a)
 
 	memset(a, 0, sizeof(*a));
 	err = part_args_parse(argc, argv, "txn", krepctl_txn_usage, &a->topic,
-			      &a->partition, &a->json, txn_other, &tp);
+			      NULL, &a->partition, &a->json, txn_other, &tp);
 	if (err)
 		return err;
 	if (!tp.has_producer) {

@@ -121,6 +121,27 @@ static int keyword(const char *arg, const char **inline_val)
 	return -1;
 }
 
+/* "; did you mean 'X'?" among the keywords and options, or "" */
+static const char *suggest(const char *word)
+{
+	static const char *names[3 * KW_N + 5];
+	static char buf[96];
+	size_t n = 0;
+	int k;
+
+	for (k = 0; k < KW_N; k++) {
+		names[n++] = keywords[k].name;
+		if (keywords[k].alias)
+			names[n++] = keywords[k].alias;
+		names[n++] = keywords[k].lng;
+	}
+	names[n++] = "-Z";
+	names[n++] = "--null";
+	names[n++] = "--json";
+	names[n] = NULL;
+	return krepctl_did_you_mean(word, names, buf, sizeof(buf));
+}
+
 /* -K or -D's SEP, escapes decoded into @buf; a usage error otherwise. */
 static int sep_parse(const char *kw, const char *val, char *buf,
 		     const char **sep, size_t *len)
@@ -178,8 +199,9 @@ int krep_produce_parse(int argc, char **argv, struct krep_produce_args *a)
 		}
 		if (k < 0) {
 			krepctl_usage_error(krepctl_produce_usage,
-					    "produce: unknown %s '%s'",
-					    kw[0] == '-' ? "option" : "keyword", kw);
+					    "produce: unknown %s '%s'%s",
+					    kw[0] == '-' ? "option" : "keyword", kw,
+					    suggest(kw));
 			return -EINVAL;
 		}
 		if (!val && i + 1 >= argc) {

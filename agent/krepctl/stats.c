@@ -17,7 +17,7 @@
 
 void krepctl_stats_usage(FILE *f)
 {
-	fputs("Usage: krepctl [--json] stats [TOPIC]\n"
+	fputs("Usage: krepctl [--json] stats [TOPIC] [--check]\n"
 	      "\n"
 	      "The health of this network namespace's broker (of topic TOPIC's\n"
 	      "partitions only, if given), from one BROKER_GET and the TOPIC_GET\n"
@@ -59,7 +59,10 @@ void krepctl_stats_usage(FILE *f)
 	      "\"role\",\"leader\",\"partition_epoch\",\"isr_size\",\"replicas\",\n"
 	      "\"min_isr\",\"under_replicated\",\"under_min_isr\",\"at_min_isr\",\n"
 	      "\"offline\",\"hw_lag\",\"lso_lag\",\"max_follower_lag_offsets\",\n"
-	      "\"max_follower_lag_ms\"}]} (null where unknown or not a leader).\n",
+	      "\"max_follower_lag_ms\"}]} (null where unknown or not a leader).\n"
+	      "\n"
+	      "--check: exit 1 when a partition is under-replicated, under min\n"
+	      "ISR or offline (as 'krepctl health' does), else 0.\n",
 	      f);
 }
 
@@ -299,6 +302,7 @@ static void stats_print(FILE *f, const struct krep_snap *s)
 int krepctl_stats_run(struct krepctl *ctl, int argc, char **argv)
 {
 	const char *topic = NULL;
+	bool check = false, bad;
 	struct krep_snap s;
 	int i, err;
 
@@ -309,6 +313,10 @@ int krepctl_stats_run(struct krepctl *ctl, int argc, char **argv)
 		}
 		if (!strcmp(argv[i], "-j") || !strcmp(argv[i], "--json")) {
 			ctl->json = true;
+			continue;
+		}
+		if (!strcmp(argv[i], "--check")) {
+			check = true;
 			continue;
 		}
 		if (argv[i][0] == '-' || topic)
@@ -331,6 +339,7 @@ int krepctl_stats_run(struct krepctl *ctl, int argc, char **argv)
 		stats_json(stdout, &s);
 	else
 		stats_print(stdout, &s);
+	bad = check && krepctl_snap_unhealthy(&s);
 	krep_snap_free(&s);
-	return KREP_EXIT_OK;
+	return bad ? KREP_EXIT_ERR : KREP_EXIT_OK;
 }

@@ -15,6 +15,7 @@
 #include "ctlsock.h"
 #include "json.h"
 #include "krepctl.h"
+#include "snap.h"
 
 static void create_usage(FILE *f)
 {
@@ -80,10 +81,16 @@ static void list_usage(FILE *f)
 
 static void describe_usage(FILE *f)
 {
-	fputs("Usage: krepctl [--json] topic describe [NAME]\n"
+	fputs("Usage: krepctl [--json] topic describe [NAME] [--under-replicated]\n"
+	      "                [--under-min-isr] [--at-min-isr] [--unavailable]\n"
 	      "\n"
 	      "Show this broker's replica of every partition (of topic NAME), one\n"
-	      "a line:\n"
+	      "a line. With filters (Kafka's), only the partitions that match one\n"
+	      "of them: --under-replicated (ISR smaller than the replicas),\n"
+	      "--under-min-isr (ISR below min(min_insync_replicas, replicas):\n"
+	      "acks=all fails), --at-min-isr (ISR at it: one more loss and acks=all\n"
+	      "fails), --unavailable (offline here, no leader, or a leader this\n"
+	      "broker sees down), as 'krepctl stats' counts them:\n"
 	      "  TOPIC PARTITION leader=ID epoch=N role=leader|follower|offline\n"
 	      "  replicas=ID,... isr=ID,... leo=N hw=N lso=N log_start=N lw=N\n"
 	      "  bytes=N partition_epoch=N epochs=EPOCH@START,... [pending_isr=ID,...]\n"
@@ -124,7 +131,8 @@ void krepctl_topic_usage(FILE *f)
 	      "                              [config KEY=VAL[,...]] [--controller]\n"
 	      "       krepctl topic delete NAME [--controller]\n"
 	      "       krepctl [--json] topic [list]\n"
-	      "       krepctl [--json] topic describe [NAME]\n"
+	      "       krepctl [--json] topic describe [NAME] [--under-replicated]\n"
+	      "               [--under-min-isr] [--at-min-isr] [--unavailable]\n"
 	      "\n"
 	      "Commands:\n", f);
 	krepctl_list_cmds(f, topic_cmds);
@@ -176,8 +184,16 @@ int krep_topic_create_parse(int argc, char **argv,
 		}
 		if (strcmp(kw, "partitions") && strcmp(kw, "replication-factor") &&
 		    strcmp(kw, "rf") && strcmp(kw, "config")) {
+			static const char *const names[] = {
+				"partitions", "replication-factor", "rf",
+				"config", "--controller", "--socket", NULL
+			};
+			char buf[96];
+
 			krepctl_usage_error(create_usage,
-					    "topic create: unknown keyword '%s'", kw);
+					    "topic create: unknown keyword '%s'%s",
+					    kw, krepctl_did_you_mean(kw, names, buf,
+								     sizeof(buf)));
 			return -EINVAL;
 		}
 		if (i + 1 >= argc) {
@@ -1112,14 +1128,128 @@ int krep_partition_reply_print(struct nl_msg *reply, bool json, FILE *f)
 	return err;
 }
 
+/* topic describe's filters, Kafka's names */
+enum {
+	F_UNDER_REPLICATED	= 1 << 0,
+	F_UNDER_MIN_ISR		= 1 << 1,
+	F_AT_MIN_ISR		= 1 << 2,
+	F_UNAVAILABLE		= 1 << 3,
+};
+
+static const struct {
+	const char *opt;
+	unsigned int flag;
+} describe_filters[] = {
+	{ "--under-replicated", F_UNDER_REPLICATED },
+	{ "--under-replicated-partitions", F_UNDER_REPLICATED },
+	{ "--under-min-isr", F_UNDER_MIN_ISR },
+	{ "--under-min-isr-partitions", F_UNDER_MIN_ISR },
+	{ "--at-min-isr", F_AT_MIN_ISR },
+	{ "--at-min-isr-partitions", F_AT_MIN_ISR },
+	{ "--unavailable", F_UNAVAILABLE },
+	{ "--unavailable-partitions", F_UNAVAILABLE },
+};
+
+/* Take describe's filter options out of @argv; -EINVAL after a usage error. */
+static int filters_take(int *argc, char **argv, unsigned int *filters)
+{
+	int i, n = 1;
+	size_t k;
+
+	*filters = 0;
+	for (i = 1; i < *argc; i++) {
+		for (k = 0; k < sizeof(describe_filters) / sizeof(describe_filters[0]); k++)
+			if (!strcmp(argv[i], describe_filters[k].opt))
+				break;
+		if (k < sizeof(describe_filters) / sizeof(describe_filters[0])) {
+			*filters |= describe_filters[k].flag;
+			continue;
+		}
+		if (argv[i][0] == '-' && argv[i][1] == '-' &&
+		    strcmp(argv[i], "--json") && strcmp(argv[i], "--help")) {
+			krepctl_usage_error(describe_usage,
+					    "topic describe: unknown option '%s'",
+					    argv[i]);
+			return -EINVAL;
+		}
+		argv[n++] = argv[i];
+	}
+	*argc = n;
+	return 0;
+}
+
+/* Does partition @p match one of @filters, by the health snap.c gives it? */
+static bool part_matches(const struct krep_snap *s, const struct part_info *p,
+			 unsigned int filters)
+{
+	struct krep_part_health h;
+	size_t i;
+
+	for (i = 0; i < s->nparts; i++) {
+		if (strcmp(s->parts[i].topic, p->topic) ||
+		    s->parts[i].partition != p->partition)
+			continue;
+		krep_part_health(s, &s->parts[i], &h);
+		return ((filters & F_UNDER_REPLICATED) && h.under_replicated) ||
+		       ((filters & F_UNDER_MIN_ISR) && h.under_min_isr) ||
+		       ((filters & F_AT_MIN_ISR) && h.at_min_isr) ||
+		       ((filters & F_UNAVAILABLE) && h.offline);
+	}
+	return false;
+}
+
+/* Keep in @l the partitions that match @filters. */
+static int parts_filter(struct krepctl *ctl, const char *name,
+			struct part_list *l, unsigned int filters)
+{
+	struct part_list keep = { 0 };
+	struct krep_snap s;
+	size_t i;
+	int err;
+
+	ctl->gl.quiet = true;
+	err = krep_snap_take(&ctl->gl, name, &s);
+	ctl->gl.quiet = false;
+	if (err) {
+		if (ctl->gl.st.err)
+			krepctl_kernel_error(ctl, NULL);
+		return err;
+	}
+	keep.v = calloc(l->n ? l->n : 1, sizeof(*keep.v));
+	if (!keep.v) {
+		krep_snap_free(&s);
+		return -ENOMEM;
+	}
+	keep.cap = l->n;
+	for (i = 0; i < l->n; i++) {
+		if (part_matches(&s, &l->v[i], filters)) {
+			keep.v[keep.n++] = l->v[i];
+			continue;
+		}
+		free(l->v[i].topic);
+		free(l->v[i].replicas.v);
+		free(l->v[i].isr.v);
+		free(l->v[i].pending.v);
+		free(l->v[i].epochs);
+		free(l->v[i].remotes);
+	}
+	free(l->v);
+	*l = keep;
+	krep_snap_free(&s);
+	return 0;
+}
+
 static int describe_run(struct krepctl *ctl, int argc, char **argv)
 {
 	struct part_list l = { 0 };
 	struct topic_list tl = { 0 };
+	unsigned int filters;
 	struct nl_msg *msg;
 	const char *name;
 	int err;
 
+	if (filters_take(&argc, argv, &filters))
+		return KREP_EXIT_USAGE;
 	err = name_parse(argc, argv, "topic describe", false, describe_usage,
 			 &name, &ctl->json);
 	if (err > 0) {
@@ -1147,6 +1277,8 @@ static int describe_run(struct krepctl *ctl, int argc, char **argv)
 		nlmsg_free(msg);
 		topic_list_free(&tl);
 	}
+	if (!err && filters)
+		err = parts_filter(ctl, name, &l, filters);
 	if (!err)
 		parts_print(stdout, &l, ctl->json);
 out:

@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Host-only checks of krepctl's command line: every command's --help exits
-# 0 and prints its usage on stdout; bad command lines exit 2 with a usage
-# message on stderr, before any contact with the kernel (so no module is
-# needed). Output is KTAP (selftests/lib.sh); the exit status is 1 if any
+# 0 and prints its usage on stdout; bad command lines exit 2 with a
+# one-line usage error and "Try 'krepctl COMMAND --help'." on stderr
+# (a did-you-mean for a near miss; JSON on stdout with --json), before any
+# contact with the kernel; and, as the host has no krep module, that
+# krepctl says so with a hint to load it. Output is KTAP (selftests/lib.sh); the exit status is 1 if any
 # check failed.
 #
 # Usage: agent/tests/test_cli.sh [PATH-TO-KREPCTL]
@@ -15,7 +17,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 
 K=${1:-$KREPCTL}
 
-# usage MESSAGE ARGS...: exits 2, MESSAGE and "Usage:" on stderr, no stdout
+# usage MESSAGE ARGS...: exits 2 with two lines on stderr, MESSAGE and
+# "Try 'krepctl ... --help'.", no stdout
 usage() {
 	local msg=$1 out err rc
 
@@ -23,9 +26,23 @@ usage() {
 	err=$("$K" "$@" 2>&1 >/dev/null </dev/null)
 	rc=$?
 	out=$("$K" "$@" 2>/dev/null </dev/null)
-	[ $rc = 2 ] && [[ $err == *"$msg"* ]] && [[ $err == *Usage:* ]] &&
-		[ -z "$out" ]
+	[ $rc = 2 ] && [[ $err == *"$msg"* ]] &&
+		[[ $(tail -n1 <<<"$err") == "Try 'krepctl"*" --help'." ]] &&
+		[ "$(wc -l <<<"$err")" = 2 ] && [ -z "$out" ]
 	ok $? "krepctl $* exits 2: $msg"
+}
+
+# exact DESC WANT_STATUS WANT_STDERR WANT_STDOUT ARGS...
+exact() {
+	local desc=$1 rc_want=$2 err_want=$3 out_want=$4 out err rc
+
+	shift 4
+	err=$("$K" "$@" 2>&1 >/dev/null </dev/null)
+	rc=$?
+	out=$("$K" "$@" 2>/dev/null </dev/null)
+	[ "$rc" = "$rc_want" ] && [ "$err" = "$err_want" ] &&
+		[ "$out" = "$out_want" ]
+	ok $? "$desc" || { ktap_diag "exit $rc"; ktap_diag "stderr: $err"; ktap_diag "stdout: $out"; }
 }
 
 # README.md's "krepctl command reference" has a synopsis line for every
@@ -35,7 +52,7 @@ readme=$KREP_ROOT/README.md
 ref=$(sed -n '/^## krepctl command reference$/,/^## /p' "$readme" 2>/dev/null)
 cmds=$("$K" help 2>/dev/null | sed -n '/^Commands:$/,/^$/s/^  \([a-z][a-z-]*\) .*/\1/p')
 
-ktap_plan $((47 + $(wc -w <<<"$cmds")))
+ktap_plan $((57 + $(wc -w <<<"$cmds")))
 
 help "$K"
 help "$K" broker
@@ -49,6 +66,7 @@ help "$K" consume
 help "$K" offsets
 help "$K" delete-records
 help "$K" txn
+help "$K" health
 
 out=$("$K" help 2>/dev/null)
 for c in broker topic produce consume offsets delete-records txn help; do
@@ -94,5 +112,39 @@ usage "missing 'before OFFSET'" delete-records t
 usage "missing begin, commit or abort" txn t 1:0
 usage "missing PID:EPOCH" txn t commit
 usage "producer epoch '70000'" txn t 1:70000 begin
+usage "unknown option '--bogus'" topic describe --bogus
+
+exact "a mistyped command: one line, a did-you-mean, where --help is" 2 \
+	"krepctl: unknown command 'consum'; did you mean 'consume'?
+Try 'krepctl --help'." "" consum t
+exact "a mistyped subcommand names its own --help" 2 \
+	"krepctl: topic: unknown command 'craete'; did you mean 'create'?
+Try 'krepctl topic --help'." "" topic craete t
+exact "a mistyped keyword of produce" 2 \
+	"krepctl: produce: unknown keyword 'bacth'; did you mean 'batch'?
+Try 'krepctl produce --help'." "" produce t bacth 2
+exact "a mistyped option of consume" 2 \
+	"krepctl: consume: unknown option '--folow'; did you mean '--follow'?
+Try 'krepctl consume --help'." "" consume t --folow
+exact "no suggestion when nothing is near" 2 \
+	"krepctl: topic create: unknown keyword 'colour'
+Try 'krepctl topic create --help'." "" topic create t colour red
+exact "a usage error with --json: the object on stdout as well" 2 \
+	"krepctl: produce: unknown keyword 'bacth'; did you mean 'batch'?
+Try 'krepctl produce --help'." \
+	'{"error":null,"code":null,"errno":"EINVAL","message":"produce: unknown keyword '"'bacth'; did you mean 'batch'?"'","usage":"krepctl produce --help"}' \
+	produce t bacth 2 --json
+
+# The host never loads krep.ko (docs/design.md, section 5): krepctl says
+# so with a hint, as text and as JSON
+exact "module not loaded: the error and a hint to load it" 1 \
+	"krepctl: the krep module is not loaded (no generic netlink family 'krep')
+krepctl: hint: load it: modprobe krep, or insmod kmod/krep.ko from the build tree, with its parameters (broker_id=...)" \
+	"" topic list
+exact "module not loaded, with --json" 1 \
+	"krepctl: the krep module is not loaded (no generic netlink family 'krep')
+krepctl: hint: load it: modprobe krep, or insmod kmod/krep.ko from the build tree, with its parameters (broker_id=...)" \
+	'{"error":null,"code":null,"errno":"ENOENT","message":"the krep module is not loaded (no generic netlink family '"'krep'"')","hint":"load it: modprobe krep, or insmod kmod/krep.ko from the build tree, with its parameters (broker_id=...)"}' \
+	--json topic list
 
 ktap_finish

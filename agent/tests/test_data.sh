@@ -56,7 +56,7 @@ fails() {
 	fi
 }
 
-ktap_plan 57
+ktap_plan 65
 
 krep_mod_unload
 krep_mod_load broker_id=1 || ktap_bail "cannot load $KREP_KO"
@@ -194,12 +194,18 @@ printf 'a\nb\n' | "$K" produce ts timestamp 1000 batch 2 >/dev/null
 printf 'c\n' | "$K" produce ts timestamp 2000 >/dev/null
 printf 'd\n' | "$K" produce ts timestamp 3000 >/dev/null
 same "offsets earliest, latest" \
-	"$("$K" offsets ts earliest) $("$K" offsets ts)" "0 4"
+	"$("$K" offsets ts partition 0 earliest) $("$K" offsets ts partition 0)" "0 4"
 same "offsets by time: first at or after it" \
-	"$("$K" offsets ts 1500 | cut -d' ' -f1) $("$K" offsets ts 2000 | cut -d' ' -f1) $("$K" offsets ts 9999)" \
+	"$("$K" offsets ts partition 0 1500 | cut -d' ' -f1) $("$K" offsets ts partition 0 2000 | cut -d' ' -f1) $("$K" offsets ts partition 0 9999)" \
 	"2 2 4"
-same "offsets --json" "$("$K" --json offsets ts 2500)" \
+same "offsets --json" "$("$K" --json offsets ts partition 0 2500)" \
 	'{"offset":3,"timestamp":3000}'
+same "offsets without a partition: every partition" \
+	"$("$K" offsets keyed)" "keyed 0 6
+keyed 1 3"
+same "offsets --json of every partition" \
+	"$("$K" --json offsets keyed earliest)" \
+	'[{"topic":"keyed","partition":0,"offset":0,"timestamp":null},{"topic":"keyed","partition":1,"offset":0,"timestamp":null}]'
 same "consume -o s@MS" "$("$K" consume ts -o s@2000 | tr '\n' ' ')" "c d "
 
 # --- delete-records -----------------------------------------------------
@@ -304,6 +310,30 @@ out=$("$K" consume led 2>"$TMP/err")
 rc=$?
 same "consume of every partition: what is led here, the rest named, exit 1" \
 	"$rc $out $(grep -c 'partition led-1 is led by broker 2' "$TMP/err")" "1 y 1"
+out=$("$K" offsets led 2>"$TMP/err")
+rc=$?
+same "offsets of every partition: what is led here, the rest named, exit 1" \
+	"$rc $out $(grep -c 'partition led-1 is led by broker 2' "$TMP/err")" "1 led 0 1 1"
+
+# --- health and describe's filters ------------------------------------------
+# led-0: RF 2, its follower (broker 2) never came, ISR {1}: under-replicated
+same "health of a healthy topic: exit 0" \
+	"$("$K" health orders; echo "rc=$?")" "healthy: 2 partitions
+rc=0"
+out=$("$K" health led)
+rc=$?
+same "health: an under-replicated partition named, exit 1" \
+	"$rc $(grep -c '^led-0 under-replicated isr=1/2$' <<<"$out") $(tail -n1 <<<"$out" | cut -d: -f1)" \
+	"1 1 unhealthy"
+same "stats --check: exit 1 as well" \
+	"$("$K" stats led --check >/dev/null; echo $?)" "1"
+same "topic describe --under-replicated" \
+	"$("$K" topic describe led --under-replicated | grep -v '^  remote ' | cut -d' ' -f1-2)" \
+	"led 0"
+same "topic describe --at-min-isr, --under-min-isr" \
+	"$("$K" topic describe orders --at-min-isr | cut -d' ' -f1-2) / $("$K" topic describe --under-min-isr)" \
+	"orders 0
+orders 1 / "
 
 ktap_check "topic delete" "$K" topic delete orders
 krep_mod_unload

@@ -17,13 +17,16 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 K=${1:-$KREPCTL}
 D=${2:-$KREPD}
 
-usage() { # MESSAGE PROG ARGS...: exits 2, MESSAGE and "Usage:" on stderr
+# usage MESSAGE PROG ARGS...: exits 2 with MESSAGE on stderr, and krepd's
+# "Usage:" or krepctl's "Try 'krepctl COMMAND --help'."
+usage() {
 	local msg=$1 err rc
 
 	shift
 	err=$("$@" 2>&1 >/dev/null </dev/null)
 	rc=$?
-	[ $rc = 2 ] && [[ $err == *"$msg"* ]] && [[ $err == *Usage:* ]]
+	[ $rc = 2 ] && [[ $err == *"$msg"* ]] &&
+		[[ $err == *Usage:* || $err == *"Try 'krepctl "*" --help'."* ]]
 	ok $? "${1##*/} ${*:2} exits 2: $msg"
 }
 
