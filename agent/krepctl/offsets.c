@@ -95,7 +95,8 @@ static int part_args_parse(int argc, char **argv, const char *cmd,
 			*topic = argv[i];
 			continue;
 		}
-		if (!strcmp(argv[i], "partition")) {
+		if (!strcmp(argv[i], "partition") || !strcmp(argv[i], "-p") ||
+		    !strcmp(argv[i], "--partition")) {
 			if (has_part) {
 				krepctl_usage_error(usage_fn,
 						    "%s: 'partition' given twice",

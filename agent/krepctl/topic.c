@@ -40,6 +40,8 @@ static void create_usage(FILE *f)
 	      "  partitions N          number of partitions (default 1)\n"
 	      "  replication-factor N  replicas per partition (default 1; also 'rf')\n"
 	      "  config KEY=VAL,...    topic configuration, repeatable:\n"
+	      "    (kafka-topics' --topic NAME, --partitions, --replication-factor\n"
+	      "    and --config work too)\n"
 	      "      min_insync_replicas      ISR size acks=all needs (default 1)\n"
 	      "      replica_lag_time_max_ms  when a follower leaves the ISR (30000)\n"
 	      "      segment_bytes            log segment size (8388608)\n"
@@ -178,15 +180,24 @@ int krep_topic_create_parse(int argc, char **argv,
 			tc->json = true;
 			continue;
 		}
-		if (!tc->name) {
+		if (!tc->name && kw[0] != '-') {
 			tc->name = kw;
 			continue;
 		}
+		if (!strcmp(kw, "--topic") && !tc->name && i + 1 < argc) {
+			tc->name = argv[++i];
+			continue;
+		}
+		/* kafka-topics' long options name the same keywords */
+		if (!strcmp(kw, "--partitions") ||
+		    !strcmp(kw, "--replication-factor") || !strcmp(kw, "--config"))
+			kw += 2;
 		if (strcmp(kw, "partitions") && strcmp(kw, "replication-factor") &&
 		    strcmp(kw, "rf") && strcmp(kw, "config")) {
 			static const char *const names[] = {
 				"partitions", "replication-factor", "rf",
-				"config", "--controller", "--socket", NULL
+				"config", "--partitions", "--replication-factor",
+				"--config", "--controller", "--socket", NULL
 			};
 			char buf[96];
 

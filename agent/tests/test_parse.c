@@ -1210,8 +1210,14 @@ static void test_partition_cmds_parse(void)
 	int ret;
 
 	ret = offsets_p(&o, &err, "offsets", "t", NULL);
-	CHECK(!ret && !strcmp(o.topic, "t") && o.partition == 0 &&
-	      o.timestamp == KREP_TS_LATEST, "offsets: latest by default");
+	CHECK(!ret && !strcmp(o.topic, "t") && !o.has_partition &&
+	      o.timestamp == KREP_TS_LATEST,
+	      "offsets: latest by default, every partition");
+	ret = offsets_p(&o, &err, "offsets", "t", "-p", "2", NULL);
+	CHECK(!ret && o.has_partition && o.partition == 2, "offsets -p N");
+	ret = offsets_p(&o, &err, "offsets", "t", "--partition", "3", NULL);
+	CHECK(!ret && o.has_partition && o.partition == 3,
+	      "offsets --partition N");
 	ret = offsets_p(&o, &err, "offsets", "t", "earliest", "partition",
 			"1", NULL);
 	CHECK(!ret && o.timestamp == KREP_TS_EARLIEST && o.partition == 1,
@@ -1277,6 +1283,17 @@ static void test_topic_create(void)
 	      "TOPIC_NEW: name, partitions, RF, no config nest");
 	nlmsg_free(msg);
 
+	ret = create_p(&tc, &err, "create", "--topic", "o2", "--partitions",
+		       "4", "--replication-factor", "2", "--config",
+		       "min.insync.replicas=2", NULL);
+	CHECK(!ret && !strcmp(tc.name, "o2") && tc.partitions == 4 &&
+	      tc.replication_factor == 2 &&
+	      tc.cfg.v[KREP_TCFG_MIN_INSYNC_REPLICAS] == 2,
+	      "topic create with kafka-topics' long options");
+	ret = create_p(&tc, &err, "create", "o3", "partitions", "2",
+		       "--partitions", "3", NULL);
+	CHECK(ret < 0 && strstr(err, "'partitions' given twice"),
+	      "a keyword and its long option are the same: given twice");
 	ret = create_p(&tc, &err, "create", "orders", "partitions", "6",
 		       "replication-factor", "3", "config",
 		       "min.insync.replicas=2,retention_bytes=-1",
