@@ -148,6 +148,21 @@ int krepctl_krepd_call(const char *sock, const char *request, int timeout_ms,
  */
 const char *krepctl_krepd_field(const char *line, const char *key, char *buf,
 				size_t size);
+/* topic describe's filters (Kafka's) */
+enum {
+	KREP_DESCRIBE_UNDER_REPLICATED	= 1 << 0,
+	KREP_DESCRIBE_UNDER_MIN_ISR	= 1 << 1,
+	KREP_DESCRIBE_AT_MIN_ISR	= 1 << 2,
+	KREP_DESCRIBE_UNAVAILABLE	= 1 << 3,
+};
+
+/*
+ * cluster_describe.c: topic describe --controller, every partition of the
+ * cluster (of @topic) as krepd sees it, with @filters (under-replicated,
+ * unavailable); an exit status.
+ */
+int krepctl_describe_controller(struct krepctl *ctl, const char *sock,
+				const char *topic, unsigned int filters);
 /* Send @request to krepd at @sock and print its answer; an exit status. */
 int krepctl_topic_controller(struct krepctl *ctl, const char *sock,
 			     const char *request);

@@ -85,6 +85,7 @@ static void describe_usage(FILE *f)
 {
 	fputs("Usage: krepctl [--json] topic describe [NAME] [--under-replicated]\n"
 	      "                [--under-min-isr] [--at-min-isr] [--unavailable]\n"
+	      "                [--controller] [--socket PATH]\n"
 	      "\n"
 	      "Show this broker's replica of every partition (of topic NAME), one\n"
 	      "a line. With filters (Kafka's), only the partitions that match one\n"
@@ -110,7 +111,16 @@ static void describe_usage(FILE *f)
 	      "\"isr\",\"leo\",\"hw\",\"lso\",\"log_start\",\"low_watermark\",\n"
 	      "\"log_bytes\",\"epochs\":[{\"epoch\",\"start_offset\"}],\n"
 	      "\"pending_isr\":[ID,...]|null,\"remotes\":[{\"id\",\"leo\",\"log_start\",\n"
-	      "\"fetch_age_ms\",\"caught_up_age_ms\",\"in_isr\"}]|null}.\n", f);
+	      "\"fetch_age_ms\",\"caught_up_age_ms\",\"in_isr\"}]|null}.\n"
+	      "\n"
+	      "With --controller (or --socket PATH, krepd's control socket), the\n"
+	      "whole cluster as krepd --controller sees it instead, one line per\n"
+	      "partition:\n"
+	      "  TOPIC PARTITION leader=ID|- epoch=N partition_epoch=N\n"
+	      "  replicas=ID,... isr=ID,... elr=ID,...|- offline=0|1\n"
+	      "(--json: an array of krepd's objects {\"topic\",\"partition\",\n"
+	      "\"leader\",\"leader_epoch\",\"partition_epoch\",\"replicas\",\"isr\",\n"
+	      "\"elr\",\"offline\"}); --under-replicated and --unavailable filter it.\n", f);
 }
 
 static int create_run(struct krepctl *ctl, int argc, char **argv);
@@ -1139,12 +1149,12 @@ int krep_partition_reply_print(struct nl_msg *reply, bool json, FILE *f)
 	return err;
 }
 
-/* topic describe's filters, Kafka's names */
+/* topic describe's filters, Kafka's names (krepctl.h) */
 enum {
-	F_UNDER_REPLICATED	= 1 << 0,
-	F_UNDER_MIN_ISR		= 1 << 1,
-	F_AT_MIN_ISR		= 1 << 2,
-	F_UNAVAILABLE		= 1 << 3,
+	F_UNDER_REPLICATED	= KREP_DESCRIBE_UNDER_REPLICATED,
+	F_UNDER_MIN_ISR		= KREP_DESCRIBE_UNDER_MIN_ISR,
+	F_AT_MIN_ISR		= KREP_DESCRIBE_AT_MIN_ISR,
+	F_UNAVAILABLE		= KREP_DESCRIBE_UNAVAILABLE,
 };
 
 static const struct {
@@ -1254,11 +1264,15 @@ static int describe_run(struct krepctl *ctl, int argc, char **argv)
 {
 	struct part_list l = { 0 };
 	struct topic_list tl = { 0 };
+	const char *name, *sock;
 	unsigned int filters;
 	struct nl_msg *msg;
-	const char *name;
-	int err;
+	int err, via;
 
+	via = krepctl_controller_opts(&argc, argv, &sock, describe_usage,
+				      "topic describe");
+	if (via < 0)
+		return KREP_EXIT_USAGE;
 	if (filters_take(&argc, argv, &filters))
 		return KREP_EXIT_USAGE;
 	err = name_parse(argc, argv, "topic describe", false, describe_usage,
@@ -1269,6 +1283,14 @@ static int describe_run(struct krepctl *ctl, int argc, char **argv)
 	}
 	if (err)
 		return KREP_EXIT_USAGE;
+	if (via && (filters & (F_UNDER_MIN_ISR | F_AT_MIN_ISR)))
+		return krepctl_usage_error(describe_usage,
+					   "topic describe: --under-min-isr and --at-min-isr need min_insync_replicas, which krepd's view does not carry: ask the brokers (without --controller)");
+	if (via && ctl->netns)
+		return krepctl_usage_error(describe_usage,
+					   "topic describe --controller talks to krepd's control socket, not to a broker: drop --netns");
+	if (via)
+		return krepctl_describe_controller(ctl, sock, name, filters);
 	if (krepctl_connect(ctl))
 		return KREP_EXIT_ERR;
 	msg = topic_msg(ctl->gl.family, KREP_CMD_PARTITION_GET, NLM_F_DUMP,

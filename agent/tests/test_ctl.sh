@@ -38,7 +38,7 @@ NS=krep-test-ctl-none-$$
 B=(--broker "1@netns:$NS")
 S=(--state-file "$tmp/krepd.state" --socket "$tmp/krepd.sock")
 
-ktap_plan 46
+ktap_plan 50
 
 # --- command lines ---------------------------------------------------------
 
@@ -193,6 +193,23 @@ brokers
 	[[ $out == *'{"id":1,"reachable":false,"fenced":true,'* ]]
 ok $? "restarted: controller epoch 2 (the state file's + 1), broker 1 still fenced"
 [ $rc = 0 ] || ktap_diag "exit $rc: $out"
+
+# topic describe --controller: the cluster as krepd sees it, filtered
+want="v 0 leader=- epoch=0 partition_epoch=0 replicas=1 isr=1 elr=- offline=1"
+out=$("$K" topic describe --socket "$tmp/krepd.sock" 2>&1)
+[ "$out" = "$want" ]
+ok $? "topic describe --controller: every partition, as krepd sees it"
+[ "$out" = "$want" ] || ktap_diag "got: $out"
+out=$("$K" topic describe v --unavailable --socket "$tmp/krepd.sock" 2>&1)/$("$K" topic describe --under-replicated --socket "$tmp/krepd.sock" 2>&1)/$("$K" topic describe nosuch --socket "$tmp/krepd.sock" 2>&1)
+[ "$out" = "$want//" ]
+ok $? "topic describe --controller --unavailable, --under-replicated, another topic"
+[ "$out" = "$want//" ] || ktap_diag "got: $out"
+out=$("$K" --json topic describe --socket "$tmp/krepd.sock" 2>&1)
+jwant='[{"topic":"v","partition":0,"leader":null,"leader_epoch":0,"partition_epoch":0,"replicas":[1],"isr":[1],"elr":[],"offline":true}]'
+[ "$out" = "$jwant" ]
+ok $? "topic describe --controller --json: krepd's objects in an array"
+[ "$out" = "$jwant" ] || ktap_diag "got: $out"
+usage "need min_insync_replicas" "$K" topic describe --at-min-isr --socket "$tmp/krepd.sock"
 
 viewed() {
 	grep -qF 'view {"topic":"v","partition":0,"leader":null,' "$tmp/krepd.out"
