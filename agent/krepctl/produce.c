@@ -192,11 +192,12 @@ int krep_produce_parse(int argc, char **argv, struct krep_produce_args *a)
 			a->null_empty = true;
 			continue;
 		}
-		k = keyword(kw, &val);
-		if (k < 0 && !a->topic && kw[0] != '-') {
+		/* TOPIC comes first: a topic may be named like a keyword */
+		if (!a->topic && kw[0] != '-') {
 			a->topic = kw;
 			continue;
 		}
+		k = keyword(kw, &val);
 		if (k < 0) {
 			krepctl_usage_error(krepctl_produce_usage,
 					    "produce: unknown %s '%s'%s",
