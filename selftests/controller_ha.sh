@@ -15,7 +15,9 @@
 #                                               $NET.1    $NET.2    $NET.3
 #
 # 1. one of the three is active and claims the brokers; it creates topic t,
-#    whose partition state etcd holds in ZooKeeper's shape;
+#    whose partition state etcd holds in ZooKeeper's shape; a krepd beside
+#    each broker registers it (P/brokers/ids/N, under its lease): killed,
+#    its registration goes;
 # 2. kill -9 the active one: a standby is active within the lease and a
 #    round, at a higher controller epoch; then t-0's leader's link goes and
 #    the new controller moves leadership, acknowledged records kept;
@@ -186,7 +188,7 @@ diag() { # what the krepds and etcd said last
 	ectl get --prefix "$PREFIX" 2>&1 | tail -n 20 | ktap_diag_stdin
 }
 
-ktap_plan 14
+ktap_plan 16
 
 # --- set-up -----------------------------------------------------------------
 
@@ -214,6 +216,14 @@ krep_wait_for 90 etcd_ok || { tail -n 5 "$tmp"/etcd.*.log | ktap_diag_stdin
 	ktap_bail "etcd did not come up"; }
 ktap_diag "etcd: 3 members up in $((SECONDS - t0)) s"
 krep_wait_for 60 cluster_peers_up || ktap_bail "peers did not connect"
+declare -a REG
+reg_start() { # N: the krepd beside broker N, registering it in etcd
+	nice -n -$NICE "$KREPD" --netns "$(bns "$1")" --foreground \
+		--etcd "$EP" --etcd-prefix $PREFIX >>"$tmp/reg.$1.log" 2>&1 &
+	REG[$1]=$!
+	krep_cleanup_push "kill ${REG[$1]} 2>/dev/null; wait ${REG[$1]} 2>/dev/null"
+}
+for n in 1 2 3; do reg_start "$n"; done
 
 # --- 1. one active ----------------------------------------------------------
 
@@ -241,6 +251,35 @@ else
 	diag
 	ktap_fail "the active krepd creates t; etcd holds t-0's state"
 fi
+
+registered() { # IDS: exactly these brokers are registered, in etcd and as
+	# the active krepd says
+	local want=$1 got
+	got=$(ectl get --prefix --keys-only "$PREFIX/brokers/ids/" |
+		sed -n 's|.*/ids/||p' | sort -n | paste -sd, -) &&
+		[ "$got" = "$want" ] || return 1
+	got=$("$KREPCTL" elect --brokers --socket "$tmp/k$ACTIVE.sock" 2>/dev/null |
+		jq -rs '[.[1:][] | select(.registered) | .id] | join(",")') &&
+		[ "$got" = "$want" ]
+}
+if krep_wait_for 30 registered 1,2,3 &&
+   [ "$(eget brokers/ids/2 | jq -r .broker_id)" = 2 ] &&
+   [ "$(ectl get -w json "$PREFIX/brokers/ids/2" | jq -r '.kvs[0].lease')" != null ]; then
+	ktap_ok "the krepd beside each broker registers it, under a lease: $(eget brokers/ids/2)"
+else
+	diag
+	tail -n 5 "$tmp"/reg.*.log | ktap_diag_stdin
+	ktap_fail "the krepd beside each broker registers it, under a lease"
+fi
+kill -9 "${REG[3]}"
+wait "${REG[3]}" 2>/dev/null
+if krep_wait_for 30 registered 1,2; then
+	ktap_ok "the krepd beside broker 3 killed: its registration goes with its lease"
+else
+	diag
+	ktap_fail "the krepd beside broker 3 killed: its registration goes with its lease"
+fi
+reg_start 3
 
 # --- 2. kill -9 the active one ------------------------------------------------
 

@@ -692,10 +692,17 @@ static void serve_standby(const char *request, FILE *out, void *arg)
 
 static void brokers_status(struct ctl *c, FILE *out)
 {
+	uint32_t reg[KREP_CTL_BROKERS];
 	const struct cbroker *b;
+	bool has_reg = false;
+	size_t i, k, nreg = 0;
 	char hex[20];
 	struct json j;
-	size_t i;
+
+	/* --etcd: which brokers the krepds beside them registered */
+	if (c->ha)
+		has_reg = !krep_ha_registered(c->ha, reg, KREP_CTL_BROKERS,
+					      &nreg);
 
 	json_init(&j, out);
 	json_obj_begin(&j);
@@ -719,6 +726,15 @@ static void brokers_status(struct ctl *c, FILE *out)
 		json_bool(&j, b->fenced);
 		json_key(&j, "claimed");
 		json_bool(&j, b->claimed);
+		if (c->ha) {
+			json_key(&j, "registered");
+			for (k = 0; k < nreg && reg[k] != b->id; k++)
+				;
+			if (has_reg)
+				json_bool(&j, k < nreg);
+			else
+				json_null(&j);
+		}
 		json_key(&j, "incarnation");
 		if (b->has_incarnation) {
 			snprintf(hex, sizeof(hex), "%016" PRIx64, b->incarnation);

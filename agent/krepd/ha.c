@@ -35,6 +35,7 @@ struct krep_ha {
 	struct krep_etcd *e;
 	struct krep_estore *store;
 	char ckey[160], ekey[160];
+	char prefix[128];
 	char name[64];
 	char socket[108];
 	int64_t ttl_s;
@@ -94,8 +95,8 @@ static int read_password(const char *path, char *buf, size_t size)
 	return 0;
 }
 
-struct krep_ha *krep_ha_open(const struct krep_ha_opts *o, uint32_t lease_ms,
-			     const char *socket)
+struct krep_etcd *krep_ha_etcd_open(const struct krep_ha_opts *o,
+				    uint32_t lease_ms)
 {
 	struct krep_etcd_opts eo = {
 		.endpoints = o->endpoints,
@@ -104,40 +105,55 @@ struct krep_ha *krep_ha_open(const struct krep_ha_opts *o, uint32_t lease_ms,
 		.key = o->key[0] ? o->key : NULL,
 		.user = o->user[0] ? o->user : NULL,
 	};
-	char err[512], password[256], host[64];
-	struct krep_ha *ha;
+	char err[512], password[256];
+	struct krep_etcd *e;
 	int ret;
 
-	ha = calloc(1, sizeof(*ha));
-	if (!ha) {
-		krep_log(LOG_ERR, "%s", strerror(ENOMEM));
-		return NULL;
-	}
 	if (o->password_file[0]) {
 		ret = read_password(o->password_file, password, sizeof(password));
 		if (ret) {
 			krep_log(LOG_ERR, "--etcd-password-file %s: %s",
 				 o->password_file, ret == -EINVAL ?
 				 "empty" : strerror(-ret));
-			goto fail;
+			return NULL;
 		}
 		eo.password = password;
 	}
-	ha->ttl_s = (lease_ms + 999) / 1000;
-	if (ha->ttl_s < 2)
-		ha->ttl_s = 2;
 	/* a request may take a quarter of the lease, on each endpoint */
 	eo.timeout_ms = lease_ms / 4;
 	if (eo.timeout_ms > 1000)
 		eo.timeout_ms = 1000;
 	if (eo.timeout_ms < 100)
 		eo.timeout_ms = 100;
-	ha->e = krep_etcd_open(&eo, err, sizeof(err));
+	e = krep_etcd_open(&eo, err, sizeof(err));
 	memset(password, 0, sizeof(password));
-	if (!ha->e) {
+	if (!e)
 		krep_log(LOG_ERR, "%s", err);
-		goto fail;
+	return e;
+}
+
+int64_t krep_ha_ttl_s(uint32_t lease_ms)
+{
+	int64_t ttl = (lease_ms + 999) / 1000;
+
+	return ttl < 2 ? 2 : ttl;
+}
+
+struct krep_ha *krep_ha_open(const struct krep_ha_opts *o, uint32_t lease_ms,
+			     const char *socket)
+{
+	struct krep_ha *ha;
+	char host[64];
+
+	ha = calloc(1, sizeof(*ha));
+	if (!ha) {
+		krep_log(LOG_ERR, "%s", strerror(ENOMEM));
+		return NULL;
 	}
+	ha->ttl_s = krep_ha_ttl_s(lease_ms);
+	ha->e = krep_ha_etcd_open(o, lease_ms);
+	if (!ha->e)
+		goto fail;
 	ha->store = krep_estore_new(ha->e, o->prefix);
 	if (!ha->store) {
 		krep_log(LOG_ERR, "%s", strerror(ENOMEM));
@@ -145,6 +161,7 @@ struct krep_ha *krep_ha_open(const struct krep_ha_opts *o, uint32_t lease_ms,
 	}
 	snprintf(ha->ckey, sizeof(ha->ckey), "%s/controller", o->prefix);
 	snprintf(ha->ekey, sizeof(ha->ekey), "%s/controller_epoch", o->prefix);
+	snprintf(ha->prefix, sizeof(ha->prefix), "%s", o->prefix);
 	if (o->name[0]) {
 		snprintf(ha->name, sizeof(ha->name), "%s", o->name);
 	} else {
@@ -449,4 +466,29 @@ void krep_ha_info(struct krep_ha *ha, struct krep_ha_info *info)
 		info->active_owner = ha->owner;
 		info->active_epoch = ha->epoch;
 	}
+}
+
+int krep_ha_registered(struct krep_ha *ha, uint32_t *ids, size_t max,
+		       size_t *n)
+{
+	struct krep_etcd_kvs kvs;
+	char key[160], err[512];
+	size_t i, len;
+	uint32_t id;
+	int end;
+
+	*n = 0;
+	len = snprintf(key, sizeof(key), "%s/brokers/ids/", ha->prefix);
+	if (krep_etcd_range(ha->e, key, true, &kvs, err, sizeof(err))) {
+		etcd_fail(ha, "cannot read the brokers' registrations", err);
+		return -EIO;
+	}
+	for (i = 0; i < kvs.n && *n < max; i++) {
+		end = 0;
+		if (sscanf(kvs.kv[i].key + len, "%10u%n", &id, &end) == 1 &&
+		    !kvs.kv[i].key[len + end])
+			ids[(*n)++] = id;
+	}
+	krep_etcd_kvs_free(&kvs);
+	return 0;
 }

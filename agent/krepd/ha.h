@@ -88,4 +88,18 @@ struct krep_ha_info {
 
 void krep_ha_info(struct krep_ha *ha, struct krep_ha_info *info);
 
+/*
+ * The ids of the brokers registered in etcd (P/brokers/ids/ID, by the
+ * krepd beside each broker: etcd_register.h), at most @max. 0 or -EIO
+ * (logged once).
+ */
+int krep_ha_registered(struct krep_ha *ha, uint32_t *ids, size_t max,
+		       size_t *n);
+
+/* For etcd_register.c: an etcd client with @o's endpoints, TLS and user. */
+struct krep_etcd *krep_ha_etcd_open(const struct krep_ha_opts *o,
+				    uint32_t lease_ms);
+/* The etcd lease of @lease_ms: whole seconds, at least 2. */
+int64_t krep_ha_ttl_s(uint32_t lease_ms);
+
 #endif

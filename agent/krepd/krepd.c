@@ -39,6 +39,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "relay.h"
+#include "etcd_register.h"
 
 #define KREPD_VERSION	"0.1"
 
@@ -55,6 +56,9 @@ struct krepd {
 	bool controller;		/* --controller */
 	struct krep_cluster cluster;	/* its configuration */
 	const char *relay, *secret_file;	/* --relay, --secret-file */
+	bool etcd;			/* --etcd without --controller: */
+	struct krep_ha_opts ha;		/* ... register the broker there */
+	struct krep_reg *reg;
 };
 
 static void usage(FILE *f)
@@ -67,7 +71,7 @@ static void usage(FILE *f)
 	      "              [--etcd-cacert FILE] [--etcd-cert FILE] [--etcd-key FILE]\n"
 	      "              [--etcd-user NAME] [--etcd-password-file FILE]]\n"
 	      "       krepd [--netns NAME] [--foreground] [--once]\n"
-	      "             [--metrics ADDR:PORT]\n"
+	      "             [--metrics ADDR:PORT] [--etcd URL[,URL...] [--etcd-prefix P]]\n"
 	      "       krepd --relay ADDR:PORT --secret-file PATH [--netns NAME]\n"
 	      "\n"
 	      "With --controller, krepd is the cluster's controller: it claims every\n"
@@ -109,6 +113,9 @@ static void usage(FILE *f)
 	      "      --etcd-user NAME, --etcd-password-file FILE  etcd authentication\n"
 	      "\n"
 	      "Observer options:\n"
+	      "      --etcd URL[,URL...]  register this namespace's broker in etcd\n"
+	      "                     (P/brokers/ids/ID, under a lease of this krepd;\n"
+	      "                     --etcd-prefix and the TLS and user options apply)\n"
 	      "  -1, --once         exit after logging the first event; fails if the\n"
 	      "                     module has no \"events\" group\n"
 	      "  -m, --metrics ADDR:PORT  serve Prometheus metrics at\n"
@@ -279,14 +286,17 @@ static int run(struct krepd *d)
 	nfds_t n = d->events ? 2 : 1, base = n;
 	int ret, timeout = -1;
 
-	krep_log(LOG_NOTICE, "krepd %s started%s%s (observer: logging events%s)",
+	krep_log(LOG_NOTICE, "krepd %s started%s%s (observer: logging events%s%s)",
 	       KREPD_VERSION, d->netns ? " in network namespace " : "",
-	       d->netns ? d->netns : "", d->metrics ? ", serving metrics" : "");
+	       d->netns ? d->netns : "", d->metrics ? ", serving metrics" : "",
+	       d->reg ? ", registering the broker in etcd" : "");
 	for (;;) {
 		if (d->metrics) {
 			n = base + krep_metrics_pollfds(d->metrics, pfd + base);
 			timeout = krep_metrics_timeout(d->metrics);
 		}
+		if (d->reg && (timeout < 0 || krep_reg_timeout(d->reg) < timeout))
+			timeout = krep_reg_timeout(d->reg);
 		if (poll(pfd, n, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -306,6 +316,8 @@ static int run(struct krepd *d)
 		}
 		if (d->metrics)
 			krep_metrics_handle(d->metrics, pfd + base, n - base);
+		if (d->reg)
+			krep_reg_tick(d->reg);
 	}
 }
 
@@ -497,10 +509,14 @@ static int parse_args(struct krepd *d, int argc, char **argv)
 		fprintf(stderr, "krepd: --relay takes only --secret-file, --netns and --foreground\n");
 		goto usage;
 	}
-	if (ha_set && (!d->controller || !ha.endpoints[0])) {
-		fprintf(stderr, "krepd: the etcd options need --controller and --etcd\n");
+	if (ha_set && (!ha.endpoints[0] || d->relay)) {
+		fprintf(stderr, "krepd: %s\n", d->relay ?
+			"--relay takes no etcd option" :
+			"the etcd options need --etcd");
 		goto usage;
 	}
+	d->etcd = ha_set && !d->controller;
+	d->ha = ha;
 	if (ha.prefix[0] != '/' || ha.prefix[strlen(ha.prefix) - 1] == '/') {
 		fprintf(stderr, "krepd: --etcd-prefix '%s': it starts with '/' and does not end with one\n",
 			ha.prefix);
@@ -585,6 +601,13 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (d.etcd) {
+		d.reg = krep_reg_open(&d.ha, KREP_DEFAULT_SESSION_TIMEOUT_MS);
+		if (!d.reg) {
+			ret = 1;
+			goto out;
+		}
+	}
 	if (!d.foreground) {
 		if (daemon(0, 0)) {
 			krep_log(LOG_ERR, "daemon: %s", strerror(errno));
@@ -595,6 +618,7 @@ int main(int argc, char **argv)
 	}
 	ret = run(&d) ? 1 : 0;
 out:
+	krep_reg_close(d.reg);
 	krep_metrics_close(d.metrics);
 	if (d.gl.sk)
 		krep_genl_close(&d.gl);

@@ -53,7 +53,7 @@ POLL=100
 
 ktap_plan 14
 
-usage "the etcd options need --controller and --etcd" --controller \
+usage "the etcd options need --etcd" --controller \
 	--etcd-prefix /x "${B[@]}"
 usage "it starts with '/' and does not end with one" --controller \
 	--etcd http://127.0.0.1:1 --etcd-prefix /x/ "${B[@]}"
