@@ -301,6 +301,7 @@ static int frx_head(struct krep_conn *c, struct krep_fetch_rx *f,
 	struct krep_partition *p;
 	const char *tname, *bad;
 	struct krep_rd rd;
+	u64 isr[2];
 	u16 tlen;
 	int err;
 
@@ -313,6 +314,11 @@ static int frx_head(struct krep_conn *c, struct krep_fetch_rx *f,
 	f->res.log_start = krep_rd_be64(&rd);
 	f->res.div_end = krep_rd_be64(&rd);
 	f->res.div_epoch = krep_rd_be32(&rd);
+	f->res.partition_epoch = krep_rd_be32(&rd);
+	isr[0] = krep_rd_be64(&rd);
+	isr[1] = krep_rd_be64(&rd);
+	bitmap_from_arr64(f->res.isr, isr, KREP_RF_MAX);
+	krep_rd_be32(&rd);	/* reserved */
 	f->rlen = krep_rd_be32(&rd);
 	if (!krep_rd_done(&rd) || f->rlen > f->left) {
 		*why = "malformed FETCH response";

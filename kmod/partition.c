@@ -1260,6 +1260,8 @@ long krep_partition_follower_read(struct krep_partition *p, u32 replica_id,
 	res->log_start = p->log.start_offset;
 	res->div_epoch = -1;
 	res->div_end = KREP_NO_DIVERGENCE;
+	res->partition_epoch = p->partition_epoch;
+	bitmap_copy(res->isr, p->isr, KREP_RF_MAX);
 	res->error = follower_fetch_error(p,
 					  krep_partition_replica_index(p, replica_id),
 					  fp);
@@ -1319,6 +1321,15 @@ static void follower_batch_done(const struct krep_batch *b, void *arg)
 			      p->log.end_offset);
 }
 
+/* a leader's ISR from its FETCH answer: within AR, holding the leader */
+static bool isr_valid(const struct krep_partition *p, const unsigned long *isr)
+{
+	int l = krep_partition_replica_index(p, p->leader);
+
+	return l >= 0 && test_bit(l, isr) &&
+	       find_next_bit(isr, KREP_RF_MAX, p->nreplicas) >= KREP_RF_MAX;
+}
+
 /* after a response's records: the leader's log start, then HW and LSO */
 static void follower_catch_up(struct krep_partition *p,
 			      const struct krep_fetch_result *res)
@@ -1337,6 +1348,11 @@ static void follower_catch_up(struct krep_partition *p,
 	hw = min(p->log.end_offset, res->hw);
 	if (hw > p->hw)
 		krep_partition_set_hw(p, hw);
+	/* the leader's ISR, so that a follower's describe is right too */
+	if (res->partition_epoch > p->partition_epoch && isr_valid(p, res->isr)) {
+		bitmap_copy(p->isr, res->isr, KREP_RF_MAX);
+		p->partition_epoch = res->partition_epoch;
+	}
 	krep_partition_update_lso(p);
 	if (p->log.start_offset > p->low_watermark)
 		p->low_watermark = p->log.start_offset;

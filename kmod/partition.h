@@ -112,6 +112,8 @@ struct krep_fetch_result {
 	s32 div_epoch;			/* diverging epoch, or -1 */
 	u64 div_end;			/* its end on the leader, or: */
 #define KREP_NO_DIVERGENCE	((u64)-1)
+	u32 partition_epoch;		/* the leader's, 0 when unknown */
+	DECLARE_BITMAP(isr, KREP_RF_MAX);	/* its committed ISR */
 };
 
 /* what LEADER_AND_ISR says of one partition */

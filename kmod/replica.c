@@ -158,6 +158,8 @@ static void resolve_entries(struct krep_net *kn, struct krep_delayed_fetch *df)
 static void put_resp_part(u8 *rp, u32 partition,
 			  const struct krep_fetch_result *res, u32 len)
 {
+	u64 isr[2];
+
 	RP_PUT(be32, partition, partition, rp);
 	RP_PUT(be16, error, res->error, rp);
 	RP_PUT(be16, reserved, 0, rp);
@@ -165,6 +167,11 @@ static void put_resp_part(u8 *rp, u32 partition,
 	RP_PUT(be64, log_start_offset, res->log_start, rp);
 	RP_PUT(be64, diverging_end_offset, res->div_end, rp);
 	RP_PUT(be32, diverging_epoch, res->div_epoch, rp);
+	RP_PUT(be32, partition_epoch, res->partition_epoch, rp);
+	bitmap_to_arr64(isr, res->isr, KREP_RF_MAX);
+	RP_PUT(be64, isr[0], isr[0], rp);
+	RP_PUT(be64, isr[1], isr[1], rp);
+	RP_PUT(be32, reserved2, 0, rp);
 	RP_PUT(be32, records_len, len, rp);
 }
 

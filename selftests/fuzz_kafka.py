@@ -85,7 +85,7 @@ KEEP_BYTES = 65536      # bytes of one send kept in a reproducer
 
 # inter-broker wire protocol (uapi/linux/krep_wire.h)
 MAGIC = 0x4B524550
-WIRE_VERSION = 2
+WIRE_VERSION = 3
 HELLO, FETCH, FETCH_RESP, AUTH = 1, 2, 3, 4
 HDR = struct.Struct(">IBBHII")
 HELLO_LEN = 264
@@ -1001,14 +1001,14 @@ def parse_fetch_resp(p):
     off, out = 4, []
     for _ in range(n):
         tlen = struct.unpack_from(">H", p, off)[0]
-        if not tlen or tlen > TOPIC_MAX or off + 2 + tlen + 40 > len(p):
+        if not tlen or tlen > TOPIC_MAX or off + 2 + tlen + 64 > len(p):
             raise ValueError("FETCH_RESP partition at %d" % off)
         topic = p[off + 2:off + 2 + tlen]
         off += 2 + tlen
-        part, err, res, hw, ls, de, dep, rlen = struct.unpack_from(
-            ">IHHQQQiI", p, off)
-        off += 40
-        if res or off + rlen > len(p):
+        (part, err, res, hw, ls, de, dep, pe, isr0, isr1, res2,
+         rlen) = struct.unpack_from(">IHHQQQiIQQII", p, off)
+        off += 64
+        if res or res2 or off + rlen > len(p):
             raise ValueError("FETCH_RESP %r-%d: reserved %d, %d bytes of "
                              "records" % (topic, part, res, rlen))
         recs = p[off:off + rlen]
@@ -1089,6 +1089,9 @@ def leader_response(rnd, cfg, req, corr):
                           Int("q", log_start, "offset"),
                           Int("q", div_end, "offset"),
                           Int("i", div_epoch, "epoch"),
+                          Int("i", rnd.choice([0, 1, 7]), "epoch"),
+                          Int("q", rnd.choice([1, 3, 7, 0, -1]), "offset"),
+                          Int("q", 0, "offset"), Int("i", 0, ""),
                           Pre("i32", Items(recs), role="size")]))
     if rnd.random() < 0.1:
         parts.append(Seq([Pre("i16", Raw(rnd.choice([b"nosuch", b"fz"]),
@@ -1098,6 +1101,8 @@ def leader_response(rnd, cfg, req, corr):
                           Int("q", 0, "offset"),
                           Int("q", NO_DIVERGENCE, "offset"),
                           Int("i", -1, "epoch"),
+                          Int("i", 0, "epoch"), Int("q", 0, "offset"),
+                          Int("q", 0, "offset"), Int("i", 0, ""),
                           Pre("i32", Items([]), role="size")]))
     return WFrame(FETCH_RESP, Seq([Pre("i32", Items(parts), count=True)]),
                   corr)

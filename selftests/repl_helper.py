@@ -77,8 +77,8 @@ def die(msg):
 
 # --- inter-broker wire protocol -------------------------------------------
 
-WIRE_VERSION = 2
-HELLO_LEN = 264         # struct krep_wire_hello, version 2
+WIRE_VERSION = 3
+HELLO_LEN = 264         # struct krep_wire_hello, versions 2 and 3
 
 
 def frame(ftype, payload, length=None, version=WIRE_VERSION, corr=0):

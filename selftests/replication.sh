@@ -379,7 +379,7 @@ explained() {
 	[ "$n" -gt 0 ]
 }
 
-ktap_plan 41
+ktap_plan 42
 
 # --- set-up ---------------------------------------------------------------
 
@@ -843,6 +843,21 @@ else
 	ktap_diag "exit $rc: $out"
 	ktap_diag "leader: $l"
 	ktap_fail "acks=all completes on the smaller ISR {1,2}"
+fi
+# no controller: the followers learn the leader's ISR and partition epoch
+# from its FETCH answers, so a describe on broker 2 shows {1,2} too
+jv "$(describe "$B1" acks)" partition_epoch
+pe1=${J[partition_epoch]}
+f2=''
+follower_knows() {
+	f2=$(describe "$B2" acks) && [[ $f2 == *'"isr":[1,2]'* ]] &&
+		jv "$f2" partition_epoch && [ "${J[partition_epoch]}" = "$pe1" ]
+}
+if isnum "$pe1" && [ "$pe1" -gt 0 ] && krep_wait_for 10 follower_knows; then
+	ktap_ok "follower broker 2 shows the leader's ISR {1,2} and partition epoch $pe1"
+else
+	ktap_diag "leader's partition epoch: $pe1; broker 2: $f2"
+	ktap_fail "follower broker 2 shows the leader's ISR {1,2} and partition epoch"
 fi
 
 # broker 3 comes back while acks=1 produces go on without a pause: HW

@@ -35,7 +35,8 @@
  *          last fetched epoch, log start}  -->
  *                                          <-- FETCH_RESP {per partition:
  *                                              error, HW, log start,
- *                                              diverging epoch, records}
+ *                                              diverging epoch, partition
+ *                                              epoch, ISR, records}
  *
  * The leader answers a FETCH at once when any partition has records past
  * the fetch offset (or an error), else after max wait or as soon as an
@@ -48,7 +49,7 @@
 #include <linux/types.h>
 
 #define KREP_WIRE_MAGIC		0x4b524550	/* "KREP" */
-#define KREP_WIRE_VERSION	2
+#define KREP_WIRE_VERSION	3
 #define KREP_WIRE_MAX_PAYLOAD	(4U << 20)	/* bytes, per frame */
 #define KREP_WIRE_MAX_PARTITIONS 4096		/* per FETCH */
 
@@ -130,6 +131,15 @@ struct krep_wire_resp_part {
 	__be64 log_start_offset;
 	__be64 diverging_end_offset;
 	__be32 diverging_epoch;		/* -1: none */
+	/*
+	 * Version 3: the leader's partition epoch and committed ISR, so
+	 * that followers know them without a controller. The ISR is a
+	 * bitmap over the partition's replicas in assignment order (the
+	 * same on every replica): bit i of isr[i / 64] is replicas[i].
+	 */
+	__be32 partition_epoch;
+	__be64 isr[2];
+	__be32 reserved2;		/* 0 */
 	__be32 records_len;		/* RecordBatch v2 bytes that follow */
 };
 
