@@ -56,7 +56,7 @@ fails() {
 	fi
 }
 
-ktap_plan 65
+ktap_plan 66
 
 krep_mod_unload
 krep_mod_load broker_id=1 || ktap_bail "cannot load $KREP_KO"
@@ -284,6 +284,22 @@ wait $pid
 rc=$?
 same "consume -f prints new records, SIGINT ends it with status 0" \
 	"$rc $(tr '\n' ' ' <"$TMP/follow")" "0 f1 f2 "
+
+# --follow over every partition: a fetch each in turn, new records of both
+"$K" consume keyed --follow -o end -f '%p:%s\n' >"$TMP/kfollow" 2>&1 &
+pid=$!
+if krep_wait_for 60 parked $pid; then
+	printf 'foobar=f0\nabc=f1\n' | "$K" produce keyed -K = >/dev/null
+	krep_wait_for 60 grep -qx 0:f0 "$TMP/kfollow" &&
+		krep_wait_for 60 grep -qx 1:f1 "$TMP/kfollow"
+else
+	ktap_diag "the consumer of keyed never waited in a FETCH"
+fi
+kill -INT $pid
+wait $pid
+rc=$?
+same "consume --follow of every partition: each one's new records, SIGINT ends it" \
+	"$rc $(sort "$TMP/kfollow" | tr '\n' ' ')" "0 0:f0 1:f1 "
 
 # --- NOT_LEADER names the leader ------------------------------------------
 # broker 2 never comes: led-1's preferred leader is broker 2 (epoch 0)
