@@ -23,7 +23,9 @@
 #   part NS TOPIC P          one partition of describe, compact JSON
 #
 # NET and PORT may be set before sourcing; with KAFKA_PORT set, broker N
-# also serves Kafka clients on $NET.N:$KAFKA_PORT.
+# also serves Kafka clients on $NET.N:$KAFKA_PORT. With CLUSTER_BROKERS
+# set (say "1"), cluster_up configures only those brokers: the other
+# namespaces get their address and no broker, for scripted peers.
 
 : "${NET:=10.201.0}"
 : "${PORT:=9092}"
@@ -69,6 +71,7 @@ cluster_up() {
 		ns=$(bns "$i")
 		printf '%s\n' "link set lo up" "addr add $NET.$i/24 dev kr0" \
 			"link set kr0 up" | ip -n "$ns" -b - || return 1
+		[[ " ${CLUSTER_BROKERS:-1 2 3} " == *" $i "* ]] || continue
 		peers=
 		for j in 1 2 3; do
 			[ "$j" = "$i" ] || peers+="${peers:+,}$j@$NET.$j:$PORT"

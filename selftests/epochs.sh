@@ -10,6 +10,7 @@
 #   r   1 partition, RF 2, replicas 1,2   (tail above HW, then failover)
 #   d   1 partition, RF 3, replicas 1,2,3 (double leader change)
 #   x   1 partition, RF 2, replicas 1,2   (transactions)
+#   k   1 partition, RF 3, replicas 1,2,3 (two rounds of truncation)
 #
 # 1. claims: a second owner is refused while the lease runs, a stale epoch
 #    after it; LEADER_AND_ISR only from the claim's epoch; bad requests.
@@ -29,6 +30,8 @@
 #    skips the aborted one and stops at the open one, which the new
 #    leader commits; back on the preferred leader the same; a
 #    transaction open past its timeout is aborted with a marker.
+# 7. KIP-279 (topic k): a follower whose last epoch the leader never saw
+#    truncates in two rounds and ends identical.
 # Prints KTAP; leaves the module unloaded and no namespace behind.
 
 # shellcheck disable=SC2317 # the conditions krep_wait_for polls
@@ -118,7 +121,7 @@ same_logs() { # TOPIC N...: identical dumps (records up to HW) on all
 	done
 }
 
-ktap_plan 30
+ktap_plan 32
 
 # --- set-up ---------------------------------------------------------------
 
@@ -141,9 +144,12 @@ cluster_topic d partitions 1 replication-factor 3 \
 	config replica_lag_time_max_ms=$LAG || ktap_bail "topic d"
 cluster_topic x partitions 1 replication-factor 2 \
 	config replica_lag_time_max_ms=$LAG || ktap_bail "topic x"
+cluster_topic k partitions 1 replication-factor 3 \
+	config replica_lag_time_max_ms=$LAG || ktap_bail "topic k"
 krep_wait_for 60 cluster_peers_up || ktap_bail "peers did not connect"
 full_isr() { [ "$(sf 1 t isr)" = 1,2,3 ] && [ "$(sf 1 d isr)" = 1,2,3 ] &&
-	     [ "$(sf 1 r isr)" = 1,2 ] && [ "$(sf 1 x isr)" = 1,2 ]; }
+	     [ "$(sf 1 r isr)" = 1,2 ] && [ "$(sf 1 x isr)" = 1,2 ] &&
+	     [ "$(sf 1 k isr)" = 1,2,3 ]; }
 krep_wait_for 60 full_isr || ktap_bail "ISRs did not fill"
 # the leader was its own ISR authority until now: its partition epoch
 PE=$(sf 1 t pe)
@@ -520,6 +526,46 @@ else
 	st 1 x | ktap_diag_stdin
 	ktap_diag "read_committed: $(committed 1)"
 	ktap_fail "a transaction open past its 1500 ms timeout is aborted with a marker (LSO 12)"
+fi
+
+# --- 7. two rounds of truncation (KIP-279) -----------------------------------
+
+ktap_diag "7. a follower with an epoch the leader never saw (at ${SECONDS}s)"
+# epoch 0 (3 records on all), then broker 3 is cut: brokers 1 and 2 write
+# epoch 1 (offsets 3, 4), broker 3 alone leads an epoch 2 the others never
+# see (3, 4), and broker 1 leads epoch 3 (5). Broker 3 comes back asking
+# for epoch 2: the leader's answer is epoch 1, which broker 3 does not
+# have, so it truncates to the end of its epoch 0 (3) and asks again.
+KPE=$(sf 1 k pe)
+produce 1 k all base 3 >/dev/null
+link_down 3
+lai $CE k 1 1 $((KPE + 1)) 1,2 1 2 >/dev/null &&
+	produce 1 k all e1 2 >/dev/null || ktap_diag "epoch 1 on brokers 1, 2 failed"
+lai $CE k 3 2 $((KPE + 1)) 3 3 >/dev/null &&
+	produce 3 k 1 lost 2 >/dev/null || ktap_diag "epoch 2 on broker 3 failed"
+lai $CE k 1 3 $((KPE + 2)) 1,2 1 2 >/dev/null &&
+	produce 1 k all e3 1 >/dev/null || ktap_diag "epoch 3 on brokers 1, 2 failed"
+if [ "$(sf 1 k epochs)" = "0:0,1:3,3:5" ] && [ "$(sf 3 k epochs)" = "0:0,2:3" ] &&
+   [ "$(sf 3 k leo)" = 5 ]; then
+	ktap_ok "broker 3 holds epoch 2 (offsets 3, 4), which leader 1 (epochs 0, 1, 3) never saw"
+else
+	st 1 k | ktap_diag_stdin
+	st 3 k | ktap_diag_stdin
+	ktap_fail "broker 3 holds epoch 2 (offsets 3, 4), which leader 1 (epochs 0, 1, 3) never saw"
+fi
+link_up 3
+lai $CE k 1 3 $((KPE + 2)) 1,2 3 >/dev/null
+: >"$tmp/same"
+if krep_wait_for 20 caught_up 3 k 6 && krep_wait_for 10 hw_all k 6 1 3 &&
+   [ "$(sf 3 k epochs)" = "0:0,1:3,3:5" ] &&
+   krep_kmsg_since "$mark" | grep -q "k-0: truncated from 5 to 3" &&
+   same_logs k 1 3 >"$tmp/same" && ! grep -q lost "$tmp/dump.3.k.0"; then
+	ktap_ok "broker 3 truncates to its epoch 0's end (3) in a second round and ends identical"
+else
+	ktap_diag_stdin <"$tmp/same"
+	st 3 k | ktap_diag_stdin
+	krep_kmsg_since "$mark" | grep 'k-0' | tail -5 | ktap_diag_stdin
+	ktap_fail "broker 3 truncates to its epoch 0's end (3) in a second round and ends identical"
 fi
 
 # --- teardown ---------------------------------------------------------------
