@@ -188,6 +188,11 @@ diag() { # what the krepds and etcd said last
 	ectl get --prefix "$PREFIX" 2>&1 | tail -n 20 | ktap_diag_stdin
 }
 
+# The conditions below start several processes each (krepctl, jq, etcdctl,
+# a Python helper: 0.2 to 0.5 s of CPU apiece in the VM): poll them at a
+# pace that leaves the CPU to etcd and the krepds under test.
+paced() { sleep 0.5; "$@"; }
+
 ktap_plan 16
 
 # --- set-up -----------------------------------------------------------------
@@ -212,7 +217,7 @@ for n in 1 2 3; do
 done
 t0=$SECONDS
 for n in 1 2 3; do etcd_start "$n"; done
-krep_wait_for 90 etcd_ok || { tail -n 5 "$tmp"/etcd.*.log | ktap_diag_stdin
+krep_wait_for 90 paced etcd_ok || { tail -n 5 "$tmp"/etcd.*.log | ktap_diag_stdin
 	ktap_bail "etcd did not come up"; }
 ktap_diag "etcd: 3 members up in $((SECONDS - t0)) s"
 krep_wait_for 60 cluster_peers_up || ktap_bail "peers did not connect"
@@ -229,7 +234,7 @@ for n in 1 2 3; do reg_start "$n"; done
 
 ktap_diag "1. three krepds, one active (at ${SECONDS}s)"
 for i in 1 2 3; do krepd_start "$i"; done
-if krep_wait_for 30 one_active && krep_wait_for 20 claims_at "$EPOCH"; then
+if krep_wait_for 60 paced one_active && krep_wait_for 40 paced claims_at "$EPOCH"; then
 	ktap_ok "one of three krepds is active (k$ACTIVE, epoch $EPOCH) and claims the brokers"
 else
 	diag
@@ -245,7 +250,7 @@ shape() { # TOPIC: etcd has its partition state, ZooKeeper's shape plus ELR
 		(.isr | type) == "array" and (.elr | type) == "array" and
 		(.partition_epoch | type) == "number"' <<<"$s" >/dev/null
 }
-if create t && krep_wait_for 30 on_all t && krep_wait_for 20 shape t; then
+if create t && krep_wait_for 30 paced on_all t && krep_wait_for 20 paced shape t; then
 	ktap_ok "the active krepd creates t; etcd holds t-0's state: $(pstate t)"
 else
 	diag
@@ -262,7 +267,7 @@ registered() { # IDS: exactly these brokers are registered, in etcd and as
 		jq -rs '[.[1:][] | select(.registered) | .id] | join(",")') &&
 		[ "$got" = "$want" ]
 }
-if krep_wait_for 30 registered 1,2,3 &&
+if krep_wait_for 30 paced registered 1,2,3 &&
    [ "$(eget brokers/ids/2 | jq -r .broker_id)" = 2 ] &&
    [ "$(ectl get -w json "$PREFIX/brokers/ids/2" | jq -r '.kvs[0].lease')" != null ]; then
 	ktap_ok "the krepd beside each broker registers it, under a lease: $(eget brokers/ids/2)"
@@ -273,7 +278,7 @@ else
 fi
 kill -9 "${REG[3]}"
 wait "${REG[3]}" 2>/dev/null
-if krep_wait_for 30 registered 1,2; then
+if krep_wait_for 30 paced registered 1,2; then
 	ktap_ok "the krepd beside broker 3 killed: its registration goes with its lease"
 else
 	diag
@@ -292,7 +297,7 @@ t_kill=$(now_s)
 ktap_diag "$t_kill kill -9 k$old"
 kill -9 "${KPID[old]}"
 wait "${KPID[old]}" 2>/dev/null
-if krep_wait_for 40 one_active "$old" && [ "$EPOCH" -gt "$old_epoch" ]; then
+if krep_wait_for 40 paced one_active "$old" && [ "$EPOCH" -gt "$old_epoch" ]; then
 	# from the kill to the election, by the krepds' logs' clock
 	ms=$(awk -v a="$(elected_at "$ACTIVE")" -v k="$t_kill" \
 		'BEGIN { printf "%d", (a - k) * 1000 }')
@@ -315,7 +320,7 @@ moved() { # t's leader is not $L any more, in etcd and on the brokers
 }
 le0=$(pstate t | jq -r .leader_epoch)
 link_down "$L"
-if krep_wait_for 40 moved; then
+if krep_wait_for 40 paced moved; then
 	l=$(leader_of t)
 	n=$(kc "$(bns "$l")" consume t -o beginning -c 20 wait 2000 2>/dev/null |
 		grep -c '^r')
@@ -334,13 +339,13 @@ krep_wait_for 60 cluster_peers_up || ktap_diag "peers did not reconnect"
 # --- 3. SIGSTOP the active one past its lease -----------------------------------
 
 ktap_diag "3. SIGSTOP the active krepd (at ${SECONDS}s)"
-krep_wait_for 30 one_active || ktap_diag "no single active krepd before section 3"
+krep_wait_for 60 paced one_active || ktap_diag "no single active krepd before section 3"
 A=$ACTIVE a_epoch=$EPOCH
 ktap_diag "$(now_s) kill -STOP k$A"
 kill -STOP "${KPID[A]}"
-if krep_wait_for 30 one_active "$A" && [ "$EPOCH" -gt "$a_epoch" ] &&
-   krep_wait_for 20 claims_at "$EPOCH" && create u &&
-   krep_wait_for 30 on_all u; then
+if krep_wait_for 90 paced one_active "$A" && [ "$EPOCH" -gt "$a_epoch" ] &&
+   krep_wait_for 60 paced claims_at "$EPOCH" && create u &&
+   krep_wait_for 60 paced on_all u; then
 	ktap_ok "k$A stopped: k$ACTIVE takes over (epoch $a_epoch -> $EPOCH), claims the brokers and creates u"
 else
 	diag
@@ -363,7 +368,7 @@ late_writes() { # keys written after the SIGCONT at the old epoch, or the
 	[ "$(eget controller | jq -r .epoch)" -gt "$a_epoch" ] ||
 		echo "controller $(eget controller)"
 }
-if krep_wait_for 20 stepped && krep_wait_for 20 one_active; then
+if krep_wait_for 60 paced stepped && krep_wait_for 60 paced one_active; then
 	w=$(late_writes)
 	if [ -z "$w" ] && claims_at "$a_epoch" above; then
 		ktap_ok "k$A woken: it steps down; nothing of it in etcd, every broker above its epoch $a_epoch"
@@ -383,9 +388,9 @@ ktap_diag "4. restart every krepd (at ${SECONDS}s)"
 before=$(pstate t | jq -c '{leader, leader_epoch, isr}')
 for i in 1 2 3; do krepd_stop "$i"; done
 for i in 1 2 3; do krepd_start "$i"; done
-if krep_wait_for 30 one_active && [ "$EPOCH" -gt "$b_epoch" ] &&
+if krep_wait_for 90 paced one_active && [ "$EPOCH" -gt "$b_epoch" ] &&
    grep -q "state from etcd: .* [2-9] topics" "$tmp/k$ACTIVE.log" &&
-   ! ls "$tmp"/k?.state >/dev/null 2>&1 && krep_wait_for 20 claims_at "$EPOCH"; then
+   ! ls "$tmp"/k?.state >/dev/null 2>&1 && krep_wait_for 60 paced claims_at "$EPOCH"; then
 	ktap_ok "all restarted: k$ACTIVE active at epoch $EPOCH with the state from etcd (no state file)"
 else
 	diag
@@ -403,7 +408,7 @@ fi
 
 ktap_diag "5. etcd members cut off (at ${SECONDS}s)"
 etcd_link 3 down
-if krep_wait_for 30 one_active && create v && krep_wait_for 30 on_all v &&
+if krep_wait_for 60 paced one_active && create v && krep_wait_for 30 paced on_all v &&
    krep_wait_for 20 eval 'pstate v | grep -q leader'; then
 	ktap_ok "etcd member 3 cut off: k$ACTIVE still commits (v created, in etcd)"
 else
@@ -414,7 +419,7 @@ C=$ACTIVE
 etcd_link 2 down
 create x	# refused or never committed: etcd has no quorum
 said() { grep -qE "etcd: (cannot|the controller lease)" "$tmp/k$C.log"; }
-if krep_wait_for 40 said && krep_wait_for 60 no_active; then
+if krep_wait_for 40 paced said && krep_wait_for 60 paced no_active; then
 	L=$(leader_of t)
 	if seq -f "m%g" 1 5 | kc "$(bns "$L")" produce t acks 1 >/dev/null 2>&1; then
 		ktap_ok "etcd's majority lost: k$C says so and steps down, brokers keep serving (t-0 on $L)"
@@ -427,8 +432,8 @@ else
 fi
 etcd_link 2 up
 etcd_link 3 up
-if krep_wait_for 60 etcd_ok && krep_wait_for 40 one_active &&
-   create w && krep_wait_for 30 on_all w &&
+if krep_wait_for 60 paced etcd_ok && krep_wait_for 90 paced one_active &&
+   create w && krep_wait_for 30 paced on_all w &&
    krep_wait_for 20 eval 'pstate w | grep -q leader'; then
 	ktap_ok "etcd back: k$ACTIVE active (epoch $EPOCH) and commits again (w)"
 else
