@@ -266,9 +266,86 @@ static void part_gauge(FILE *f, const struct krep_snap *s, const char *name,
 	}
 }
 
+/* ms as seconds, Prometheus' unit, with the ms kept */
+static void seconds(FILE *f, uint64_t ms)
+{
+	fprintf(f, "%" PRIu64 ".%03" PRIu64 "\n", ms / 1000, ms % 1000);
+}
+
+/*
+ * Per follower of each partition led here: its lag in offsets (leader
+ * LEO - its LEO, while known) and the seconds since it was last caught up.
+ */
+static void follower_gauges(FILE *f, const struct krep_snap *s)
+{
+	static const struct {
+		const char *name, *help;
+	} g[2] = {
+		{ "krep_follower_lag_offsets",
+		  "Leader LEO - follower LEO, per follower of a partition led here (while its LEO is known)." },
+		{ "krep_follower_caught_up_age_seconds",
+		  "Seconds since a follower of a partition led here was last caught up with the leader." },
+	};
+	const struct krep_snap_remote *r;
+	const struct krep_snap_part *p;
+	size_t i, k;
+	int n;
+
+	for (n = 0; n < 2; n++) {
+		head(f, g[n].name, "gauge", g[n].help);
+		for (i = 0; i < s->nparts; i++) {
+			p = &s->parts[i];
+			if (p->role != KREP_ROLE_LEADER)
+				continue;
+			for (k = 0; k < p->nremotes; k++) {
+				r = &p->remotes[k];
+				if (n == 0 ? !r->has_leo || !p->has_leo :
+					     !r->has_caught_up_age)
+					continue;
+				fprintf(f, "%s{topic=\"", g[n].name);
+				label_value(f, p->topic);
+				fprintf(f, "\",partition=\"%u\",follower=\"%u\"} ",
+					p->partition, r->id);
+				if (n == 0)
+					fprintf(f, "%" PRIu64 "\n",
+						p->leo > r->leo ? p->leo - r->leo : 0);
+				else
+					seconds(f, r->caught_up_age_ms);
+			}
+		}
+	}
+}
+
+/* The HELP of each KREP_A_STATS counter, by its name in snap.c */
+static const char *stat_help(const char *name)
+{
+	static const struct {
+		const char *name, *help;
+	} helps[] = {
+		{ "records", "Records appended to logs this broker leads, since the broker was created." },
+		{ "produce_bytes", "Record batch bytes copied into logs by produces, since the broker was created." },
+		{ "follower_bytes", "Bytes a follower copied into its logs from its leaders (through a buffer), since the broker was created." },
+		{ "rx_copy_bytes", "Bytes copied out of sockets, records into a follower's logs included, since the broker was created." },
+		{ "tx_zerocopy_bytes", "Log bytes sent to followers and consumers by page reference, without a copy, since the broker was created." },
+		{ "fetch_responses", "FETCH responses with records this broker sent as a leader, since the broker was created." },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(helps) / sizeof(helps[0]); i++)
+		if (!strcmp(helps[i].name, name))
+			return helps[i].help;
+	return "A broker data-path counter (KREP_A_STATS) since the broker was created.";
+}
+
 static void render(struct krep_metrics *m, FILE *f)
 {
-	const struct krep_snap *s = &m->snap;
+	krep_metrics_render(f, m->up ? &m->snap : NULL, m->shrinks,
+			    m->expands);
+}
+
+void krep_metrics_render(FILE *f, const struct krep_snap *s, uint64_t shrinks,
+			 uint64_t expands)
+{
 	struct krep_broker_health h;
 	const char *name;
 	char buf[96];
@@ -276,14 +353,14 @@ static void render(struct krep_metrics *m, FILE *f)
 
 	metric(f, "krep_up", "gauge",
 	       "Whether krepd could read the krep broker of its namespace.",
-	       m->up);
+	       s != NULL);
 	metric(f, "krep_isr_shrinks_total", "counter",
 	       "Followers removed from the ISR of partitions led here, seen since krepd started.",
-	       m->shrinks);
+	       shrinks);
 	metric(f, "krep_isr_expands_total", "counter",
 	       "Followers added to the ISR of partitions led here, seen since krepd started.",
-	       m->expands);
-	if (!m->up)
+	       expands);
+	if (!s)
 		return;
 	krep_broker_health(s, &h);
 	head(f, "krep_broker_info", "gauge",
@@ -314,8 +391,12 @@ static void render(struct krep_metrics *m, FILE *f)
 	       "The largest leader LEO - follower LEO over the followers of partitions led here.",
 	       h.max_follower_lag);
 	metric(f, "krep_max_follower_lag_ms", "gauge",
-	       "The longest time since a follower of a partition led here was last caught up, in ms.",
+	       "The longest time since a follower of a partition led here was last caught up, in ms (krep_max_follower_lag_seconds in Prometheus' unit).",
 	       h.max_follower_lag_ms);
+	head(f, "krep_max_follower_lag_seconds", "gauge",
+	     "The longest time since a follower of a partition led here was last caught up, in seconds.");
+	fputs("krep_max_follower_lag_seconds ", f);
+	seconds(f, h.max_follower_lag_ms);
 	if (s->has_log_memory) {
 		metric(f, "krep_log_memory_bytes", "gauge",
 		       "Bytes of log pages this broker holds, all partitions.",
@@ -330,6 +411,7 @@ static void render(struct krep_metrics *m, FILE *f)
 	part_gauge(f, s, "krep_partition_lso_lag",
 		   "HW - LSO of a local replica: committed records held back by open transactions.",
 		   true);
+	follower_gauges(f, s);
 	for (t = 1; t <= KREP_A_STAT_MAX; t++) {
 		if (!s->has_stat[t])
 			continue;
@@ -337,9 +419,7 @@ static void render(struct krep_metrics *m, FILE *f)
 		if (!name)
 			continue;
 		snprintf(buf, sizeof(buf), "krep_%s_total", name);
-		metric(f, buf, "counter",
-		       "A broker data-path counter (KREP_A_STATS) since the broker was created.",
-		       s->stat[t]);
+		metric(f, buf, "counter", stat_help(name), s->stat[t]);
 	}
 }
 

@@ -16,6 +16,8 @@
 #define KREP_AGENT_METRICS_H
 
 #include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
 
 #define KREP_METRICS_CLIENTS	16
 #define KREP_METRICS_NFDS	(1 + KREP_METRICS_CLIENTS)
@@ -42,5 +44,14 @@ void krep_metrics_poke(struct krep_metrics *m);
 /* Serve what poll() reported in the @n entries of @pfd, poll when due. */
 void krep_metrics_handle(struct krep_metrics *m, const struct pollfd *pfd,
 			 int n);
+
+struct krep_snap;
+
+/*
+ * The exposition itself: @s the broker's snapshot, or NULL while it cannot
+ * be read (krep_up 0, and the ISR counters only). For the tests too.
+ */
+void krep_metrics_render(FILE *f, const struct krep_snap *s, uint64_t shrinks,
+			 uint64_t expands);
 
 #endif
