@@ -685,28 +685,50 @@ int krep_estore_load(struct krep_estore *s, struct krep_state *st, char *err,
 
 /* ---- save -------------------------------------------------------------- */
 
+/* One write: a put (@value) or a delete (@value NULL) of @key at @rev. */
 struct op {
-	const char *key, *cmp;	/* cmp NULL: a delete */
+	const char *key, *value, *cmp;
+	char *own;		/* a deleted key's copy of its name */
+	int64_t rev;		/* its mod_revision as we know it, 0: absent */
 };
 
-static int commit(struct krep_estore *s, struct krep_etcd_txn *t,
-		  const struct op *ops, size_t n, char *err, size_t errlen)
+/*
+ * @n operations in one transaction fenced by @fence_key's create_revision;
+ * on success the cache follows.
+ */
+static int commit(struct krep_estore *s, const struct op *ops, size_t n,
+		  const char *fence_key, int64_t fence_rev, char *err,
+		  size_t errlen)
 {
+	struct krep_etcd_txn *t = krep_etcd_txn_new();
 	int64_t rev;
 	bool ok;
 	size_t i;
 	int ret;
 
+	if (!t || krep_etcd_txn_cmp(t, fence_key, KREP_ETCD_CREATE, fence_rev))
+		goto oom;
+	for (i = 0; i < n; i++)
+		if (krep_etcd_txn_cmp(t, ops[i].key, KREP_ETCD_MOD, ops[i].rev) ||
+		    (ops[i].value ? krep_etcd_txn_put(t, ops[i].key,
+						      ops[i].value, 0) :
+		     krep_etcd_txn_del(t, ops[i].key)))
+			goto oom;
 	ret = krep_etcd_txn_commit(s->e, t, &ok, &rev, err, errlen);
+	krep_etcd_txn_free(t);
 	if (ret)
 		return ret;
 	if (!ok)
 		return fail(err, errlen, -ESTALE,
 			    "a compare failed: another controller was elected or changed a key");
 	for (i = 0; i < n; i++)
-		if (cache_set(s, ops[i].key, ops[i].cmp, rev))
+		if (cache_set(s, ops[i].key, ops[i].value ? ops[i].cmp : NULL,
+			      rev))
 			return fail(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
 	return 0;
+oom:
+	krep_etcd_txn_free(t);
+	return fail(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
 }
 
 int krep_estore_save(struct krep_estore *s, const struct krep_state *st,
@@ -714,98 +736,48 @@ int krep_estore_save(struct krep_estore *s, const struct krep_state *st,
 		     size_t errlen)
 {
 	struct gens g = { 0 };
-	struct krep_etcd_txn *t = NULL;
 	struct op *ops = NULL;
 	struct centry *c;
-	size_t i, n = 0, dels = 0;
+	size_t i, n = 0, done;
 	bool *keep = NULL;
-	int ret = -ENOMEM;
+	int ret = 0;
 
 	if (generate(s, st, &g))
-		goto out;
+		goto oom;
 	keep = calloc(s->n + 1, sizeof(*keep));
 	ops = calloc(g.n + s->n + 1, sizeof(*ops));
 	if (!keep || !ops)
-		goto out;
+		goto oom;
+	/* what changed or is new, then what is gone (by name: the cache moves) */
 	for (i = 0; i < g.n; i++) {
 		c = cache_find(s, g.g[i].key);
 		if (c)
 			keep[c - s->c] = true;
 		if (c && !strcmp(c->cmp, g.g[i].cmp))
 			continue;
-		if (!t && (!(t = krep_etcd_txn_new()) ||
-			   krep_etcd_txn_cmp(t, fence_key, KREP_ETCD_CREATE,
-					     fence_rev)))
-			goto out;
-		if (krep_etcd_txn_cmp(t, g.g[i].key, KREP_ETCD_MOD,
-				      c ? c->rev : 0) ||
-		    krep_etcd_txn_put(t, g.g[i].key, g.g[i].value, 0))
-			goto out;
-		ops[n++] = (struct op){ g.g[i].key, g.g[i].cmp };
-		if (krep_etcd_txn_ops(t) >= TXN_OPS_MAX) {
-			ret = commit(s, t, ops, n, err, errlen);
-			krep_etcd_txn_free(t);
-			t = NULL;
-			n = 0;
-			if (ret)
-				goto done;
-			/* the cache moved: find the kept ones again */
-			free(keep);
-			keep = calloc(s->n + 1, sizeof(*keep));
-			if (!keep)
-				goto out;
-			for (size_t k = 0; k <= i; k++) {
-				c = cache_find(s, g.g[k].key);
-				if (c)
-					keep[c - s->c] = true;
-			}
-		}
+		ops[n++] = (struct op){ .key = g.g[i].key, .value = g.g[i].value,
+					.cmp = g.g[i].cmp, .rev = c ? c->rev : 0 };
 	}
-	/* keys of objects that are gone; ops point into the cache: copy them */
 	for (i = 0; i < s->n; i++) {
 		if (keep[i])
 			continue;
-		if (!t && (!(t = krep_etcd_txn_new()) ||
-			   krep_etcd_txn_cmp(t, fence_key, KREP_ETCD_CREATE,
-					     fence_rev)))
-			goto out;
-		if (krep_etcd_txn_cmp(t, s->c[i].key, KREP_ETCD_MOD,
-				      s->c[i].rev) ||
-		    krep_etcd_txn_del(t, s->c[i].key))
-			goto out;
-		dels++;
+		ops[n].own = strdup(s->c[i].key);
+		if (!ops[n].own)
+			goto oom;
+		ops[n].key = ops[n].own;
+		ops[n++].rev = s->c[i].rev;
 	}
-	if (!t) {
-		ret = 0;
-		goto done;
-	}
-	/* deletes forget their keys after the commit, by name */
-	if (dels) {
-		char **names = calloc(dels, sizeof(*names));
-		size_t d = 0;
-
-		if (!names)
-			goto out;
-		for (i = 0; i < s->n && d < dels; i++)
-			if (!keep[i] && !(names[d++] = strdup(s->c[i].key)))
-				ret = -ENOMEM;
-		for (i = 0; i < d && ret != -ENOMEM; i++)
-			ops[n++] = (struct op){ names[i], NULL };
-		if (ret != -ENOMEM)
-			ret = commit(s, t, ops, n, err, errlen);
-		for (i = 0; i < d; i++)
-			free(names[i]);
-		free(names);
-		if (ret == -ENOMEM)
-			goto out;
-		goto done;
-	}
-	ret = commit(s, t, ops, n, err, errlen);
-	goto done;
-out:
+	/* etcd takes at most --max-txn-ops (128) operations a transaction */
+	for (done = 0; done < n && !ret; done += TXN_OPS_MAX)
+		ret = commit(s, ops + done, n - done < TXN_OPS_MAX ?
+			     n - done : TXN_OPS_MAX, fence_key, fence_rev, err,
+			     errlen);
+	goto out;
+oom:
 	ret = fail(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
-done:
-	krep_etcd_txn_free(t);
+out:
+	for (i = 0; ops && i < n; i++)
+		free(ops[i].own);
 	free(ops);
 	free(keep);
 	gens_free(&g);

@@ -4,7 +4,8 @@
 # Host-only checks of krepd --controller --etcd against a one-member etcd
 # on loopback (Debian's etcd-server; scripts/deps.sh installs it), with
 # brokers that cannot be reached (network namespaces that do not exist),
-# so no module is needed: the etcd options' command lines; two krepds,
+# so no module is needed: the etcd options' command lines; the store
+# (tests/test_etcd against this etcd); two krepds,
 # one active, the other a standby that says who is; the election key, the
 # controller epoch and a broker's state in etcd; the active one killed:
 # the standby takes over within the lease and a round at the next epoch;
@@ -51,7 +52,7 @@ B=(--broker "1@netns:krep-test-etcd-none-$$")
 LEASE=4000
 POLL=200
 
-ktap_plan 14
+ktap_plan 15
 
 usage "the etcd options need --etcd" --controller \
 	--etcd-prefix /x "${B[@]}"
@@ -72,6 +73,11 @@ etcd_pid=$!
 ectl() { ETCDCTL_API=3 etcdctl --endpoints "$EP" --command-timeout=2s "$@"; }
 krep_wait_for 20 eval 'ectl put /probe x >/dev/null 2>&1' ||
 	ktap_bail "etcd did not start: $(tail -n 3 "$tmp/etcd.log")"
+
+# the store (etcd_store.c) against it: tests/test_etcd's own checks
+out=$("$here/test_etcd" "$EP" 2>&1)
+ok $? "etcd_store: 150 partitions in transactions of 64, read back, deleted; fenced and compare-and-set writes refused ($(tail -n 1 <<<"$out"))"
+grep "^not ok" <<<"$out" | ktap_diag_stdin
 
 start() { # I
 	"$D" --controller --foreground --etcd "http://127.0.0.1:1,$EP" \
