@@ -12,6 +12,8 @@
 #   make vm-shell      an interactive shell in the same VM
 #   make sparse        sparse over the module (endian checks on), must be clean
 #   make checkpatch    checkpatch.pl over the module and uapi, must be clean
+#   make install       krepctl, krepd, man pages, bash completion, bpftrace
+#                      tools, systemd units (PREFIX, DESTDIR; agent/Makefile)
 #
 # KDIR: the kernel build dir (default: the running kernel's when it has one,
 # else the newest Debian kernel's headers with a matching /boot/vmlinuz).
@@ -33,7 +35,7 @@ KSRC := $(filter-out %.mod.c kmod/trace.h,$(wildcard kmod/*.c kmod/*.h)) \
 	uapi/linux/krep.h uapi/linux/krep_wire.h
 
 .PHONY: all module agent selftests tools deps check demo vm-shell \
-	sparse checkpatch clean help
+	sparse checkpatch clean help install
 
 all: module agent selftests
 
@@ -46,6 +48,9 @@ module:
 
 agent:
 	$(MAKE) -C agent
+
+install: agent
+	$(MAKE) -C agent install
 
 tools:
 	@scripts/kernel-tools.sh $(TOOLS)
