@@ -1208,6 +1208,7 @@ static int run_etcd(struct krep_cluster *cfg, bool foreground)
 		c->owner = owner_draw();
 		ret = standby(c);
 		if (ret <= 0) {
+			krep_ha_step_down(ha, false);	/* the standby's lease */
 			ret = ret ? 1 : 0;
 			break;
 		}
