@@ -301,6 +301,7 @@ static int frx_head(struct krep_conn *c, struct krep_fetch_rx *f,
 	struct krep_partition *p;
 	const char *tname, *bad;
 	struct krep_rd rd;
+	u32 reserved;
 	u64 isr[2];
 	u16 tlen;
 	int err;
@@ -318,9 +319,10 @@ static int frx_head(struct krep_conn *c, struct krep_fetch_rx *f,
 	isr[0] = krep_rd_be64(&rd);
 	isr[1] = krep_rd_be64(&rd);
 	bitmap_from_arr64(f->res.isr, isr, KREP_RF_MAX);
-	krep_rd_be32(&rd);	/* reserved */
+	reserved = krep_rd_be32(&rd);
 	f->rlen = krep_rd_be32(&rd);
-	if (!krep_rd_done(&rd) || f->rlen > f->left) {
+	if (!krep_rd_done(&rd) || f->rlen > f->left || reserved ||
+	    isr[1] >> (KREP_RF_MAX - 64)) {
 		*why = "malformed FETCH response";
 		return -EPROTO;
 	}

@@ -36,14 +36,17 @@
 /* the longest wait between two scans: transaction timeouts need them */
 #define KREP_SCAN_MAX_MS	1000
 
-static bool scan_partition(struct krep_partition *p, u64 now)
+static bool scan_partition(struct krep_partition *p)
 {
 	u32 lag = p->topic->config.replica_lag_time_max_ms;
 	DECLARE_BITMAP(isr, KREP_RF_MAX);
 	bool changed = false;
 	unsigned int i;
+	u64 now;
 
 	mutex_lock(&p->lock);
+	/* under the lock: no time a fetch recorded meanwhile is after it */
+	now = krep_now_ms();
 	if (p->role != KREP_ROLE_LEADER || p->dead)
 		goto out;
 	krep_txn_expire(p, now);
@@ -86,14 +89,13 @@ static void isr_scan(struct work_struct *work)
 {
 	struct krep_net *kn = container_of(to_delayed_work(work),
 					   struct krep_net, isr_work);
-	u64 now = krep_now_ms();
 	struct krep_topic *t;
 	u32 i;
 
 	mutex_lock(&kn->topics_lock);
 	list_for_each_entry(t, &kn->topics, node) {
 		for (i = 0; i < t->npartitions; i++) {
-			if (t->parts[i] && scan_partition(t->parts[i], now))
+			if (t->parts[i] && scan_partition(t->parts[i]))
 				krep_partition_wake(t->parts[i]);
 		}
 	}

@@ -1063,15 +1063,6 @@ static int offset_for_leader_epoch(struct kreq *q, const char **why)
 	return krep_kresp_send(q->c, &rs);
 }
 
-/**
- * krep_kafka_handle - answer one whole request (or park it)
- * @c: the client connection
- * @buf: the request after its size; freed here
- * @len: its length
- * @why: set to the reason when the connection must close
- *
- * Return: 0, or < 0 to close the connection.
- */
 /* --- InitProducerId --- */
 
 /*
@@ -1105,6 +1096,15 @@ static int init_producer_id(struct kreq *q, const char **why)
 	return krep_kresp_send(q->c, &rs);
 }
 
+/**
+ * krep_kafka_handle - answer one whole request (or park it)
+ * @c: the client connection
+ * @buf: the request after its size; freed here
+ * @len: its length
+ * @why: set to the reason when the connection must close
+ *
+ * Return: 0, or < 0 to close the connection.
+ */
 int krep_kafka_handle(struct krep_conn *c, u8 *buf, u32 len,
 		      const char **why)
 {

@@ -84,7 +84,7 @@ const struct nla_policy krep_txn_policy[KREP_A_MAX + 1] = {
 	PART_POLICY,
 	[KREP_A_TIMEOUT_MS] = NLA_POLICY_FULL_RANGE(NLA_U32, &txn_timeout_range),
 	[KREP_A_PRODUCER_ID] = NLA_POLICY_FULL_RANGE(NLA_U64, &offset_range),
-	[KREP_A_PRODUCER_EPOCH] = { .type = NLA_U16 },
+	[KREP_A_PRODUCER_EPOCH] = NLA_POLICY_MAX(NLA_U16, S16_MAX),
 	[KREP_A_TXN_OP] = NLA_POLICY_RANGE(NLA_U8, KREP_TXN_BEGIN,
 					   KREP_TXN_ABORT),
 };

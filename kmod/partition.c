@@ -193,13 +193,6 @@ void krep_partition_set_hw(struct krep_partition *p, u64 hw)
 	WRITE_ONCE(p->hw, hw);	/* read locklessly by waiting producers */
 }
 
-/*
- * Leader HW: the minimum LEO over the leader, the maximal ISR and the
- * caught-up followers, moving only forward and not at all while the ISR
- * is below min.insync.replicas.
- * Called when the replica becomes leader, when a fetch moves a follower's
- * LEO, after an append, and when an ISR change is committed.
- */
 /* the maximal ISR: the committed one plus a pending change's additions */
 void krep_partition_max_isr(const struct krep_partition *p,
 			    unsigned long *isr)
@@ -236,6 +229,13 @@ static bool caught_up(const struct krep_partition *p,
 		p->topic->config.replica_lag_time_max_ms);
 }
 
+/*
+ * Leader HW: the minimum LEO over the leader, the maximal ISR and the
+ * caught-up followers, moving only forward and not at all while the ISR
+ * is below min.insync.replicas.
+ * Called when the replica becomes leader, when a fetch moves a follower's
+ * LEO, after an append, and when an ISR change is committed.
+ */
 void krep_partition_update_hw(struct krep_partition *p)
 {
 	DECLARE_BITMAP(isr, KREP_RF_MAX);
@@ -917,7 +917,8 @@ int krep_partition_list_offset(struct krep_partition *p, s64 ts, bool committed,
 	}
 	if (ts != KREP_TS_LATEST) {
 		off = krep_log_offset_for_ts(&p->log, ts, found_ts);
-		if (off >= 0 && off < p->hw) {
+		/* Kafka's lastFetchableOffset: LSO for read_committed */
+		if (off >= 0 && off < (committed ? p->lso : p->hw)) {
 			*offset = off;
 			goto out;
 		}
@@ -944,6 +945,7 @@ static bool lw_done(const struct krep_partition *p, u64 offset)
 int krep_partition_delete_records(struct krep_partition *p, u64 offset,
 				  u32 timeout_ms, struct krep_status *st)
 {
+	u32 lag = p->topic->config.replica_lag_time_max_ms;
 	long left = msecs_to_jiffies(timeout_ms);
 	int err;
 
@@ -969,10 +971,14 @@ int krep_partition_delete_records(struct krep_partition *p, u64 offset,
 	 * FETCH and report it on the one after), or at the timeout
 	 */
 	while (p->low_watermark < offset) {
+		/* a follower that stops fetching leaves LW after the lag */
+		long nap = min_t(long, left, msecs_to_jiffies(lag));
+		long got;
+
 		mutex_unlock(&p->lock);
-		left = wait_event_interruptible_timeout(p->commit_wq,
-							lw_done(p, offset),
-							left);
+		got = wait_event_interruptible_timeout(p->commit_wq,
+						       lw_done(p, offset), nap);
+		left = got < 0 ? 0 : left - (nap - got);
 		mutex_lock(&p->lock);
 		err = krep_partition_check_leader(p, st);
 		if (err)
@@ -1355,7 +1361,8 @@ static void follower_catch_up(struct krep_partition *p,
 	}
 	krep_partition_update_lso(p);
 	if (p->log.start_offset > p->low_watermark)
-		p->low_watermark = p->log.start_offset;
+		WRITE_ONCE(p->low_watermark, p->log.start_offset);
+	krep_producer_prune(p);
 	krep_partition_wake(p);
 }
 

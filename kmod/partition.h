@@ -76,6 +76,8 @@ struct krep_partition {
 	u64 lso;
 	u64 low_watermark;
 	struct list_head producers;	/* producer state (producer.c) */
+	unsigned int nproducers;
+	u64 pruned_start;		/* log start producer state was pruned at */
 	struct list_head aborted;	/* aborted transaction index */
 	wait_queue_head_t waitq;	/* fetches waiting for records or HW */
 	wait_queue_head_t commit_wq;	/* acks=all produces waiting for HW */

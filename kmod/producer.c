@@ -24,14 +24,12 @@
  * log yet, so it lives on the leader only (krep_producer_drop_unlogged()
  * forgets it when the replica stops leading).
  *
- * An abort marker of a producer this replica has not seen since its log
- * start (a follower that started from the leader's log start, or a log
- * start moved past the transaction's first batch) aborts that producer's
- * batches from the log start on: every one of them belongs to the
- * transaction the marker ends, since an earlier one would have left its
- * own marker after them.
+ * A marker of a producer with no entry ends nothing here: any batch of
+ * its transaction at or above the log start would have made one.
  *
- * LSO is the smallest first offset of an open transaction, at most HW.
+ * LSO is the smallest first offset of a transaction that is open or
+ * whose marker HW has not passed yet, at most HW and at least the log
+ * start.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -63,6 +61,14 @@ struct krep_producer {
 	struct krep_seq_batch seq[KREP_PRODUCER_BATCHES];
 	bool open;
 	s64 first_offset;		/* open: its first batch, -1 for none */
+	/*
+	 * the transaction it ended last, until HW passes its marker: LSO
+	 * stays at its first offset meanwhile (Kafka's unreplicated
+	 * transactions), or a new leader without the marker could decide
+	 * otherwise what consumers already read as decided
+	 */
+	s64 ended_first;		/* -1: none */
+	u64 ended_marker;
 	u64 last_offset;		/* its last batch or marker */
 	u64 open_ms;			/* when it opened here */
 	u32 timeout_ms;
@@ -87,7 +93,40 @@ static struct krep_producer *find(struct krep_partition *p, u64 pid)
 	return NULL;
 }
 
-/* an entry for @pid; GFP_NOFAIL: the batch is in the log already */
+static void del_producer(struct krep_partition *p, struct krep_producer *x)
+{
+	list_del(&x->node);
+	kfree(x);
+	p->nproducers--;
+}
+
+/*
+ * At most KREP_PRODUCERS_MAX entries a partition: past it, the entry
+ * with no open transaction whose last batch is the oldest goes (Kafka
+ * expires producers by time, producer.id.expiration.ms). Its retries are
+ * then no longer told apart, and it may go on at any sequence.
+ */
+static void add_producer(struct krep_partition *p, struct krep_producer *x)
+{
+	struct krep_producer *y, *old = NULL;
+
+	if (p->nproducers >= KREP_PRODUCERS_MAX) {
+		list_for_each_entry(y, &p->producers, node) {
+			if (!y->open &&
+			    (!old || y->last_offset < old->last_offset))
+				old = y;
+		}
+		if (old)
+			del_producer(p, old);
+	}
+	list_add_tail(&x->node, &p->producers);
+	p->nproducers++;
+}
+
+/*
+ * An entry for @pid. GFP_NOFAIL: the batch is in the log already, and an
+ * entry is small; without it a transaction would not hold the LSO.
+ */
 static struct krep_producer *find_or_add(struct krep_partition *p, u64 pid)
 {
 	struct krep_producer *x = find(p, pid);
@@ -97,7 +136,8 @@ static struct krep_producer *find_or_add(struct krep_partition *p, u64 pid)
 	x = kzalloc(sizeof(*x), GFP_KERNEL_ACCOUNT | __GFP_NOFAIL);
 	x->producer_id = pid;
 	x->first_offset = -1;
-	list_add_tail(&x->node, &p->producers);
+	x->ended_first = -1;
+	add_producer(p, x);
 	return x;
 }
 
@@ -129,7 +169,10 @@ static void add_aborted(struct krep_partition *p, u64 pid, u64 first,
 	list_add_tail(&a->node, &p->aborted);
 }
 
-/* HW, or the first offset of the oldest open transaction below it */
+/*
+ * HW, or the first offset of the oldest transaction below it that is
+ * open or whose marker HW has not passed yet; never below the log start
+ */
 static u64 lso_target(const struct krep_partition *p)
 {
 	const struct krep_producer *x;
@@ -138,8 +181,10 @@ static u64 lso_target(const struct krep_partition *p)
 	list_for_each_entry(x, &p->producers, node) {
 		if (x->open && x->first_offset >= 0)
 			lso = min_t(u64, lso, x->first_offset);
+		if (x->ended_first >= 0 && p->hw <= x->ended_marker)
+			lso = min_t(u64, lso, x->ended_first);
 	}
-	return lso;
+	return min(p->hw, max(lso, p->log.start_offset));
 }
 
 /* the sequence of @b's last record: sequences wrap from INT32_MAX to 0 */
@@ -199,18 +244,21 @@ void krep_producer_batch(struct krep_partition *p, const struct krep_batch *b)
 		return;
 	x = find(p, b->producer_id);
 	if (b->attributes & KREP_RB_ATTR_CONTROL) {
-		if (b->ctrl_type == KREP_CTRL_ABORT) {
-			if (!x)
-				add_aborted(p, b->producer_id,
-					    p->log.start_offset, b->base_offset);
-			else if (x->open && x->first_offset >= 0)
-				add_aborted(p, b->producer_id, x->first_offset,
-					    b->base_offset);
-		}
-		if (b->ctrl_type < 0)
-			return;		/* not a marker krep knows */
-		x = find_or_add(p, b->producer_id);
+		/*
+		 * a marker of a producer with no batch since the log start
+		 * ends nothing this replica holds
+		 */
+		if (b->ctrl_type < 0 || !x)
+			return;
+		if (b->ctrl_type == KREP_CTRL_ABORT && x->open &&
+		    x->first_offset >= 0)
+			add_aborted(p, b->producer_id, x->first_offset,
+				    b->base_offset);
 		note_epoch(x, b);
+		if (x->open && x->first_offset >= 0) {
+			x->ended_first = x->first_offset;
+			x->ended_marker = b->base_offset;
+		}
 		x->open = false;
 		x->first_offset = -1;
 		x->last_offset = b->base_offset;
@@ -234,10 +282,8 @@ static void free_all(struct krep_partition *p)
 	struct krep_aborted *a, *atmp;
 	struct krep_producer *x, *xtmp;
 
-	list_for_each_entry_safe(x, xtmp, &p->producers, node) {
-		list_del(&x->node);
-		kfree(x);
-	}
+	list_for_each_entry_safe(x, xtmp, &p->producers, node)
+		del_producer(p, x);
 	list_for_each_entry_safe(a, atmp, &p->aborted, node) {
 		list_del(&a->node);
 		kfree(a);
@@ -272,7 +318,7 @@ void krep_producer_rebuild(struct krep_partition *p)
 			       rebuild_one, p) < 0)
 		pr_warn_ratelimited("%s-%u: producer state rebuilt from an unreadable log\n",
 				    p->topic->name, p->index);
-	p->lso = min(p->lso, lso_target(p));
+	WRITE_ONCE(p->lso, min(p->lso, lso_target(p)));
 	krep_partition_update_lso(p);
 }
 
@@ -282,22 +328,25 @@ void krep_producer_rebuild(struct krep_partition *p)
  */
 void krep_producer_drop_unlogged(struct krep_partition *p)
 {
-	struct krep_producer *x, *tmp;
+	struct krep_producer *x;
 
-	list_for_each_entry_safe(x, tmp, &p->producers, node) {
-		if (x->open && x->first_offset < 0) {
-			list_del(&x->node);
-			kfree(x);
-		}
+	list_for_each_entry(x, &p->producers, node) {
+		if (x->open && x->first_offset < 0)
+			x->open = false;	/* its sequences stay */
 	}
 }
 
-/* entries wholly below the log start offset serve nobody */
+/* entries wholly below the log start offset serve nobody; every replica */
 void krep_producer_prune(struct krep_partition *p)
 {
 	u64 start = p->log.start_offset;
 	struct krep_aborted *a, *atmp;
 	struct krep_producer *x, *xtmp;
+
+	lockdep_assert_held(&p->lock);
+	if (start <= p->pruned_start)
+		return;		/* only when the log start moved */
+	p->pruned_start = start;
 
 	list_for_each_entry_safe(a, atmp, &p->aborted, node) {
 		if (a->last_offset < start) {
@@ -306,10 +355,8 @@ void krep_producer_prune(struct krep_partition *p)
 		}
 	}
 	list_for_each_entry_safe(x, xtmp, &p->producers, node) {
-		if (!x->open && x->last_offset < start) {
-			list_del(&x->node);
-			kfree(x);
-		}
+		if (!x->open && x->last_offset < start)
+			del_producer(p, x);
 	}
 }
 
@@ -356,7 +403,7 @@ static int check_seq(const struct krep_producer *x, const struct krep_batch *b,
 		}
 	}
 	prev = newest(x)->last_seq;
-	if (b->base_seq == prev + 1 || (prev == S32_MAX && b->base_seq == 0))
+	if (b->base_seq == (prev == S32_MAX ? 0 : prev + 1))
 		return 0;
 	return krep_fail(st, KREP_KERR_OUT_OF_ORDER_SEQUENCE_NUMBER, -EINVAL,
 			 "sequence does not follow the producer's last");
@@ -413,7 +460,7 @@ void krep_partition_update_lso(struct krep_partition *p)
 
 	if (lso > p->lso) {
 		trace_krep_lso_update(p, p->replicas[p->self], p->lso, lso);
-		p->lso = lso;
+		WRITE_ONCE(p->lso, lso);
 	}
 }
 
@@ -446,25 +493,36 @@ static int txn_end(struct krep_partition *p, struct krep_producer *x, bool commi
 void krep_txn_expire(struct krep_partition *p, u64 now)
 {
 	struct krep_status st = {};
-	struct krep_producer *x, *tmp;
-	u64 off;
+	struct krep_producer *x;
+	u64 off, pid, open_ms;
+	bool found;
 
 	lockdep_assert_held(&p->lock);
 	if (p->role != KREP_ROLE_LEADER || p->dead)
 		return;
-	list_for_each_entry_safe(x, tmp, &p->producers, node) {
-		if (!x->open || now - x->open_ms <= x->timeout_ms)
-			continue;
+	/* one at a time: the marker's append may prune entries */
+	do {
+		found = false;
+		list_for_each_entry(x, &p->producers, node) {
+			if (x->open &&
+			    (s64)(now - x->open_ms) > (s64)x->timeout_ms) {
+				found = true;
+				break;
+			}
+		}
+		if (!found)
+			return;
+		pid = x->producer_id;
+		open_ms = now - x->open_ms;
 		if (txn_end(p, x, false, &off, &st)) {
 			pr_warn_ratelimited("%s-%u: cannot abort producer %llu's expired transaction: %s\n",
-					    p->topic->name, p->index,
-					    x->producer_id, st.why);
+					    p->topic->name, p->index, pid,
+					    st.why);
 			return;
 		}
 		pr_info("%s-%u: producer %llu's transaction open for %llu ms aborted at %llu\n",
-			p->topic->name, p->index, x->producer_id,
-			now - x->open_ms, off);
-	}
+			p->topic->name, p->index, pid, open_ms, off);
+	} while (true);
 }
 
 /**
@@ -490,6 +548,11 @@ int krep_partition_txn(struct krep_partition *p, u64 pid, u16 pepoch, u8 op,
 	if (err)
 		goto out;
 	x = find(p, pid);
+	if (x && (s16)pepoch < (s16)x->producer_epoch) {
+		err = krep_fail(st, KREP_KERR_INVALID_PRODUCER_EPOCH, -EINVAL,
+				"producer epoch older than the producer's last");
+		goto out;
+	}
 	if (op == KREP_TXN_BEGIN) {
 		if (x && x->open) {
 			err = krep_fail(st, KREP_KERR_INVALID_TXN_STATE, -EINVAL,
@@ -504,8 +567,9 @@ int krep_partition_txn(struct krep_partition *p, u64 pid, u16 pepoch, u8 op,
 				goto out;
 			}
 			x->producer_id = pid;
+			x->ended_first = -1;
 			x->last_offset = p->log.end_offset;
-			list_add_tail(&x->node, &p->producers);
+			add_producer(p, x);
 		}
 		txn_open(x, pepoch, -1,
 			 timeout_ms ?: KREP_TXN_TIMEOUT_DEFAULT_MS);

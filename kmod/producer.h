@@ -21,6 +21,8 @@ struct krep_status;
 /* the Kafka default of transaction.timeout.ms and the broker's maximum */
 #define KREP_TXN_TIMEOUT_DEFAULT_MS	60000
 #define KREP_TXN_TIMEOUT_MAX_MS		900000
+/* producer entries kept per partition (producer.c, add_producer()) */
+#define KREP_PRODUCERS_MAX		1024
 
 void krep_producer_batch(struct krep_partition *p, const struct krep_batch *b);
 void krep_producer_rebuild(struct krep_partition *p);

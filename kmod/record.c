@@ -106,7 +106,8 @@ static s8 ctrl_type(const u8 *rec, const u8 *end)
 	rec++;				/* attributes */
 	if (get_varlong(&rec, end, &v) ||	/* timestamp delta */
 	    get_varlong(&rec, end, &v) ||	/* offset delta */
-	    get_varlong(&rec, end, &v) || v < 4 || end - rec < 4)
+	    get_varlong(&rec, end, &v) ||	/* key length */
+	    v < 4 || end - rec < 4)
 		return -1;
 	type = get_unaligned_be16(rec + 2);
 	return type == KREP_CTRL_ABORT || type == KREP_CTRL_COMMIT ? type : -1;

@@ -37,8 +37,12 @@
 #define KREP_CTRL_ABORT		0
 #define KREP_CTRL_COMMIT	1
 #define KREP_CTRL_BATCH_LEN	(KREP_RB_HDR_LEN + 17)
-/* what krep_batch_parse() reads past the header to know a control type */
-#define KREP_CTRL_PEEK_LEN	24
+/*
+ * what krep_batch_parse() reads past the header to know a control type:
+ * the record's length (5 bytes at most), attributes (1), timestamp delta
+ * (10), offset delta (5), key length (5) and the key's version and type (4)
+ */
+#define KREP_CTRL_PEEK_LEN	30
 
 /* the header fields of a batch, host order */
 struct krep_batch {

@@ -88,11 +88,13 @@ static void become_leader(struct krep_partition *p, bool was_leader, u64 now)
 
 		if (!was_leader) {
 			r->leo = -1;	/* unknown until it fetches in this epoch */
-			r->leo_at_last_fetch = 0;
+			/* no offset matches: caught up only at the LEO */
+			r->leo_at_last_fetch = U64_MAX;
+			r->last_fetch_ms = 0;
 		} else {
 			r->leo_at_last_fetch = p->log.end_offset;
+			r->last_fetch_ms = in_isr ? now : 0;
 		}
-		r->last_fetch_ms = now;
 		r->last_caught_up_ms = in_isr ? now : 0;
 	}
 	/* a follower's HW is at most its LEO; no waiting batch is ours */

@@ -190,7 +190,8 @@
  *             transactions), so a new leader can commit or abort one.
  *   reply:    KREP_A_OFFSET (offset of the control record), KREP_A_LSO
  *   errors:   INVALID_TXN_STATE (EINVAL): commit/abort without begin, begin
- *             twice; in PRODUCE, a transactional batch with no open
+ *             twice; INVALID_PRODUCER_EPOCH (EINVAL): an epoch older than
+ *             the producer's last; in PRODUCE, a transactional batch with no open
  *             transaction; INVALID_PRODUCER_EPOCH (EINVAL) in PRODUCE, a
  *             transactional batch of another producer epoch
  *
