@@ -34,6 +34,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/list.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
 
 #include "krep.h"
@@ -299,6 +300,7 @@ static enum krep_log_verdict rebuild_one(const struct krep_batch *b,
 					 void *arg)
 {
 	krep_producer_batch(arg, b);
+	cond_resched();		/* a long log: the lock is a mutex */
 	return KREP_LOG_SKIP;
 }
 
