@@ -23,6 +23,10 @@
 # D. it comes back at HW and rejoins (expand); two records with the
 #    followers at different LEOs move HW one record at a time; g's ISR is
 #    whole again and its HW moves
+# E. a scripted controller (ctl_helper.py) re-elects broker 1 at epoch 1
+#    with HW below the epoch's start: ListOffsets latest is
+#    OFFSET_NOT_AVAILABLE, earliest and fetches up to HW are answered;
+#    the followers' LEOs are kept, so one fetch moves HW
 #
 # Steps A and B must take less than LAG (the followers are not caught up
 # meanwhile); the checks say so if a slow machine made an ISR shrink early.
@@ -48,7 +52,7 @@ LAG=12000
 mark=hw-exact-$$
 krep_cleanup_push krep_mod_unload
 
-ktap_plan 10
+ktap_plan 12
 
 krep_mod_unload || ktap_bail "krep is loaded and rmmod fails"
 krep_kmsg_mark "$mark"
@@ -158,6 +162,35 @@ if [[ $out == "error 0 hw 12 log_start 0 pe "*" records 12" ]]; then
 else
 	ktap_diag "$out"
 	ktap_fail "a follower fetching at 0 gets the 12 records and HW 12"
+fi
+
+# --- E. re-elected: follower state kept; the OFFSET_NOT_AVAILABLE window ---
+# a scripted controller (ctl_helper.py) claims broker 1 and elects it again
+# at epoch 1, with LEO 13 and HW 12 (followers at 13 and 12): its epoch
+# starts at 13, above HW
+produce h 12 1
+ff 2 h 13 >/dev/null
+krep_pyserve_start ctl "$B1" ctl_helper || ktap_bail "cannot start ctl_helper.py"
+pe=$(describe "$B1" h | jq '.[0].partition_epoch')
+out="$(krep_pyserve ctl claim 1 11 600000) $(krep_pyserve ctl lai 1 h 0 1 1 $((pe + 1)) 1,2,3)"
+lat=$(kc "$B1" offsets h partition 0 latest 2>&1)
+ear=$(kc "$B1" offsets h partition 0 earliest 2>&1)
+s=$(seen h)
+if [ "$out" = "ok ok" ] && [[ $lat == *OFFSET_NOT_AVAILABLE* ]] && [ "$ear" = 0 ] &&
+   [ "$s" = "$(want_seen 12)" ]; then
+	ktap_ok "E. re-elected at epoch 1 with HW 12 below its start 13: latest is OFFSET_NOT_AVAILABLE, earliest 0, a consumer reads up to HW"
+else
+	ktap_diag "controller: $out; latest: $lat; earliest: $ear; consumer: $s"
+	ktap_fail "E. re-elected at epoch 1 with HW 12 below its start 13: latest is OFFSET_NOT_AVAILABLE, earliest 0, a consumer reads up to HW"
+fi
+# the follower at 13 was remembered: one fetch of the other moves HW
+hw3=$(krep_pyserve f3 fetch f h 0 1 13 0 | awk '{ print $4 }')
+lat=$(kc "$B1" offsets h partition 0 latest 2>&1)
+if [ "$hw3" = 13 ] && [ "$lat" = 13 ]; then
+	ktap_ok "E. the re-elected leader kept its followers' LEOs: one fetch at 13 moves HW to 13, latest answers 13"
+else
+	ktap_diag "HW in the answer: $hw3; latest: $lat; leader: $(lead h)"
+	ktap_fail "E. the re-elected leader kept its followers' LEOs: one fetch at 13 moves HW to 13, latest answers 13"
 fi
 
 krep_teardown_checks "$mark"
