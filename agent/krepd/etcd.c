@@ -15,6 +15,7 @@
 #include <curl/curl.h>
 #include <json-c/json.h>
 
+#include "errf.h"
 #include "etcd.h"
 
 #define REPLY_MAX	(64u << 20)	/* the largest answer we take */
@@ -43,18 +44,6 @@ struct buf {
 	bool full;
 };
 
-static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return ret;
-}
 
 /* ---- base64 ------------------------------------------------------------ */
 
@@ -195,12 +184,12 @@ static int endpoints(struct krep_etcd *e, const char *list, char *err,
 		while (len && p[len - 1] == '/')
 			len--;	/* "http://a:2379/" */
 		if (!len || e->nep == KREP_ETCD_ENDPOINTS_MAX)
-			return fail(err, errlen, -EINVAL,
+			return krep_errf(err, errlen, -EINVAL,
 				    "--etcd '%s': %s", list, len ?
 				    "more than 8 endpoints" : "an empty endpoint");
 		if ((len < 8 || strncmp(p, "http://", 7)) &&
 		    (len < 9 || strncmp(p, "https://", 8)))
-			return fail(err, errlen, -EINVAL,
+			return krep_errf(err, errlen, -EINVAL,
 				    "--etcd '%.*s': not an http:// or https:// URL",
 				    (int)len, p);
 		e->ep[e->nep] = strndup(p, len);
@@ -210,7 +199,7 @@ static int endpoints(struct krep_etcd *e, const char *list, char *err,
 		p = *end ? end + 1 : end;
 	}
 	if (!e->nep)
-		return fail(err, errlen, -EINVAL, "--etcd: no endpoint");
+		return krep_errf(err, errlen, -EINVAL, "--etcd: no endpoint");
 	return 0;
 }
 
@@ -223,14 +212,14 @@ struct krep_etcd *krep_etcd_open(const struct krep_etcd_opts *o, char *err,
 
 	if (!global) {
 		if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
-			fail(err, errlen, -ENOMEM, "curl_global_init failed");
+			krep_errf(err, errlen, -ENOMEM, "curl_global_init failed");
 			return NULL;
 		}
 		global = true;
 	}
 	e = calloc(1, sizeof(*e));
 	if (!e) {
-		fail(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
+		krep_errf(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
 		return NULL;
 	}
 	e->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 1000;
@@ -251,12 +240,12 @@ struct krep_etcd *krep_etcd_open(const struct krep_etcd_opts *o, char *err,
 	    (o->cacert && curl_easy_setopt(c, CURLOPT_CAINFO, o->cacert)) ||
 	    (o->cert && curl_easy_setopt(c, CURLOPT_SSLCERT, o->cert)) ||
 	    (o->key && curl_easy_setopt(c, CURLOPT_SSLKEY, o->key))) {
-		fail(err, errlen, -EINVAL, "libcurl refuses an option (TLS support missing?)");
+		krep_errf(err, errlen, -EINVAL, "libcurl refuses an option (TLS support missing?)");
 		goto fail;
 	}
 	return e;
 oom:
-	fail(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
+	krep_errf(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
 fail:
 	krep_etcd_close(e);
 	return NULL;
@@ -335,7 +324,7 @@ static int post_once(struct krep_etcd *e, const char *path, const char *body,
 	curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, &b);
 	cc = curl_easy_perform(e->curl);
 	if (cc != CURLE_OK) {
-		ret = fail(err, errlen, b.full ? -EMSGSIZE : -EHOSTUNREACH,
+		ret = krep_errf(err, errlen, b.full ? -EMSGSIZE : -EHOSTUNREACH,
 			   "%s: %s", url, b.full ? "answer too large" :
 			   curl_easy_strerror(cc));
 		goto out;
@@ -343,7 +332,7 @@ static int post_once(struct krep_etcd *e, const char *path, const char *body,
 	curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
 	*out = b.p ? json_tokener_parse_verbose(b.p, &jerr) : NULL;
 	if (!*out || !json_object_is_type(*out, json_type_object)) {
-		ret = fail(err, errlen, status >= 500 ? -EHOSTUNREACH : -EPROTO,
+		ret = krep_errf(err, errlen, status >= 500 ? -EHOSTUNREACH : -EPROTO,
 			   "%s: HTTP %ld, %s", url, status,
 			   b.p ? "the answer is not a JSON object" :
 			   "an empty answer");
@@ -351,7 +340,7 @@ static int post_once(struct krep_etcd *e, const char *path, const char *body,
 	}
 	if (gw_error(*out, &code, &msg) || status != 200) {
 		*gcode = code;
-		ret = fail(err, errlen, code == GRPC_UNAVAILABLE ||
+		ret = krep_errf(err, errlen, code == GRPC_UNAVAILABLE ||
 			   code == GRPC_DEADLINE ? -EHOSTUNREACH : -EIO,
 			   "%s: HTTP %ld, etcd error %" PRId64 ": %s", url,
 			   status, code, msg ? msg : "(no message)");
@@ -377,7 +366,7 @@ static int post(struct krep_etcd *e, const char *path, json_object *req,
 	int ret = -ENOMEM;
 
 	if (!body)
-		return fail(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
+		return krep_errf(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
 	if (e->user && !e->token && strcmp(path, "/v3/auth/authenticate")) {
 		ret = authenticate(e, err, errlen);
 		if (ret)
@@ -416,7 +405,7 @@ static int authenticate(struct krep_etcd *e, char *err, size_t errlen)
 	    json_object_object_add(req, "password",
 				   json_object_new_string(e->password ?: ""))) {
 		json_object_put(req);
-		return fail(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
+		return krep_errf(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
 	}
 	ret = post(e, "/v3/auth/authenticate", req, &ans, err, errlen);
 	json_object_put(req);
@@ -427,7 +416,7 @@ static int authenticate(struct krep_etcd *e, char *err, size_t errlen)
 	    snprintf(line, sizeof(line), "Authorization: %s",
 		     json_object_get_string(tok)) >= (int)sizeof(line)) {
 		json_object_put(ans);
-		return fail(err, errlen, -EPROTO,
+		return krep_errf(err, errlen, -EPROTO,
 			    "etcd authenticate: no usable token in the answer");
 	}
 	json_object_put(ans);
@@ -435,13 +424,13 @@ static int authenticate(struct krep_etcd *e, char *err, size_t errlen)
 	h = curl_slist_append(NULL, "Content-Type: application/json");
 	if (!h || !curl_slist_append(h, line)) {
 		curl_slist_free_all(h);
-		return fail(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
+		return krep_errf(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
 	}
 	curl_slist_free_all(e->hdrs);
 	e->hdrs = h;
 	free(e->token);
 	e->token = strdup(line);
-	return e->token ? 0 : fail(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
+	return e->token ? 0 : krep_errf(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
 }
 
 /* ---- kv ---------------------------------------------------------------- */
@@ -597,7 +586,7 @@ int krep_etcd_range(struct krep_etcd *e, const char *key, bool prefix,
 	if (!req || add_b64(req, "key", key, strlen(key)) ||
 	    (prefix && add_prefix_end(req, key))) {
 		json_object_put(req);
-		return fail(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
+		return krep_errf(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
 	}
 	ret = post(e, "/v3/kv/range", req, &ans, err, errlen);
 	json_object_put(req);
@@ -611,7 +600,7 @@ int krep_etcd_range(struct krep_etcd *e, const char *key, bool prefix,
 	}
 	json_object_put(ans);
 	if (ret)
-		return fail(err, errlen, ret, "etcd range %s: %s", key, why);
+		return krep_errf(err, errlen, ret, "etcd range %s: %s", key, why);
 	return 0;
 }
 
@@ -722,13 +711,13 @@ int krep_etcd_txn_commit(struct krep_etcd *e, struct krep_etcd_txn *t,
 
 	*ok = false;
 	if (t->oom)
-		return fail(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
+		return krep_errf(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
 	req = json_object_new_object();
 	if (!req || json_object_object_add(req, "compare",
 					   json_object_get(t->cmp)) ||
 	    json_object_object_add(req, "success", json_object_get(t->ops))) {
 		json_object_put(req);
-		return fail(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
+		return krep_errf(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
 	}
 	ret = post(e, "/v3/kv/txn", req, &ans, err, errlen);
 	json_object_put(req);
@@ -738,7 +727,7 @@ int krep_etcd_txn_commit(struct krep_etcd *e, struct krep_etcd_txn *t,
 	    (json_object_object_get_ex(ans, "succeeded", &s) &&
 	     !json_object_is_type(s, json_type_boolean))) {
 		json_object_put(ans);
-		return fail(err, errlen, -EPROTO,
+		return krep_errf(err, errlen, -EPROTO,
 			    "etcd txn: no header revision or a bad \"succeeded\"");
 	}
 	*ok = json_object_object_get_ex(ans, "succeeded", &s) &&
@@ -757,7 +746,7 @@ static int lease_call(struct krep_etcd *e, const char *path, const char *f,
 
 	if (!req || add_i64(req, f, v)) {
 		json_object_put(req);
-		return fail(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
+		return krep_errf(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
 	}
 	ret = post(e, path, req, ans, err, errlen);
 	json_object_put(req);
@@ -775,7 +764,7 @@ int krep_etcd_lease_grant(struct krep_etcd *e, int64_t ttl_s, int64_t *id,
 		return ret;
 	if (i64_of(ans, "ID", id, true) || i64_of(ans, "TTL", granted, true) ||
 	    *id == 0 || *granted <= 0)
-		ret = fail(err, errlen, -EPROTO,
+		ret = krep_errf(err, errlen, -EPROTO,
 			   "etcd lease grant: no lease id or TTL in the answer");
 	json_object_put(ans);
 	return ret;
@@ -794,7 +783,7 @@ int krep_etcd_lease_keepalive(struct krep_etcd *e, int64_t id, int64_t *ttl_s,
 	if (!json_object_object_get_ex(ans, "result", &r) ||
 	    !json_object_is_type(r, json_type_object) ||
 	    i64_of(r, "TTL", ttl_s, false) || *ttl_s < 0)
-		ret = fail(err, errlen, -EPROTO,
+		ret = krep_errf(err, errlen, -EPROTO,
 			   "etcd lease keepalive: no result in the answer");
 	json_object_put(ans);
 	return ret;

@@ -14,6 +14,7 @@
 #include <json-c/json.h>
 
 #include "ep.h"
+#include "errf.h"
 #include "etcd_store.h"
 
 /* operations per transaction: etcd's --max-txn-ops is 128 by default */
@@ -43,18 +44,6 @@ struct gens {
 	bool oom;
 };
 
-static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return ret;
-}
 
 struct krep_estore *krep_estore_new(struct krep_etcd *e, const char *prefix)
 {
@@ -646,7 +635,7 @@ int krep_estore_load(struct krep_estore *s, struct krep_state *st, char *err,
 	cache_clear(s);
 	key = key_of(s, "%s", "");
 	if (!key)
-		return fail(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
+		return krep_errf(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
 	ret = krep_etcd_range(s->e, key, true, &kvs, err, errlen);
 	free(key);
 	if (ret)
@@ -656,7 +645,7 @@ int krep_estore_load(struct krep_estore *s, struct krep_state *st, char *err,
 			why = strerror(ENOMEM);
 			ret = load_one(s, st, &kvs.kv[i], &maps, pass, &why);
 			if (ret)
-				fail(err, errlen, ret, "etcd key %s: %s",
+				krep_errf(err, errlen, ret, "etcd key %s: %s",
 				     kvs.kv[i].key, why);
 		}
 	/* topics are compared as they would be written, assignments included */
@@ -668,7 +657,7 @@ int krep_estore_load(struct krep_estore *s, struct krep_state *st, char *err,
 			if (!strcmp(kvs.kv[k].key, key))
 				ret = cache_set(s, key, cmp, kvs.kv[k].mod_rev);
 		if (ret == -ENOMEM)
-			fail(err, errlen, ret, "%s", strerror(ENOMEM));
+			krep_errf(err, errlen, ret, "%s", strerror(ENOMEM));
 		free(key);
 		free(cmp);
 	}
@@ -719,16 +708,16 @@ static int commit(struct krep_estore *s, const struct op *ops, size_t n,
 	if (ret)
 		return ret;
 	if (!ok)
-		return fail(err, errlen, -ESTALE,
+		return krep_errf(err, errlen, -ESTALE,
 			    "a compare failed: another controller was elected or changed a key");
 	for (i = 0; i < n; i++)
 		if (cache_set(s, ops[i].key, ops[i].value ? ops[i].cmp : NULL,
 			      rev))
-			return fail(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
+			return krep_errf(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
 	return 0;
 oom:
 	krep_etcd_txn_free(t);
-	return fail(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
+	return krep_errf(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
 }
 
 int krep_estore_save(struct krep_estore *s, const struct krep_state *st,
@@ -774,7 +763,7 @@ int krep_estore_save(struct krep_estore *s, const struct krep_state *st,
 			     errlen);
 	goto out;
 oom:
-	ret = fail(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
+	ret = krep_errf(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
 out:
 	for (i = 0; ops && i < n; i++)
 		free(ops[i].own);

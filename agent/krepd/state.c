@@ -16,22 +16,11 @@
 #include <unistd.h>
 
 #include "ep.h"
+#include "errf.h"
 #include "state.h"
 
 #define WORDS_MAX	20
 
-static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t errlen, int ret, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return ret;
-}
 
 void krep_state_free(struct krep_state *st)
 {
@@ -284,7 +273,7 @@ int krep_state_load(const char *path, struct krep_state *st, char *err,
 	if (!f) {
 		ret = -errno;
 		if (ret != -ENOENT)
-			fail(err, errlen, ret, "cannot open %s: %s", path,
+			krep_errf(err, errlen, ret, "cannot open %s: %s", path,
 			     strerror(-ret));
 		return ret;
 	}
@@ -292,18 +281,18 @@ int krep_state_load(const char *path, struct krep_state *st, char *err,
 		lineno++;
 		ret = state_line(st, line, &versioned, &why);
 		if (ret == -ENOMEM) {
-			fail(err, errlen, ret, "%s: out of memory", path);
+			krep_errf(err, errlen, ret, "%s: out of memory", path);
 			break;
 		}
 		if (ret) {
-			fail(err, errlen, ret, "%s:%u: %s", path, lineno, why);
+			krep_errf(err, errlen, ret, "%s:%u: %s", path, lineno, why);
 			break;
 		}
 	}
 	if (!ret && ferror(f))
-		ret = fail(err, errlen, -EIO, "cannot read %s", path);
+		ret = krep_errf(err, errlen, -EIO, "cannot read %s", path);
 	if (!ret && !versioned)
-		ret = fail(err, errlen, -EINVAL, "%s: empty state file", path);
+		ret = krep_errf(err, errlen, -EINVAL, "%s: empty state file", path);
 	free(line);
 	fclose(f);
 	if (ret)
@@ -384,12 +373,12 @@ int krep_state_save(const char *path, void (*emit)(FILE *f, void *arg),
 	FILE *f;
 
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-		return fail(err, errlen, -ENAMETOOLONG, "%s: name too long",
+		return krep_errf(err, errlen, -ENAMETOOLONG, "%s: name too long",
 			    path);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		ret = -errno;
-		return fail(err, errlen, ret, "cannot create %s: %s", tmp,
+		return krep_errf(err, errlen, ret, "cannot create %s: %s", tmp,
 			    strerror(-ret));
 	}
 	f = fdopen(fd, "w");
@@ -397,7 +386,7 @@ int krep_state_save(const char *path, void (*emit)(FILE *f, void *arg),
 		ret = -errno;
 		close(fd);
 		unlink(tmp);
-		return fail(err, errlen, ret, "%s: %s", tmp, strerror(-ret));
+		return krep_errf(err, errlen, ret, "%s: %s", tmp, strerror(-ret));
 	}
 	fputs("# krepd controller state: written by krepd --controller, do not edit while it runs\n"
 	      "version 1\n", f);
@@ -406,24 +395,24 @@ int krep_state_save(const char *path, void (*emit)(FILE *f, void *arg),
 		ret = -errno;
 		fclose(f);
 		unlink(tmp);
-		return fail(err, errlen, ret, "cannot write %s: %s", tmp,
+		return krep_errf(err, errlen, ret, "cannot write %s: %s", tmp,
 			    strerror(-ret));
 	}
 	if (fclose(f)) {
 		ret = -errno;
 		unlink(tmp);
-		return fail(err, errlen, ret, "cannot write %s: %s", tmp,
+		return krep_errf(err, errlen, ret, "cannot write %s: %s", tmp,
 			    strerror(-ret));
 	}
 	if (rename(tmp, path)) {
 		ret = -errno;
 		unlink(tmp);
-		return fail(err, errlen, ret, "cannot rename %s to %s: %s", tmp,
+		return krep_errf(err, errlen, ret, "cannot rename %s to %s: %s", tmp,
 			    path, strerror(-ret));
 	}
 	ret = fsync_dir(path);
 	if (ret)
-		return fail(err, errlen, ret, "cannot sync the directory of %s: %s",
+		return krep_errf(err, errlen, ret, "cannot sync the directory of %s: %s",
 			    path, strerror(-ret));
 	return 0;
 }
@@ -434,28 +423,28 @@ int krep_state_lock(const char *path, char *err, size_t errlen)
 	int fd, ret;
 
 	if (snprintf(lock, sizeof(lock), "%s.lock", path) >= (int)sizeof(lock))
-		return fail(err, errlen, -ENAMETOOLONG, "%s: name too long",
+		return krep_errf(err, errlen, -ENAMETOOLONG, "%s: name too long",
 			    path);
 	strcpy(dir, lock);
 	if (mkdir(dirname(dir), 0755) && errno != EEXIST) {
 		ret = -errno;
-		return fail(err, errlen, ret, "cannot create the directory of %s: %s",
+		return krep_errf(err, errlen, ret, "cannot create the directory of %s: %s",
 			    path, strerror(-ret));
 	}
 	fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		ret = -errno;
-		return fail(err, errlen, ret, "cannot open %s: %s", lock,
+		return krep_errf(err, errlen, ret, "cannot open %s: %s", lock,
 			    strerror(-ret));
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB)) {
 		ret = -errno;
 		close(fd);
 		if (ret == -EWOULDBLOCK)
-			return fail(err, errlen, ret,
+			return krep_errf(err, errlen, ret,
 				    "%s is locked: another krepd --controller uses state file %s",
 				    lock, path);
-		return fail(err, errlen, ret, "cannot lock %s: %s", lock,
+		return krep_errf(err, errlen, ret, "cannot lock %s: %s", lock,
 			    strerror(-ret));
 	}
 	return fd;
