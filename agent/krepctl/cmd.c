@@ -288,6 +288,18 @@ out:
 	krep_snap_free(&s);
 }
 
+int krepctl_snap(struct krepctl *ctl, const char *topic, struct krep_snap *s)
+{
+	int err;
+
+	ctl->gl.quiet = true;
+	err = krep_snap_take(&ctl->gl, topic, s);
+	ctl->gl.quiet = false;
+	if (err && ctl->gl.st.err)
+		krepctl_kernel_error(ctl, NULL);
+	return err;
+}
+
 void krepctl_kernel_error(struct krepctl *ctl, struct nl_msg *req)
 {
 	struct krep_genl_status st = ctl->gl.st;

@@ -113,7 +113,7 @@ int krepctl_health_run(struct krepctl *ctl, int argc, char **argv)
 	const char *topic = NULL;
 	struct krep_snap s;
 	uint64_t bad;
-	int i, err;
+	int i;
 
 	for (i = 1; i < argc; i++) {
 		if (krepctl_is_help(argv[i])) {
@@ -132,14 +132,8 @@ int krepctl_health_run(struct krepctl *ctl, int argc, char **argv)
 	}
 	if (krepctl_connect(ctl))
 		return KREP_EXIT_ERR;
-	ctl->gl.quiet = true;
-	err = krep_snap_take(&ctl->gl, topic, &s);
-	ctl->gl.quiet = false;
-	if (err) {
-		if (ctl->gl.st.err)
-			krepctl_kernel_error(ctl, NULL);
+	if (krepctl_snap(ctl, topic, &s))
 		return KREP_EXIT_ERR;
-	}
 	health_print(&s, ctl->json, &bad);
 	krep_snap_free(&s);
 	return bad ? KREP_EXIT_ERR : KREP_EXIT_OK;

@@ -77,6 +77,13 @@ int krepctl_request(struct krepctl *ctl, struct nl_msg *req,
  *	 "message":"..."[,"attribute":"path"]}
  */
 void krepctl_kernel_error(struct krepctl *ctl, struct nl_msg *req);
+struct krep_snap;
+/*
+ * A snapshot of this broker (krep_snap_take()) for @topic, or every topic
+ * when NULL, with a kernel error printed as above. Returns 0 or a
+ * negative errno.
+ */
+int krepctl_snap(struct krepctl *ctl, const char *topic, struct krep_snap *s);
 /*
  * An error found here rather than by the kernel, printed the same way;
  * @kerr is Kafka's code, or KREP_NO_KERR.

@@ -304,7 +304,7 @@ int krepctl_stats_run(struct krepctl *ctl, int argc, char **argv)
 	const char *topic = NULL;
 	bool check = false, bad;
 	struct krep_snap s;
-	int i, err;
+	int i;
 
 	for (i = 1; i < argc; i++) {
 		if (krepctl_is_help(argv[i])) {
@@ -327,14 +327,8 @@ int krepctl_stats_run(struct krepctl *ctl, int argc, char **argv)
 	}
 	if (krepctl_connect(ctl))
 		return KREP_EXIT_ERR;
-	ctl->gl.quiet = true;
-	err = krep_snap_take(&ctl->gl, topic, &s);
-	ctl->gl.quiet = false;
-	if (err) {
-		if (ctl->gl.st.err)
-			krepctl_kernel_error(ctl, NULL);
+	if (krepctl_snap(ctl, topic, &s))
 		return KREP_EXIT_ERR;
-	}
 	if (ctl->json)
 		stats_json(stdout, &s);
 	else

@@ -1228,14 +1228,9 @@ static int parts_filter(struct krepctl *ctl, const char *name,
 	size_t i;
 	int err;
 
-	ctl->gl.quiet = true;
-	err = krep_snap_take(&ctl->gl, name, &s);
-	ctl->gl.quiet = false;
-	if (err) {
-		if (ctl->gl.st.err)
-			krepctl_kernel_error(ctl, NULL);
+	err = krepctl_snap(ctl, name, &s);
+	if (err)
 		return err;
-	}
 	keep.v = calloc(l->n ? l->n : 1, sizeof(*keep.v));
 	if (!keep.v) {
 		krep_snap_free(&s);
