@@ -67,6 +67,7 @@ const struct nla_policy krep_fetch_policy[KREP_A_MAX + 1] = {
 const struct nla_policy krep_list_offsets_policy[KREP_A_MAX + 1] = {
 	PART_POLICY,
 	[KREP_A_TIMESTAMP] = NLA_POLICY_MIN(NLA_S64, KREP_TS_EARLIEST),
+	[KREP_A_ISOLATION] = NLA_POLICY_MAX(NLA_U8, KREP_READ_COMMITTED),
 };
 
 const struct nla_policy krep_delete_records_policy[KREP_A_MAX + 1] = {
@@ -263,6 +264,7 @@ int krep_nl_list_offsets(struct sk_buff *skb, struct genl_info *info)
 	struct krep_topic *t;
 	struct sk_buff *msg;
 	s64 ts, found_ts;
+	bool committed;
 	u64 offset;
 	void *hdr;
 	int err;
@@ -274,7 +276,10 @@ int krep_nl_list_offsets(struct sk_buff *skb, struct genl_info *info)
 	p = krep_nl_partition(info, &t, &st);
 	if (IS_ERR(p))
 		return krep_nl_status(info, PTR_ERR(p), &st);
-	err = krep_partition_list_offset(p, ts, false, &offset, &found_ts,
+	committed = info->attrs[KREP_A_ISOLATION] &&
+		    nla_get_u8(info->attrs[KREP_A_ISOLATION]) ==
+		    KREP_READ_COMMITTED;
+	err = krep_partition_list_offset(p, ts, committed, &offset, &found_ts,
 					 &st);
 	krep_topic_put(t);
 	if (err)

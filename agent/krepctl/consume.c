@@ -608,20 +608,25 @@ static int start_offset(struct consumer *c, uint64_t *offset)
 		return 0;
 	case KREP_START_BEGINNING:
 		return krepctl_list_offset(c->ctl, a->topic, c->partition,
-					   KREP_TS_EARLIEST, offset, NULL, NULL);
+					   KREP_TS_EARLIEST, a->isolation, offset,
+					   NULL, NULL);
 	case KREP_START_END:
 		return krepctl_list_offset(c->ctl, a->topic, c->partition,
-					   KREP_TS_LATEST, offset, NULL, NULL);
+					   KREP_TS_LATEST, a->isolation, offset,
+					   NULL, NULL);
 	case KREP_START_TIME:
 		return krepctl_list_offset(c->ctl, a->topic, c->partition,
-					   a->start_arg, offset, NULL, NULL);
+					   a->start_arg, a->isolation, offset,
+					   NULL, NULL);
 	case KREP_START_FROM_END:
 		err = krepctl_list_offset(c->ctl, a->topic, c->partition,
-					  KREP_TS_EARLIEST, &earliest, NULL,
+					  KREP_TS_EARLIEST, a->isolation,
+					  &earliest, NULL,
 					  NULL);
 		if (!err)
 			err = krepctl_list_offset(c->ctl, a->topic, c->partition,
-						  KREP_TS_LATEST, &latest, NULL,
+						  KREP_TS_LATEST, a->isolation,
+						  &latest, NULL,
 						  NULL);
 		if (err)
 			return err;

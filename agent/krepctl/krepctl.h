@@ -256,8 +256,8 @@ int krep_consume_parse(int argc, char **argv, struct krep_consume_args *a);
 /* offsets.c: offsets, delete-records, txn */
 /* LIST_OFFSETS for @ts (ms, KREP_TS_EARLIEST or KREP_TS_LATEST). */
 int krepctl_list_offset(struct krepctl *ctl, const char *topic,
-			uint32_t partition, int64_t ts, uint64_t *offset,
-			bool *has_ts, int64_t *found_ts);
+			uint32_t partition, int64_t ts, uint8_t isolation,
+			uint64_t *offset, bool *has_ts, int64_t *found_ts);
 void krepctl_offsets_usage(FILE *f);
 int krepctl_offsets_run(struct krepctl *ctl, int argc, char **argv);
 void krepctl_delete_records_usage(FILE *f);
@@ -270,6 +270,9 @@ struct krep_offsets_args {
 	bool has_partition;	/* else every partition */
 	uint32_t partition;
 	int64_t timestamp;	/* KREP_TS_EARLIEST, KREP_TS_LATEST or ms */
+	uint8_t isolation;	/* KREP_READ_* */
+	bool has_lag;		/* a consumer's lag at lag_pos too */
+	uint64_t lag_pos;
 	bool json;
 };
 

@@ -17,14 +17,21 @@
 void krepctl_offsets_usage(FILE *f)
 {
 	fputs("Usage: krepctl offsets TOPIC [partition N] [earliest|latest|TIME_MS]\n"
+	      "                       [--isolation read_committed|read_uncommitted]\n"
+	      "                       [lag POSITION]\n"
 	      "\n"
 	      "Look up an offset of partition N of TOPIC, or of every partition\n"
 	      "of TOPIC when no partition is given:\n"
 	      "  earliest  the log start offset\n"
-	      "  latest    the high watermark (default)\n"
+	      "  latest    the high watermark (default), or with --isolation\n"
+	      "            read_committed the last stable offset\n"
 	      "  TIME_MS   the first offset whose record has a timestamp of at\n"
 	      "            least TIME_MS (ms since the epoch); the high watermark\n"
 	      "            when there is none\n"
+	      "  lag POSITION  with partition N and latest: also a consumer's\n"
+	      "            lag at POSITION as Kafka counts it, HW - POSITION\n"
+	      "            (read_committed: LSO - POSITION), 0 past the end;\n"
+	      "            printed as OFFSET lag=LAG, in JSON as \"lag\"\n"
 	      "For partition N it prints the offset, and after a space the\n"
 	      "timestamp the kernel found (TIME_MS lookups only); with --json\n"
 	      "{\"offset\":N,\"timestamp\":MS|null}. For every partition, one\n"
@@ -167,18 +174,22 @@ static int offset_reply_get(struct nl_msg *msg, void *arg)
 	return 0;
 }
 
-/* LIST_OFFSETS for @ts (ms, KREP_TS_EARLIEST or KREP_TS_LATEST). */
+/*
+ * LIST_OFFSETS for @ts (ms, KREP_TS_EARLIEST or KREP_TS_LATEST) as a
+ * consumer of @isolation (KREP_READ_*) may read.
+ */
 int krepctl_list_offset(struct krepctl *ctl, const char *topic,
-			uint32_t partition, int64_t ts, uint64_t *offset,
-			bool *has_ts, int64_t *found_ts)
+			uint32_t partition, int64_t ts, uint8_t isolation,
+			uint64_t *offset, bool *has_ts, int64_t *found_ts)
 {
 	struct offset_reply r = { 0 };
 	struct nl_msg *msg;
 	int err;
 
 	msg = krepctl_part_msg(ctl->gl.family, KREP_CMD_LIST_OFFSETS, topic,
-			       partition, 16);
-	if (!msg || nla_put_u64(msg, KREP_A_TIMESTAMP, (uint64_t)ts)) {
+			       partition, 24);
+	if (!msg || nla_put_u64(msg, KREP_A_TIMESTAMP, (uint64_t)ts) ||
+	    (isolation && nla_put_u8(msg, KREP_A_ISOLATION, isolation))) {
 		nlmsg_free(msg);
 		fprintf(stderr, "%s: %s\n", krep_prog, strerror(ENOMEM));
 		return -ENOMEM;
@@ -213,7 +224,40 @@ static int offsets_other(int argc, char **argv, int *i, void *arg)
 	const char *s = argv[*i];
 	int64_t ts;
 
-	(void)argc;
+	if (!strcmp(s, "--isolation") || !strcmp(s, "lag")) {
+		if (*i + 1 >= argc) {
+			krepctl_usage_error(krepctl_offsets_usage,
+					    "offsets: '%s' needs a value", s);
+			return -EINVAL;
+		}
+		s = argv[++*i];
+		if (!strcmp(argv[*i - 1], "lag")) {
+			int64_t pos;
+			int err = krepctl_parse_s64(krepctl_offsets_usage,
+						    "offsets", "lag", s, &pos);
+
+			if (err)
+				return err;
+			if (pos < 0) {
+				krepctl_usage_error(krepctl_offsets_usage,
+						    "offsets: lag needs a position of 0 or more, not '%s'",
+						    s);
+				return -EINVAL;
+			}
+			op->a->has_lag = true;
+			op->a->lag_pos = pos;
+			return 1;
+		}
+		if (!strcmp(s, "read_committed")) {
+			op->a->isolation = KREP_READ_COMMITTED;
+		} else if (strcmp(s, "read_uncommitted")) {
+			krepctl_usage_error(krepctl_offsets_usage,
+					    "offsets: --isolation is read_committed or read_uncommitted, not '%s'",
+					    s);
+			return -EINVAL;
+		}
+		return 1;
+	}
 	if (op->given) {
 		krepctl_usage_error(krepctl_offsets_usage,
 				    "offsets: more than one of earliest, latest and TIME_MS ('%s')",
@@ -235,12 +279,20 @@ static int offsets_other(int argc, char **argv, int *i, void *arg)
 int krep_offsets_parse(int argc, char **argv, struct krep_offsets_args *a)
 {
 	struct offsets_parse op = { .a = a };
+	int err;
 
 	memset(a, 0, sizeof(*a));
 	a->timestamp = KREP_TS_LATEST;
-	return part_args_parse(argc, argv, "offsets", krepctl_offsets_usage,
-			       &a->topic, &a->has_partition, &a->partition,
-			       &a->json, offsets_other, &op);
+	err = part_args_parse(argc, argv, "offsets", krepctl_offsets_usage,
+			      &a->topic, &a->has_partition, &a->partition,
+			      &a->json, offsets_other, &op);
+	if (!err && a->has_lag &&
+	    (!a->has_partition || a->timestamp != KREP_TS_LATEST)) {
+		krepctl_usage_error(krepctl_offsets_usage,
+				    "offsets: lag needs partition N and latest");
+		return -EINVAL;
+	}
+	return err;
 }
 
 /* Every partition of a.topic: a line (or an array element) each. */
@@ -259,8 +311,8 @@ static int offsets_all(struct krepctl *ctl, const struct krep_offsets_args *a)
 		json_arr_begin(&j);
 	}
 	for (i = 0; i < np; i++) {
-		if (krepctl_list_offset(ctl, a->topic, i, a->timestamp, &offset,
-					&has_ts, &ts)) {
+		if (krepctl_list_offset(ctl, a->topic, i, a->timestamp,
+					a->isolation, &offset, &has_ts, &ts)) {
 			failed++;
 			continue;
 		}
@@ -296,7 +348,7 @@ int krepctl_offsets_run(struct krepctl *ctl, int argc, char **argv)
 {
 	struct krep_offsets_args a;
 	bool has_ts = false;
-	uint64_t offset;
+	uint64_t offset, lag;
 	int64_t ts = 0;
 	struct json j;
 	int err;
@@ -314,9 +366,10 @@ int krepctl_offsets_run(struct krepctl *ctl, int argc, char **argv)
 	if (!a.has_partition)
 		return offsets_all(ctl, &a);
 	err = krepctl_list_offset(ctl, a.topic, a.partition, a.timestamp,
-				  &offset, &has_ts, &ts);
+				  a.isolation, &offset, &has_ts, &ts);
 	if (err)
 		return KREP_EXIT_ERR;
+	lag = offset > a.lag_pos ? offset - a.lag_pos : 0;
 	if (ctl->json) {
 		json_init(&j, stdout);
 		json_obj_begin(&j);
@@ -327,10 +380,16 @@ int krepctl_offsets_run(struct krepctl *ctl, int argc, char **argv)
 			json_s64(&j, ts);
 		else
 			json_null(&j);
+		if (a.has_lag) {
+			json_key(&j, "lag");
+			json_u64(&j, lag);
+		}
 		json_obj_end(&j);
 		putchar('\n');
 	} else if (has_ts) {
 		printf("%" PRIu64 " %" PRId64 "\n", offset, ts);
+	} else if (a.has_lag) {
+		printf("%" PRIu64 " lag=%" PRIu64 "\n", offset, lag);
 	} else {
 		printf("%" PRIu64 "\n", offset);
 	}

@@ -56,7 +56,7 @@ fails() {
 	fi
 }
 
-ktap_plan 66
+ktap_plan 69
 
 krep_mod_unload
 krep_mod_load broker_id=1 || ktap_bail "cannot load $KREP_KO"
@@ -250,6 +250,19 @@ same "open transaction: LSO stays at its first offset" \
 	"$("$K" --json topic describe tx | jq -c '.[0] | [.lso, .hw]')" "[2,4]"
 same "open transaction: read_committed stops at the LSO" \
 	"$("$K" consume tx --isolation read_committed | tr '\n' ' ')" "p1 p2 "
+same "offsets latest: HW for read_uncommitted, LSO for read_committed" \
+	"$("$K" offsets tx partition 0) $("$K" offsets tx partition 0 --isolation read_committed)" \
+	"4 2"
+same "offsets lag: HW - position and LSO - position, as Kafka counts them" \
+	"$("$K" offsets tx partition 0 lag 1) $("$K" --json offsets tx partition 0 --isolation read_committed lag 1)" \
+	'4 lag=3 {"offset":2,"timestamp":null,"lag":1}'
+err=$("$K" offsets tx lag 1 2>&1) && rc=0 || rc=$?
+if [ "$rc" = 2 ] && [[ $err == *"lag needs partition N and latest"* ]]; then
+	ktap_ok "offsets lag without a partition: a usage error (exit 2)"
+else
+	ktap_diag "exit $rc: $err"
+	ktap_fail "offsets lag without a partition: a usage error (exit 2)"
+fi
 printf 'p3\n' | "$K" produce tx >/dev/null
 same "txn abort: the marker's offset and the LSO" \
 	"$("$K" txn tx 7:0 abort)" "offset=5 lso=6"

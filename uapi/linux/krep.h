@@ -162,7 +162,9 @@
  *             (a new leader answers fetches up to its HW at once)
  * KREP_CMD_LIST_OFFSETS (do)         any user
  *   request:  KREP_A_TOPIC, KREP_A_PARTITION, KREP_A_TIMESTAMP
- *             (KREP_TS_EARLIEST, KREP_TS_LATEST = HW, or a time in ms)
+ *             (KREP_TS_EARLIEST, KREP_TS_LATEST = HW, or a time in ms),
+ *             KREP_A_ISOLATION (read_committed: LATEST is LSO, a time is
+ *             looked up below LSO)
  *   reply:    KREP_A_OFFSET (the first offset whose timestamp is at least
  *             the one asked; HW when none is), KREP_A_TIMESTAMP
  *   errors:   OFFSET_NOT_AVAILABLE (EAGAIN) for LATEST, or a time no
