@@ -794,17 +794,26 @@ static int id_list_get(struct nlattr *nest, struct id_list *l)
 	return 0;
 }
 
+/* room for each @type attribute of @nest (at least one) */
+static void *nest_calloc(struct nlattr *nest, int type, size_t size)
+{
+	struct nlattr *a;
+	size_t n = 0;
+	int rem;
+
+	nla_for_each_nested(a, nest, rem)
+		n += nla_type(a) == type;
+	return calloc(n ? n : 1, size);
+}
+
 static int epochs_get(struct nlattr *nest, struct part_info *p)
 {
 	struct nlattr *a, *f;
 	struct epoch_entry *e;
 	bool has_epoch, has_start;
-	size_t n = 0;
 	int rem, frem;
 
-	nla_for_each_nested(a, nest, rem)
-		n += nla_type(a) == KREP_A_EPOCH_ENTRY;
-	p->epochs = calloc(n ? n : 1, sizeof(*p->epochs));
+	p->epochs = nest_calloc(nest, KREP_A_EPOCH_ENTRY, sizeof(*p->epochs));
 	if (!p->epochs)
 		return -ENOMEM;
 	nla_for_each_nested(a, nest, rem) {
@@ -836,12 +845,9 @@ static int remotes_get(struct nlattr *nest, struct part_info *p)
 {
 	struct nlattr *a, *f;
 	struct remote_info *r;
-	size_t n = 0;
 	int rem, frem, i;
 
-	nla_for_each_nested(a, nest, rem)
-		n += nla_type(a) == KREP_A_REMOTE;
-	p->remotes = calloc(n ? n : 1, sizeof(*p->remotes));
+	p->remotes = nest_calloc(nest, KREP_A_REMOTE, sizeof(*p->remotes));
 	if (!p->remotes)
 		return -ENOMEM;
 	nla_for_each_nested(a, nest, rem) {
