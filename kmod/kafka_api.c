@@ -927,6 +927,26 @@ fail:
 
 /* --- ListOffsets --- */
 
+/*
+ * A topic of a ListOffsets or OffsetForLeaderEpoch request: its name and
+ * partition count read and echoed in the response; the count (or the
+ * cursor goes bad past KAFKA_MAX_PARTS partitions in all, @total)
+ */
+static s32 echo_topic(struct krep_kr *r, struct krep_kw *w, struct kname *name,
+		      s32 *total)
+{
+	s32 m;
+
+	read_name(r, name);
+	put_name(w, name);
+	m = krep_kr_array(r, KAFKA_MAX_PARTS);
+	*total += max(m, 0);
+	if (m < 0 || *total > KAFKA_MAX_PARTS)
+		r->bad = true;
+	krep_kw_array(w, max(m, 0));
+	return m;
+}
+
 static int list_offsets(struct kreq *q, const char **why)
 {
 	struct krep_kr *r = &q->r;
@@ -947,13 +967,7 @@ static int list_offsets(struct kreq *q, const char **why)
 	for (i = 0; i < n && !r->bad; i++) {
 		struct kname name;
 
-		read_name(r, &name);
-		put_name(&rs.w, &name);
-		m = krep_kr_array(r, KAFKA_MAX_PARTS);
-		total += max(m, 0);
-		if (m < 0 || total > KAFKA_MAX_PARTS)
-			r->bad = true;
-		krep_kw_array(&rs.w, max(m, 0));
+		m = echo_topic(r, &rs.w, &name, &total);
 		for (j = 0; j < m && !r->bad; j++) {
 			struct krep_status st = {};
 			struct krep_partition *p;
@@ -1038,13 +1052,7 @@ static int offset_for_leader_epoch(struct kreq *q, const char **why)
 	for (i = 0; i < n && !r->bad; i++) {
 		struct kname name;
 
-		read_name(r, &name);
-		put_name(&rs.w, &name);
-		m = krep_kr_array(r, KAFKA_MAX_PARTS);
-		total += max(m, 0);
-		if (m < 0 || total > KAFKA_MAX_PARTS)
-			r->bad = true;
-		krep_kw_array(&rs.w, max(m, 0));
+		m = echo_topic(r, &rs.w, &name, &total);
 		for (j = 0; j < m && !r->bad; j++) {
 			s32 index = krep_kr_i32(r);
 			s32 cur_epoch = q->ver >= 2 ? krep_kr_i32(r) : -1;
