@@ -60,7 +60,14 @@ NICE=5
 renice -n $NICE -p $$ >/dev/null || ktap_bail "cannot renice the suite"
 
 ectl() { ETCDCTL_API=3 etcdctl --endpoints "$EP" --command-timeout=3s "$@"; }
-eget() { ectl get --print-value-only "$PREFIX/$1"; }	# KEY below the prefix
+eget() { # KEY below the prefix; a read that times out (etcd busy under
+	# emulation) is tried again, up to three times
+	local i
+	for i in 1 2 3; do
+		ectl get --print-value-only "$PREFIX/$1" 2>/dev/null && return 0
+	done
+	ectl get --print-value-only "$PREFIX/$1"
+}
 
 declare -a ETCD KPID
 etcd_start() { # N
