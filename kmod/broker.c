@@ -26,6 +26,7 @@
 #include "auth.h"
 #include "broker.h"
 #include "isr.h"
+#include "logdir.h"
 #include "net.h"
 #include "param.h"
 #include "topic.h"
@@ -308,6 +309,7 @@ static void __net_exit krep_net_exit(struct net *net)
 	struct krep_net *kn = krep_net(net);
 	struct krep_broker_cfg *cfg;
 
+	krep_logdir_shutdown(kn);
 	krep_topics_destroy(kn);
 	/* topics are freed after a grace period and uncharge kn->mem */
 	rcu_barrier();

@@ -17,6 +17,7 @@
 #include "log.h"
 
 struct net;
+struct krep_logdir;
 
 #define KREP_BROKER_ID_UNSET	(-1LL)
 
@@ -79,6 +80,7 @@ struct krep_net {
 	struct list_head topic_specs;		/* krep_topic_spec from topics= */
 	struct mutex topics_lock;		/* serialises topic writers */
 	struct list_head topics;		/* RCU list of krep_topic */
+	struct krep_logdir *logdir;		/* NULL: logs in memory only */
 	struct krep_mem mem;			/* log memory of this broker */
 	struct delayed_work isr_work;		/* ISR expiration scan */
 	struct krep_net_state *ns;		/* sockets (net.c) */

@@ -68,6 +68,16 @@ void krep_log_init(struct krep_log *log, struct krep_mem *mem,
 	log->bytes = 0;
 	log->segment_bytes = segment_bytes;
 	log->mem = mem;
+	log->changed = NULL;
+	log->cut = U64_MAX;
+}
+
+/* tell the log directory's writer; @cut: the log now ends there */
+static void log_changed(struct krep_log *log, u64 cut)
+{
+	log->cut = min(log->cut, cut);
+	if (log->changed)
+		log->changed(log);
 }
 
 static unsigned int seg_max_pages(const struct krep_segment *seg)
@@ -354,6 +364,7 @@ int krep_log_append(struct krep_log *log, const u8 *batch, u32 len,
 	seg_write(seg, seg->size + sizeof(stamp), batch + sizeof(stamp),
 		  len - sizeof(stamp));
 	seg_publish(log, seg, &b);
+	log_changed(log, U64_MAX);
 	return 0;
 }
 
@@ -447,6 +458,7 @@ int krep_log_rx_commit(struct krep_log *log, struct krep_log_rx *rx,
 		if (b.base_offset != log->end_offset)
 			return -EPROTO;
 		seg_publish(log, seg, &b);
+		log_changed(log, U64_MAX);
 		if (done)
 			done(&b, arg);
 		pos += b.len;
@@ -688,6 +700,7 @@ void krep_log_advance_start(struct krep_log *log, u64 offset)
 			break;
 		seg_free(log, seg);
 	}
+	log_changed(log, U64_MAX);
 }
 
 /*
@@ -701,6 +714,7 @@ void krep_log_reset(struct krep_log *log, u64 offset)
 	krep_log_destroy(log);
 	log->start_offset = offset;
 	log->end_offset = offset;
+	log_changed(log, offset);
 }
 
 /**
@@ -738,6 +752,7 @@ u64 krep_log_truncate(struct krep_log *log, u64 offset)
 	      list_last_entry(&log->segments, struct krep_segment, node);
 	if (!seg) {
 		log->end_offset = offset;	/* it was a segment's base */
+		log_changed(log, offset);
 		return offset;
 	}
 	if (offset < seg->next_offset && !find_pos(seg, offset, &pos)) {
@@ -760,6 +775,7 @@ u64 krep_log_truncate(struct krep_log *log, u64 offset)
 	log->end_offset = max(seg->next_offset, log->start_offset);
 	if (!seg->size)
 		seg_free(log, seg);
+	log_changed(log, log->end_offset);
 	return log->end_offset;
 }
 
@@ -779,5 +795,6 @@ void krep_log_retain(struct krep_log *log, s64 retention_bytes, u64 hw)
 		next = list_next_entry(seg, node);
 		log->start_offset = max(log->start_offset, next->base_offset);
 		seg_free(log, seg);
+		log_changed(log, U64_MAX);
 	}
 }

@@ -3,10 +3,11 @@
  * krep: a partition's log, append-only RecordBatch v2 bytes in page-backed
  * segments with a sparse offset index.
  *
- * Memory store, first version: segments hold pages, not files, and the
- * structures mirror Kafka's (segment base offset, position index) so that a
- * file-backed store can replace this one. The caller serialises every call
- * on one log (the partition lock).
+ * The pages are the log every reader is served from. With a log
+ * directory, disklog.c mirrors them into Kafka's segment files behind the
+ * appends: @changed tells it that the log grew, and @cut how far back a
+ * truncation went. The caller serialises every call on one log (the
+ * partition lock).
  */
 #ifndef _KREP_LOG_H
 #define _KREP_LOG_H
@@ -35,6 +36,9 @@ struct krep_log {
 	struct krep_mem *mem;
 	u64 gen;			/* bumped when a reserved room may be gone */
 	bool rx_open;			/* a room is reserved (krep_log_rx_*) */
+	/* the log directory's writer (disklog.c): told of every change */
+	void (*changed)(struct krep_log *log);
+	u64 cut;			/* lowest new end since it last looked */
 };
 
 /*

@@ -12,6 +12,8 @@
 
 #include "krep.h"
 #include "broker.h"
+#include "disklog.h"
+#include "logdir.h"
 #include "net.h"
 #include "netlink.h"
 #include "param.h"
@@ -42,6 +44,30 @@ static void krep_check_leaks(void)
 	}
 }
 
+/* insmod log_dir=PATH, for the initial namespace's broker; cfg_lock held */
+static int __init set_log_dir(struct krep_net *kn)
+{
+	struct krep_broker_cfg *cfg = krep_broker_cfg_locked(kn);
+	const char *path = krep_param_log_dir();
+	const char *why = NULL;
+	struct path root;
+	int err;
+
+	if (!path)
+		return 0;
+	err = krep_logdir_open_path(path, &root);
+	if (err) {
+		pr_err("bad log_dir '%s': cannot open it as a directory (%d)\n",
+		       path, err);
+		return err;
+	}
+	err = krep_logdir_set(kn, &root, cfg->broker_id, cfg->cluster_id,
+			      &why);
+	if (err)
+		pr_err("bad log_dir '%s': %s\n", path, why);
+	return err;
+}
+
 static int __init krep_init(void)
 {
 	struct krep_broker_cfg *cfg;
@@ -53,9 +79,12 @@ static int __init krep_init(void)
 	if (err)
 		return err;
 
-	err = krep_net_module_init();
+	err = krep_disk_init();
 	if (err)
 		goto err_cfg;
+	err = krep_net_module_init();
+	if (err)
+		goto err_disk;
 	err = krep_broker_init();
 	if (err)
 		goto err_net;
@@ -63,7 +92,10 @@ static int __init krep_init(void)
 	kn = krep_net(&init_net);
 	mutex_lock(&kn->cfg_lock);
 	krep_broker_cfg_replace(kn, cfg);
+	err = set_log_dir(kn);
 	mutex_unlock(&kn->cfg_lock);
+	if (err)
+		goto err_broker;
 	krep_broker_set_topic_specs(kn, &specs);
 	err = krep_topic_create_specs(kn);
 	if (err)
@@ -80,10 +112,13 @@ static int __init krep_init(void)
 err_broker:
 	krep_broker_exit();
 	krep_net_module_exit();
+	krep_disk_exit();
 	krep_check_leaks();
 	return err;
 err_net:
 	krep_net_module_exit();
+err_disk:
+	krep_disk_exit();
 err_cfg:
 	krep_topic_spec_free_list(&specs);
 	krep_broker_cfg_free(cfg);
@@ -97,6 +132,7 @@ static void __exit krep_exit(void)
 	krep_netlink_exit();
 	krep_broker_exit();
 	krep_net_module_exit();
+	krep_disk_exit();
 	krep_check_leaks();
 	pr_info("unloaded\n");
 }

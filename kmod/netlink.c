@@ -17,6 +17,7 @@
 #include "krep.h"
 #include "broker.h"
 #include "ctrl.h"
+#include "logdir.h"
 #include "net.h"
 #include "netlink.h"
 #include "partition.h"
@@ -71,6 +72,7 @@ static const struct nla_policy krep_broker_set_policy[KREP_A_MAX + 1] = {
 	[KREP_A_KAFKA_ADVERTISED] = { .type = NLA_NUL_STRING,
 				      .len = KREP_ADVERTISED_MAX },
 	[KREP_A_SECRET] = { .type = NLA_BINARY, .len = KREP_SECRET_MAX },
+	[KREP_A_LOG_DIR_FD] = NLA_POLICY_MIN(NLA_S32, -1),
 };
 
 static const struct genl_multicast_group krep_mcgrps[] = {
@@ -151,6 +153,16 @@ static int put_broker(struct sk_buff *skb, struct krep_net *kn,
 		krep_broker_advertised(cfg, adv, sizeof(adv));
 		if (put_endpoint(skb, KREP_A_KAFKA_LISTEN, &cfg->kafka_listen) ||
 		    nla_put_string(skb, KREP_A_KAFKA_ADVERTISED, adv))
+			return -EMSGSIZE;
+	}
+	if (admin) {
+		char *dir = kmalloc(KREP_LOG_DIR_NAME_MAX, GFP_KERNEL);
+		int err = dir ? krep_logdir_name(kn, dir, KREP_LOG_DIR_NAME_MAX) :
+				-ENOMEM;
+
+		err = !err ? nla_put_string(skb, KREP_A_LOG_DIR, dir) : 0;
+		kfree(dir);
+		if (err)
 			return -EMSGSIZE;
 	}
 	if (nla_put_u8(skb, KREP_A_AUTH, !!cfg->secret_len) ||
@@ -477,6 +489,46 @@ static int check_listen(struct net *net, const struct krep_broker_cfg *old,
 	return err;
 }
 
+/*
+ * KREP_A_LOG_DIR_FD, the last step that may fail; without it, the new id
+ * must still be the log directory's (cfg_lock held)
+ */
+static int set_log_dir(struct krep_net *kn, const struct krep_broker_cfg *cfg,
+		       struct genl_info *info)
+{
+	struct nlattr *attr = info->attrs[KREP_A_LOG_DIR_FD];
+	const char *why = NULL;
+	struct path root;
+	int err, fd;
+
+	if (!attr) {
+		err = krep_logdir_check_cfg(kn, cfg->broker_id, cfg->cluster_id,
+					    &why);
+		if (err)
+			set_err(info->extack, NULL, why);
+		return err;
+	}
+	fd = nla_get_s32(attr);
+	if (fd >= 0 && cfg->broker_id == KREP_BROKER_ID_UNSET) {
+		NL_SET_ERR_MSG_ATTR(info->extack, attr,
+				    "set the broker id before the log directory");
+		return -EINVAL;
+	}
+	if (fd >= 0) {
+		err = krep_logdir_open_fd(fd, &root);
+		if (err) {
+			NL_SET_ERR_MSG_ATTR(info->extack, attr,
+					    "the log directory must be an open directory");
+			return err;
+		}
+	}
+	err = krep_logdir_set(kn, fd >= 0 ? &root : NULL, cfg->broker_id,
+			      cfg->cluster_id, &why);
+	if (err)
+		set_err(info->extack, attr, why);
+	return err;
+}
+
 static int krep_nl_broker_set(struct sk_buff *skb, struct genl_info *info)
 {
 	struct krep_net *kn = krep_net(genl_info_net(info));
@@ -485,7 +537,8 @@ static int krep_nl_broker_set(struct sk_buff *skb, struct genl_info *info)
 		      info->attrs[KREP_A_LISTEN] || info->attrs[KREP_A_PEERS] ||
 		      info->attrs[KREP_A_KAFKA_LISTEN] ||
 		      info->attrs[KREP_A_KAFKA_ADVERTISED] ||
-		      info->attrs[KREP_A_SECRET];
+		      info->attrs[KREP_A_SECRET] ||
+		      info->attrs[KREP_A_LOG_DIR_FD];
 	struct krep_broker_cfg *cfg = NULL;
 	struct krep_ctrl_claim claim;
 	struct krep_status st = {};
@@ -529,6 +582,8 @@ static int krep_nl_broker_set(struct sk_buff *skb, struct genl_info *info)
 					   &cfg->kafka_listen,
 					   info->attrs[KREP_A_KAFKA_LISTEN],
 					   info->extack);
+		if (!err)
+			err = set_log_dir(kn, cfg, info);
 		if (err) {
 			mutex_unlock(&kn->cfg_lock);
 			krep_broker_cfg_free(cfg);

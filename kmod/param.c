@@ -119,6 +119,26 @@ module_param(close_log_interval_ms, uint, 0444);
 MODULE_PARM_DESC(close_log_interval_ms,
 		 "window of the connection-close log lines' rate limit, 30 lines each (default 5000, 100..600000)");
 
+static char *log_dir;
+module_param(log_dir, charp, 0444);
+MODULE_PARM_DESC(log_dir,
+		 "the initial namespace's log directory, an absolute path (default: logs in memory only)");
+
+static unsigned int log_checkpoint_ms = 5000;
+module_param(log_checkpoint_ms, uint, 0444);
+MODULE_PARM_DESC(log_checkpoint_ms,
+		 "how often each log directory's HW, recovery point and log start checkpoints are written (default 5000, 100..600000)");
+
+const char *krep_param_log_dir(void)
+{
+	return log_dir && *log_dir ? log_dir : NULL;
+}
+
+u32 krep_param_log_checkpoint_ms(void)
+{
+	return log_checkpoint_ms;
+}
+
 u32 krep_param_hello_timeout_ms(void)
 {
 	return hello_timeout_ms;
@@ -172,6 +192,7 @@ static int check_deadlines(void)
 		{ "socket_timeout_ms", &socket_timeout_ms },
 		{ "kafka_idle_ms", &kafka_idle_ms },
 		{ "close_log_interval_ms", &close_log_interval_ms },
+		{ "log_checkpoint_ms", &log_checkpoint_ms },
 	};
 	int i;
 
@@ -453,6 +474,12 @@ int krep_param_parse(struct krep_broker_cfg **cfgp, struct list_head *specs)
 		goto fail;
 	}
 	cfg->broker_id = broker_id;
+	if (log_dir && *log_dir && (*log_dir != '/' || broker_id < 0)) {
+		pr_err("bad log_dir '%s': %s\n", log_dir, *log_dir != '/' ?
+		       "an absolute path is needed" :
+		       "a log directory needs broker_id");
+		goto fail;
+	}
 
 	if (cluster_id && *cluster_id) {
 		if (krep_cluster_id_check(cluster_id, &why)) {

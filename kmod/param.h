@@ -11,6 +11,8 @@
 struct krep_broker_cfg;
 
 u64 krep_param_log_memory_max(void);
+const char *krep_param_log_dir(void);
+u32 krep_param_log_checkpoint_ms(void);
 u32 krep_param_hello_timeout_ms(void);
 u32 krep_param_fetch_timeout_ms(void);
 u32 krep_param_reconnect_backoff_max_ms(void);

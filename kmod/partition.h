@@ -19,6 +19,7 @@
 #include "topic.h"
 
 struct sk_buff;
+struct krep_disklog;
 struct krep_topic;
 
 /* the outcome of a data-path call: Kafka's code and a reason for extack */
@@ -72,6 +73,7 @@ struct krep_partition {
 	struct krep_epoch_cache epochs;
 	struct krep_remote remotes[KREP_RF_MAX];
 	struct krep_log log;
+	struct krep_disklog *disk;	/* its files, with a log directory */
 	u64 hw;
 	u64 lso;
 	u64 low_watermark;

@@ -15,6 +15,8 @@
 
 #include "krep.h"
 #include "broker.h"
+#include "disklog.h"
+#include "logdir.h"
 #include "fetcher.h"
 #include "isr.h"
 #include "partition.h"
@@ -258,6 +260,41 @@ struct krep_partition *krep_topic_partition(struct krep_topic *t, u32 index,
 	return t->parts[index];
 }
 
+/*
+ * With a log directory, each hosted partition recovers its log from it
+ * before the topic is seen (topics_lock held: no other topic of that
+ * name is being created or deleted meanwhile)
+ */
+static int open_disks(struct krep_topic *t, struct krep_status *st)
+{
+	struct krep_logdir *ld = t->kn->logdir;
+	int err;
+	u32 i;
+
+	lockdep_assert_held(&t->kn->topics_lock);
+	if (!ld)
+		return 0;
+	for (i = 0; i < t->npartitions; i++) {
+		if (!t->parts[i])
+			continue;
+		err = krep_disk_open(t->parts[i], ld, st);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* after topic_kill(): write the rest out, or remove it with the topic */
+static void close_disks(struct krep_topic *t, bool remove)
+{
+	u32 i;
+
+	for (i = 0; i < t->npartitions; i++) {
+		if (t->parts[i])
+			krep_disk_close(t->parts[i], remove);
+	}
+}
+
 /**
  * krep_topic_create - create a topic
  * @kn: the broker
@@ -347,14 +384,19 @@ int krep_topic_create(struct krep_net *kn, const char *name, u32 npartitions,
 		err = krep_fail(st, KREP_KERR_TOPIC_ALREADY_EXISTS, -EEXIST,
 				"topic already exists");
 	} else {
-		list_add_tail_rcu(&t->node, &kn->topics);
-		krep_isr_schedule(kn);
+		err = open_disks(t, st);
+		if (!err) {
+			list_add_tail_rcu(&t->node, &kn->topics);
+			krep_isr_schedule(kn);
+		}
 	}
 	mutex_unlock(&kn->topics_lock);
-	if (err)
+	if (err) {
+		close_disks(t, false);
 		topic_free(t);
-	else
+	} else {
 		krep_fetcher_kick_all(kn);
+	}
 	return err;
 }
 
@@ -381,8 +423,10 @@ int krep_topic_delete(struct krep_net *kn, const char *name,
 				 -ENOENT, "no such topic");
 	}
 	list_del_rcu(&t->node);
+	krep_logdir_forget(kn, name);
 	mutex_unlock(&kn->topics_lock);
 	topic_kill(t);
+	close_disks(t, true);
 	krep_topic_put(t);
 	return 0;
 }
@@ -407,6 +451,7 @@ void krep_topics_destroy(struct krep_net *kn)
 	list_for_each_entry_safe(t, tmp, &kn->topics, node) {
 		list_del_rcu(&t->node);
 		topic_kill(t);
+		close_disks(t, false);
 		krep_topic_put(t);
 	}
 	mutex_unlock(&kn->topics_lock);

@@ -4,8 +4,10 @@
  * listener and peer list (KREP_CMD_BROKER_GET / KREP_CMD_BROKER_SET).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <linux/krep.h>
 
@@ -30,6 +32,7 @@ struct broker_info {
 	bool has_kafka_listen;
 	struct krep_ep kafka_listen;
 	char *kafka_advertised;
+	char *log_dir;		/* KREP_A_LOG_DIR, NULL if absent */
 	int auth;		/* KREP_A_AUTH, -1 if absent */
 	bool has_gen;
 	uint32_t gen;
@@ -53,6 +56,7 @@ static void set_usage(FILE *f)
 	      "                          [kafka-listen ENDPOINT|none]\n"
 	      "                          [kafka-advertised HOST:PORT|none]\n"
 	      "                          [secret-file PATH|none]\n"
+	      "                          [log-dir PATH|none]\n"
 	      "\n"
 	      "Change this network namespace's broker. Give at least one keyword;\n"
 	      "the change applies completely or not at all. Needs CAP_NET_ADMIN.\n"
@@ -73,6 +77,12 @@ static void set_usage(FILE *f)
 	      "                   be private: chmod 600): brokers prove it to each\n"
 	      "                   other in HELLO; every broker needs the same one.\n"
 	      "                   Never shown back; 'none' removes it\n"
+	      "  log-dir PATH     keep the logs in PATH, in Kafka's on-disk layout\n"
+	      "                   (segments, indexes, checkpoints), and recover\n"
+	      "                   them from it when topics are created; only\n"
+	      "                   while the broker has no topics, and after its id\n"
+	      "                   is set. krepctl opens PATH and hands the kernel\n"
+	      "                   the open directory. 'none': logs in memory only\n"
 	      "\n"
 	      "ENDPOINT is A.B.C.D:PORT or [IPV6-ADDRESS]:PORT, PORT 1..65535.\n"
 	      "Values are checked by the kernel, which says why it refuses one.\n",
@@ -110,6 +120,7 @@ static struct nla_policy broker_policy[KREP_A_MAX + 1] = {
 	[KREP_A_KAFKA_LISTEN]	= { .type = NLA_NESTED },
 	[KREP_A_KAFKA_ADVERTISED] = { .type = NLA_STRING },
 	[KREP_A_AUTH]		= { .type = NLA_U8 },
+	[KREP_A_LOG_DIR]	= { .type = NLA_STRING },
 };
 
 static struct nla_policy peer_policy[KREP_A_PEER_MAX + 1] = {
@@ -122,6 +133,7 @@ static void broker_info_free(struct broker_info *bi)
 {
 	free(bi->cluster);
 	free(bi->kafka_advertised);
+	free(bi->log_dir);
 	free(bi->peers);
 	memset(bi, 0, sizeof(*bi));
 }
@@ -208,6 +220,11 @@ static int broker_info_get(struct nl_msg *msg, void *arg)
 	}
 	if (tb[KREP_A_AUTH])
 		bi->auth = nla_get_u8(tb[KREP_A_AUTH]);
+	if (tb[KREP_A_LOG_DIR]) {
+		bi->log_dir = strdup(nla_get_string(tb[KREP_A_LOG_DIR]));
+		if (!bi->log_dir)
+			goto nomem;
+	}
 	if (tb[KREP_A_GENERATION]) {
 		bi->has_gen = true;
 		bi->gen = nla_get_u32(tb[KREP_A_GENERATION]);
@@ -266,6 +283,7 @@ static void show_text(FILE *f, const struct broker_info *bi)
 		bi->kafka_advertised ? bi->kafka_advertised : "-");
 	fprintf(f, "cluster secret %s\n", bi->auth < 0 ? "-" :
 		bi->auth ? "set" : "none");
+	fprintf(f, "log dir %s\n", bi->log_dir ? bi->log_dir : "-");
 	for (i = 0; i < bi->npeers; i++) {
 		p = &bi->peers[i];
 		if (p->has_id)
@@ -323,6 +341,11 @@ static void show_json(FILE *f, const struct broker_info *bi)
 		json_null(&j);
 	else
 		json_bool(&j, bi->auth);
+	json_key(&j, "log_dir");
+	if (bi->log_dir)
+		json_str(&j, bi->log_dir);
+	else
+		json_null(&j);
 	json_key(&j, "generation");
 	if (bi->has_gen)
 		json_u64(&j, bi->gen);
@@ -492,7 +515,7 @@ int krep_broker_set_parse(int argc, char **argv, struct krep_broker_set *set)
 		    strcmp(kw, "listen") && strcmp(kw, "peers") &&
 		    strcmp(kw, "kafka-listen") &&
 		    strcmp(kw, "kafka-advertised") &&
-		    strcmp(kw, "secret-file")) {
+		    strcmp(kw, "secret-file") && strcmp(kw, "log-dir")) {
 			err = -EINVAL;
 			krepctl_usage_error(set_usage,
 					    "broker set: unknown keyword '%s'",
@@ -514,7 +537,8 @@ int krep_broker_set_parse(int argc, char **argv, struct krep_broker_set *set)
 		    (!strcmp(kw, "kafka-listen") && set->has_kafka_listen) ||
 		    (!strcmp(kw, "kafka-advertised") &&
 		     set->kafka_advertised) ||
-		    (!strcmp(kw, "secret-file") && set->has_secret)) {
+		    (!strcmp(kw, "secret-file") && set->has_secret) ||
+		    (!strcmp(kw, "log-dir") && set->log_dir)) {
 			err = -EINVAL;
 			krepctl_usage_error(set_usage,
 					    "broker set: '%s' given twice", kw);
@@ -542,6 +566,9 @@ int krep_broker_set_parse(int argc, char **argv, struct krep_broker_set *set)
 		} else if (!strcmp(kw, "secret-file")) {
 			err = set_secret(val, set);
 			set->has_secret = !err;
+		} else if (!strcmp(kw, "log-dir")) {
+			err = 0;
+			set->log_dir = val;
 		} else {
 			err = set_peers(val, &set->peers);
 			set->has_peers = !err;
@@ -603,7 +630,9 @@ struct nl_msg *krep_broker_set_msg(int family, const struct krep_broker_set *set
 	     nla_put_string(msg, KREP_A_KAFKA_ADVERTISED,
 			    set->kafka_advertised)) ||
 	    (set->has_secret &&
-	     nla_put(msg, KREP_A_SECRET, set->secret_len, set->secret))) {
+	     nla_put(msg, KREP_A_SECRET, set->secret_len, set->secret)) ||
+	    (set->log_dir &&
+	     nla_put_s32(msg, KREP_A_LOG_DIR_FD, set->log_dir_fd))) {
 		nlmsg_free(msg);
 		return NULL;
 	}
@@ -623,6 +652,18 @@ static int set_run(struct krepctl *ctl, int argc, char **argv)
 	}
 	if (err)
 		return KREP_EXIT_USAGE;
+	/* the kernel gets the open directory, never a path to resolve */
+	set.log_dir_fd = -1;
+	if (set.log_dir && strcmp(set.log_dir, "none")) {
+		set.log_dir_fd = open(set.log_dir,
+				      O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (set.log_dir_fd < 0) {
+			err = -errno;
+			fprintf(stderr, "%s: broker set: log-dir %s: %s\n",
+				krep_prog, set.log_dir, strerror(errno));
+			goto out;
+		}
+	}
 	err = krepctl_connect(ctl);
 	if (err)
 		goto out;
@@ -636,6 +677,8 @@ static int set_run(struct krepctl *ctl, int argc, char **argv)
 	err = krep_genl_request(&ctl->gl, msg, NULL, NULL);
 	nlmsg_free(msg);
 out:
+	if (set.log_dir_fd >= 0)
+		close(set.log_dir_fd);
 	krep_broker_set_free(&set);
 	return err ? KREP_EXIT_ERR : KREP_EXIT_OK;
 }

@@ -314,6 +314,8 @@ struct krep_broker_set {
 	size_t secret_len;
 	bool has_peers;
 	struct krep_peers peers;
+	const char *log_dir;		/* NULL: leave, "none": no directory */
+	int log_dir_fd;			/* what set_run() opened it as */
 };
 
 int krep_broker_set_parse(int argc, char **argv, struct krep_broker_set *set);

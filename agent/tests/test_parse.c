@@ -346,6 +346,11 @@ static void test_set_parse(void)
 	      "cluster id is validated by the kernel");
 	krep_broker_set_free(&set);
 
+	ret = set_parse(&set, &err, "log-dir", "/var/lib/krep", NULL);
+	CHECK(!ret && set.log_dir && !strcmp(set.log_dir, "/var/lib/krep"),
+	      "log-dir is kept for set_run to open");
+	krep_broker_set_free(&set);
+
 	ret = set_parse(&set, &err, "--help", NULL);
 	CHECK(ret == 1, "--help asks for help");
 	ret = set_parse(&set, &err, "id", "1", "help", NULL);
@@ -361,6 +366,8 @@ static void test_set_parse(void)
 		{ { "id" }, "'id' needs a value" },
 		{ { "id", "1", "id", "2" }, "'id' given twice" },
 		{ { "peers", "none", "peers", "none" }, "'peers' given twice" },
+		{ { "log-dir", "/a", "log-dir", "none" }, "'log-dir' given twice" },
+		{ { "log-dir" }, "'log-dir' needs a value" },
 		{ { "bogus", "1" }, "unknown keyword 'bogus'" },
 		{ { "listen", "10.0.0.1" }, "missing ':PORT'" },
 		{ { "listen", "10.0.0.1:65536" }, "16 bits" },
@@ -744,6 +751,7 @@ static void test_reply(void)
 	put_ep(m, KREP_A_KAFKA_LISTEN, "0.0.0.0:9192");
 	nla_put_string(m, KREP_A_KAFKA_ADVERTISED, "b1.example:9192");
 	nla_put_u8(m, KREP_A_AUTH, 1);
+	nla_put_string(m, KREP_A_LOG_DIR, "/var/lib/krep");
 	n = nla_nest_start(m, KREP_A_PEERS | NLA_F_NESTED);
 	put_peer(m, 2, "10.0.0.2:9092", KREP_PEER_CONFIGURED);
 	put_peer(m, 3, "[fd00::3]:9092", KREP_PEER_UP);
@@ -758,6 +766,7 @@ static void test_reply(void)
 		  "listen 10.0.0.1:9092\n"
 		  "kafka 0.0.0.0:9192  advertised b1.example:9192\n"
 		  "cluster secret set\n"
+		  "log dir /var/lib/krep\n"
 		  "peer 2  10.0.0.2:9092  configured\n"
 		  "peer 3  [fd00::3]:9092  up\n"
 		  "peer 4  10.0.0.4:9092  unknown(9)\n"
@@ -769,6 +778,7 @@ static void test_reply(void)
 		  "\"kafka_listen\":\"0.0.0.0:9192\","
 		  "\"kafka_advertised\":\"b1.example:9192\","
 		  "\"cluster_secret\":true,"
+		  "\"log_dir\":\"/var/lib/krep\","
 		  "\"generation\":3,\"peers\":["
 		  "{\"id\":2,\"addr\":\"10.0.0.2:9092\",\"state\":\"configured\"},"
 		  "{\"id\":3,\"addr\":\"[fd00::3]:9092\",\"state\":\"up\"},"
@@ -780,12 +790,12 @@ static void test_reply(void)
 	m = krep_genl_msg_new(FAMILY, KREP_CMD_BROKER_GET, 0, 0);
 	CHECK_STR(reply_text(m, false),
 		  "broker -  cluster -  generation -\nlisten -\n"
-		  "kafka -  advertised -\ncluster secret -\n",
+		  "kafka -  advertised -\ncluster secret -\nlog dir -\n",
 		  "unconfigured broker, text");
 	CHECK_STR(reply_text(m, true),
 		  "{\"broker_id\":null,\"cluster_id\":null,\"listen\":null,"
 		  "\"kafka_listen\":null,\"kafka_advertised\":null,"
-		  "\"cluster_secret\":null,"
+		  "\"cluster_secret\":null,\"log_dir\":null,"
 		  "\"generation\":null,\"peers\":[]}\n",
 		  "unconfigured broker, JSON nulls");
 	nlmsg_free(m);
@@ -799,7 +809,7 @@ static void test_reply(void)
 		  "{\"broker_id\":0,\"cluster_id\":\"a\\\"b\\\\c\\n\","
 		  "\"listen\":null,\"kafka_listen\":null,"
 		  "\"kafka_advertised\":null,\"cluster_secret\":false,"
-		  "\"generation\":0,\"peers\":[]}\n",
+		  "\"log_dir\":null,\"generation\":0,\"peers\":[]}\n",
 		  "JSON escapes the cluster id");
 	nlmsg_free(m);
 

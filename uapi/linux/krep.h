@@ -46,6 +46,9 @@
  *             KREP_A_LOG_MEMORY_MAX  u64   its cap (log_memory_max): an
  *                                          append past it is refused
  *                                          (ENOSPC, KAFKA_STORAGE_ERROR)
+ *             KREP_A_LOG_DIR         string the log directory (absent: logs
+ *                                          in memory only), as the caller's
+ *                                          root sees it; for admins only
  *
  * KREP_CMD_BROKER_SET  (do)          CAP_NET_ADMIN in the namespace's owner
  *   request:  any non-empty subset of
@@ -75,6 +78,17 @@
  *                                          KREP_A_CTRL_OWNER (u64, nonzero:
  *                                          who claims), KREP_A_CTRL_LEASE_MS
  *                                          (0 releases, else 100..600000).
+ *             KREP_A_LOG_DIR_FD      s32   a directory the caller opened
+ *                                          (O_DIRECTORY or O_PATH): the
+ *                                          broker's log directory, in Kafka's
+ *                                          layout; -1: none. Only while the
+ *                                          broker has no topics (EBUSY) and
+ *                                          has an id; meta.properties must
+ *                                          name this broker (and cluster),
+ *                                          else EINVAL. The kernel never
+ *                                          resolves a path named here.
+ *                                          With a log directory set, a new
+ *                                          broker id is refused (EBUSY).
  *             A claim while another owner's lease runs fails EBUSY
  *             (NOT_CONTROLLER); after it ran out (or was released) a new
  *             owner needs a higher epoch, else ESTALE
@@ -356,6 +370,8 @@ enum krep_attr {
 	KREP_A_KAFKA_ADVERTISED, /* string: HOST:PORT */
 	KREP_A_SECRET,		/* binary: the cluster secret (SET only) */
 	KREP_A_AUTH,		/* u8: 1 when a cluster secret is set (GET) */
+	KREP_A_LOG_DIR_FD,	/* s32: an open directory, -1: none (SET) */
+	KREP_A_LOG_DIR,		/* string: the log directory's path (GET) */
 
 	__KREP_A_MAX,
 	KREP_A_MAX = __KREP_A_MAX - 1

@@ -1,0 +1,1092 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krep: a partition's log in Kafka's on-disk layout (see disklog.h).
+ *
+ * Writing. Every change to the memory log calls log->changed, which
+ * queues the partition's disk work. The work takes the partition lock
+ * only to note how far back the log was cut, where it now starts, and
+ * to take page references on the batches not yet written (at most
+ * KREP_DISK_CHUNK bytes a round); it writes them with the lock dropped.
+ * Published log pages are never written again (log.c seals a segment
+ * that was cut), so the references are all a write needs. As in Kafka,
+ * nothing waits for the disk: an acknowledged record is in the memory of
+ * every ISR member, and durability across a crash of every replica at
+ * once is the page cache's; a segment is synced when it is rolled and
+ * everything when the broker shuts down cleanly.
+ *
+ * Segments roll at segment.bytes. An .index entry (the batch's last
+ * offset relative to the segment base, the batch's position) is written
+ * for the first batch after more than KREP_DISK_INDEX_BYTES bytes without
+ * one, with a .timeindex entry (the largest timestamp so far and the last
+ * offset of its batch) when that timestamp grew, as Kafka's
+ * LogSegment.append does.
+ *
+ * Recovery. At topic creation the directory's segments are read in
+ * order; every batch must parse, follow the one before it, and (unless
+ * the directory was shut down cleanly, or the segment lies below the
+ * recovery point) pass its CRC-32C. At the first that does not, the file
+ * is truncated there with one kernel log line, and later segments go.
+ * The indexes are rebuilt; HW and the log start come from the log
+ * directory's checkpoints, the epoch cache from leader-epoch-checkpoint,
+ * all clamped to the log.
+ *
+ * Locking: disk->lock (the files) before p->lock; the work runs on
+ * krep_disk_wq; krep_disk_close() detaches the writer under p->lock
+ * before it cancels the work, so no change can queue it again.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/bvec.h>
+#include <linux/err.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/kernel.h>
+#include <linux/mm.h>
+#include <linux/slab.h>
+#include <linux/sort.h>
+#include <linux/uio.h>
+#include <linux/workqueue.h>
+
+#include "broker.h"
+#include "disklog.h"
+#include "epoch.h"
+#include "logdir.h"
+#include "partition.h"
+#include "producer.h"
+#include "record.h"
+#include "vfs.h"
+
+#define KREP_DISK_CHUNK		(256 * 1024)	/* bytes written per round */
+#define KREP_DISK_INDEX_BYTES	4096		/* index.interval.bytes */
+#define KREP_DISK_NAME_LEN	(20 + 11)	/* base offset + ".timeindex" */
+
+static struct workqueue_struct *krep_disk_wq;
+
+struct dseg {
+	struct list_head node;
+	u64 base;
+	u64 next;			/* offset after its last batch */
+	u32 size;			/* bytes of its .log */
+	u32 since_index;		/* bytes since its last .index entry */
+	s64 max_ts;			/* largest timestamp, and: */
+	u64 max_ts_off;			/* the last offset of its batch */
+	s64 tindex_ts;			/* the last .timeindex entry's */
+	loff_t idx_pos, tidx_pos;	/* the index files' sizes */
+	struct file *log, *idx, *tidx;	/* open while it is the tail */
+};
+
+struct krep_disklog {
+	struct krep_partition *p;	/* owner */
+	struct mutex lock;		/* the files and everything below */
+	struct path dir;
+	struct list_head segs;		/* oldest first */
+	u64 end;			/* the next offset to write */
+	u64 recovery;			/* everything below it is synced */
+	u32 segment_bytes;
+	bool failed;			/* an I/O error: no more writes */
+	unsigned int nepochs;		/* the epochs last checkpointed */
+	struct krep_epoch_entry *epochs;
+	struct work_struct work;
+};
+
+/* the batches one round writes, as page pieces */
+struct dbatch {
+	u64 base, last;
+	s64 max_ts;
+	u32 len;
+	unsigned int first_bv, nbv;
+};
+
+struct dcollect {
+	struct bio_vec *bv;
+	unsigned int nbv, bv_cap;
+	struct dbatch *b;
+	unsigned int nb, b_cap;
+	u32 bytes, max;
+	bool full;
+	int err;
+};
+
+static const char *pname(const struct krep_disklog *d)
+{
+	return d->p->topic->name;
+}
+
+static void seg_name(char *buf, u64 base, const char *ext)
+{
+	snprintf(buf, KREP_DISK_NAME_LEN + 1, "%020llu%s", base, ext);
+}
+
+static void seg_close_files(struct dseg *s)
+{
+	if (s->log)
+		fput(s->log);
+	if (s->idx)
+		fput(s->idx);
+	if (s->tidx)
+		fput(s->tidx);
+	s->log = NULL;
+	s->idx = NULL;
+	s->tidx = NULL;
+}
+
+static struct dseg *tail(struct krep_disklog *d)
+{
+	return list_empty(&d->segs) ? NULL :
+	       list_last_entry(&d->segs, struct dseg, node);
+}
+
+static void fail(struct krep_disklog *d, const char *what, int err)
+{
+	if (!d->failed)
+		pr_err("%s-%u: log directory: %s failed (%d); the partition is no longer written to disk\n",
+		       pname(d), d->p->index, what, err);
+	d->failed = true;
+}
+
+/* open the three files of @s for writing at their ends */
+static int seg_open_files(struct krep_disklog *d, struct dseg *s, bool trunc)
+{
+	static const char * const ext[] = { ".log", ".index", ".timeindex" };
+	struct file **f[] = { &s->log, &s->idx, &s->tidx };
+	char name[KREP_DISK_NAME_LEN + 1];
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(ext); i++) {
+		if (*f[i])
+			continue;
+		seg_name(name, s->base, ext[i]);
+		*f[i] = krep_vfs_open(&d->dir, name, O_RDWR | O_CREAT |
+				      (trunc ? O_TRUNC : 0));
+		if (IS_ERR(*f[i])) {
+			int err = PTR_ERR(*f[i]);
+
+			*f[i] = NULL;
+			seg_close_files(s);
+			return err;
+		}
+	}
+	s->idx_pos = i_size_read(file_inode(s->idx));
+	s->tidx_pos = i_size_read(file_inode(s->tidx));
+	return 0;
+}
+
+static void seg_unlink(struct krep_disklog *d, struct dseg *s)
+{
+	static const char * const ext[] = { ".log", ".index", ".timeindex" };
+	char name[KREP_DISK_NAME_LEN + 1];
+	unsigned int i;
+
+	seg_close_files(s);
+	for (i = 0; i < ARRAY_SIZE(ext); i++) {
+		seg_name(name, s->base, ext[i]);
+		krep_vfs_unlink(&d->dir, name);
+	}
+	list_del(&s->node);
+	kfree(s);
+}
+
+static struct dseg *seg_add(struct krep_disklog *d, u64 base)
+{
+	struct dseg *s = kzalloc(sizeof(*s), GFP_KERNEL);
+
+	if (!s)
+		return NULL;
+	s->base = base;
+	s->next = base;
+	s->max_ts = -1;
+	s->tindex_ts = -1;
+	list_add_tail(&s->node, &d->segs);
+	return s;
+}
+
+static int put_be32(struct file *f, loff_t *pos, u32 a, u32 b)
+{
+	__be32 e[2] = { cpu_to_be32(a), cpu_to_be32(b) };
+
+	return krep_vfs_write_all(f, e, sizeof(e), pos);
+}
+
+/* a .timeindex entry for the largest timestamp so far, if it grew */
+static int seg_time_entry(struct dseg *s)
+{
+	struct {
+		__be64 ts;
+		__be32 rel;
+	} __packed e;
+
+	if (s->max_ts <= s->tindex_ts)
+		return 0;
+	e.ts = cpu_to_be64(s->max_ts);
+	e.rel = cpu_to_be32(s->max_ts_off - s->base);
+	s->tindex_ts = s->max_ts;
+	return krep_vfs_write_all(s->tidx, &e, sizeof(e), &s->tidx_pos);
+}
+
+/* the index entries of the batch about to land at @s's end */
+static int seg_index(struct dseg *s, u64 base, u64 last, s64 max_ts, u32 len)
+{
+	int err = 0;
+
+	if (max_ts > s->max_ts) {
+		s->max_ts = max_ts;
+		s->max_ts_off = last;
+	}
+	if (s->since_index > KREP_DISK_INDEX_BYTES) {
+		err = put_be32(s->idx, &s->idx_pos, last - s->base, s->size) ?:
+		      seg_time_entry(s);
+		s->since_index = 0;
+	}
+	s->since_index += len;
+	return err;
+}
+
+/* the tail is full: sync it, close it, and start a segment at @base */
+static struct dseg *roll(struct krep_disklog *d, u64 base)
+{
+	struct dseg *s = tail(d);
+	int err;
+
+	if (s && s->log) {
+		err = seg_time_entry(s) ?: vfs_fsync(s->log, 0) ?:
+		      vfs_fsync(s->idx, 0) ?: vfs_fsync(s->tidx, 0);
+		if (err) {
+			fail(d, "syncing a segment", err);
+			return NULL;
+		}
+		seg_close_files(s);
+		WRITE_ONCE(d->recovery, s->next);
+	}
+	s = seg_add(d, base);
+	if (!s)
+		return NULL;
+	err = seg_open_files(d, s, true);
+	if (err) {
+		list_del(&s->node);
+		kfree(s);
+		fail(d, "creating a segment", err);
+		return NULL;
+	}
+	return s;
+}
+
+/* remove every segment and start over at @offset (a log reset) */
+static void reset_to(struct krep_disklog *d, u64 offset)
+{
+	struct dseg *s, *tmp;
+
+	list_for_each_entry_safe(s, tmp, &d->segs, node)
+		seg_unlink(d, s);
+	d->end = offset;
+	WRITE_ONCE(d->recovery, offset);
+	roll(d, offset);
+}
+
+/* read the whole index file @f; the caller kvfree()s it */
+static void *read_file(struct file *f, size_t *len)
+{
+	loff_t size = i_size_read(file_inode(f)), pos = 0;
+	void *buf;
+
+	if (size > SZ_64M)
+		return ERR_PTR(-EFBIG);
+	buf = kvmalloc(size + 1, GFP_KERNEL);
+	if (!buf)
+		return ERR_PTR(-ENOMEM);
+	while (pos < size) {
+		ssize_t n = kernel_read(f, buf + pos, size - pos, &pos);
+
+		if (n <= 0) {
+			kvfree(buf);
+			return ERR_PTR(n ? n : -EIO);
+		}
+	}
+	*len = size;
+	return buf;
+}
+
+/* the header of the batch at *@pos of @f; -ENODATA at the end */
+static int read_header(struct file *f, loff_t size, loff_t pos,
+		       struct krep_batch *b, u8 *hdr)
+{
+	loff_t at = pos;
+	ssize_t n;
+
+	if (pos == size)
+		return -ENODATA;
+	if (size - pos < KREP_RB_HDR_LEN)
+		return -EBADMSG;
+	n = kernel_read(f, hdr, KREP_RB_HDR_LEN, &at);
+	if (n != KREP_RB_HDR_LEN)
+		return n < 0 ? n : -EIO;
+	if (krep_batch_parse(hdr, KREP_RB_HDR_LEN, b) || b->len > size - pos)
+		return -EBADMSG;
+	return 0;
+}
+
+/*
+ * cut the segment @s, which holds @offset, so that it ends right before
+ * the batch starting at @offset, and make it the tail again
+ */
+static int seg_cut(struct krep_disklog *d, struct dseg *s, u64 offset)
+{
+	u8 hdr[KREP_RB_HDR_LEN];
+	size_t ilen = 0, tlen = 0;
+	struct krep_batch b;
+	__be32 *ie = NULL;
+	u8 *te = NULL;
+	loff_t pos = 0, size;
+	unsigned int i, ni, nt;
+	int err;
+
+	err = seg_open_files(d, s, false);
+	if (err)
+		return err;
+	size = i_size_read(file_inode(s->log));
+	ie = read_file(s->idx, &ilen);
+	te = read_file(s->tidx, &tlen);
+	if (IS_ERR(ie) || IS_ERR(te)) {
+		err = IS_ERR(ie) ? PTR_ERR(ie) : PTR_ERR(te);
+		goto out;
+	}
+	/* start from the last index entry of a batch wholly before @offset */
+	for (ni = 0; ni < ilen / 8; ni++) {
+		if (s->base + be32_to_cpu(ie[2 * ni]) >= offset)
+			break;
+		pos = be32_to_cpu(ie[2 * ni + 1]);
+	}
+	for (;;) {
+		err = read_header(s->log, size, pos, &b, hdr);
+		if (err == -ENODATA || (!err && b.base_offset >= offset))
+			break;
+		if (err)
+			goto out;
+		pos += b.len;
+	}
+	/* index entries name batches wholly before the cut */
+	for (i = 0; i < ilen / 8 && be32_to_cpu(ie[2 * i + 1]) < pos; i++)
+		;
+	ni = i;
+	for (nt = 0; nt < tlen / 12; nt++) {
+		__be32 rel;
+
+		memcpy(&rel, te + 12 * nt + 8, 4);
+		if (s->base + be32_to_cpu(rel) >= offset)
+			break;
+	}
+	err = krep_vfs_truncate(s->log, pos) ?:
+	      krep_vfs_truncate(s->idx, (loff_t)ni * 8) ?:
+	      krep_vfs_truncate(s->tidx, (loff_t)nt * 12);
+	if (err)
+		goto out;
+	s->size = pos;
+	s->next = offset;
+	s->since_index = 0;
+	s->idx_pos = (loff_t)ni * 8;
+	s->tidx_pos = (loff_t)nt * 12;
+	s->max_ts = -1;
+	s->tindex_ts = -1;
+	if (nt) {
+		__be64 ts;
+
+		memcpy(&ts, te + 12 * (nt - 1), 8);
+		s->max_ts = be64_to_cpu(ts);
+		s->tindex_ts = s->max_ts;
+	}
+out:
+	if (!IS_ERR_OR_NULL(ie))
+		kvfree(ie);
+	if (!IS_ERR_OR_NULL(te))
+		kvfree(te);
+	return err;
+}
+
+/* the memory log was cut back to @offset: so are the files */
+static void truncate_to(struct krep_disklog *d, u64 offset)
+{
+	struct dseg *s, *tmp;
+	int err;
+
+	list_for_each_entry_safe_reverse(s, tmp, &d->segs, node) {
+		if (s->base < offset)
+			break;
+		seg_unlink(d, s);
+	}
+	s = tail(d);
+	if (!s) {
+		reset_to(d, offset);
+		return;
+	}
+	if (s->next > offset) {
+		err = seg_cut(d, s, offset);
+		if (err) {
+			fail(d, "truncating a segment", err);
+			return;
+		}
+	} else {
+		err = seg_open_files(d, s, false);
+		if (err) {
+			fail(d, "reopening a segment", err);
+			return;
+		}
+	}
+	d->end = s->next;
+	WRITE_ONCE(d->recovery, min(d->recovery, d->end));
+}
+
+/* the memory log starts at @start: whole segments below it go */
+static void drop_below(struct krep_disklog *d, u64 start)
+{
+	struct dseg *s, *tmp;
+
+	if (start > d->end) {
+		reset_to(d, start);
+		return;
+	}
+	list_for_each_entry_safe(s, tmp, &d->segs, node) {
+		if (list_is_last(&s->node, &d->segs) || s->next > start)
+			break;
+		seg_unlink(d, s);
+	}
+}
+
+static enum krep_log_verdict collect_batch(const struct krep_batch *b,
+					   void *arg)
+{
+	struct dcollect *c = arg;
+	struct dbatch *more;
+
+	if (c->nb && c->bytes + b->len > c->max) {
+		c->full = true;
+		return KREP_LOG_STOP;
+	}
+	if (c->nb == c->b_cap) {
+		more = krealloc_array(c->b, c->b_cap * 2 + 16, sizeof(*more),
+				      GFP_KERNEL);
+		if (!more) {
+			c->err = -ENOMEM;
+			return KREP_LOG_STOP;
+		}
+		c->b = more;
+		c->b_cap = c->b_cap * 2 + 16;
+	}
+	c->b[c->nb++] = (struct dbatch) {
+		.base = b->base_offset, .last = krep_batch_last(b),
+		.max_ts = b->max_ts, .len = b->len, .first_bv = c->nbv,
+	};
+	c->bytes += b->len;
+	return KREP_LOG_TAKE;
+}
+
+static int collect_piece(struct page *page, u32 offset, u32 len, void *ctx)
+{
+	struct dcollect *c = ctx;
+	struct bio_vec *more;
+
+	if (c->nbv == c->bv_cap) {
+		more = krealloc_array(c->bv, c->bv_cap * 2 + 32, sizeof(*more),
+				      GFP_KERNEL);
+		if (!more)
+			return -ENOMEM;
+		c->bv = more;
+		c->bv_cap = c->bv_cap * 2 + 32;
+	}
+	get_page(page);
+	bvec_set_page(&c->bv[c->nbv++], page, len, offset);
+	c->b[c->nb - 1].nbv++;
+	return 0;
+}
+
+static void collect_release(struct dcollect *c)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->nbv; i++)
+		put_page(c->bv[i].bv_page);
+	kfree(c->bv);
+	kfree(c->b);
+}
+
+/* append the collected batch @b at the tail, rolling first if need be */
+static int write_batch(struct krep_disklog *d, struct dcollect *c,
+		       struct dbatch *b)
+{
+	struct dseg *s = tail(d);
+	struct iov_iter it;
+	loff_t pos;
+	int err;
+
+	if (!s || s->next != b->base ||
+	    (s->size && s->size + b->len > d->segment_bytes)) {
+		s = roll(d, b->base);
+		if (!s)
+			return -EIO;
+	}
+	err = seg_index(s, b->base, b->last, b->max_ts, b->len);
+	if (err)
+		return err;
+	pos = s->size;
+	iov_iter_bvec(&it, ITER_SOURCE, c->bv + b->first_bv, b->nbv, b->len);
+	while (iov_iter_count(&it)) {
+		ssize_t n = vfs_iter_write(s->log, &it, &pos, 0);
+
+		if (n <= 0)
+			return n ? n : -EIO;
+	}
+	s->size += b->len;
+	s->next = b->last + 1;
+	d->end = s->next;
+	return 0;
+}
+
+/* leader-epoch-checkpoint, when the cache changed since the last one */
+static int write_epochs(struct krep_disklog *d, struct krep_epoch_entry *e,
+			unsigned int n)
+{
+	size_t size = 32 + n * 44, len;
+	unsigned int i;
+	char *buf;
+	int err;
+
+	buf = kvmalloc(size, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	len = scnprintf(buf, size, "0\n%u\n", n);
+	for (i = 0; i < n; i++)
+		len += scnprintf(buf + len, size - len, "%u %llu\n",
+				 e[i].epoch, e[i].start);
+	err = krep_vfs_write_atomic(&d->dir, "leader-epoch-checkpoint", buf,
+				    len);
+	kvfree(buf);
+	return err;
+}
+
+/*
+ * One round: apply what changed in the memory log since the last one.
+ * Called with d->lock held. Return: true when more is left to write.
+ */
+static bool disk_sync(struct krep_disklog *d, u32 max)
+{
+	struct krep_partition *p = d->p;
+	struct dcollect c = { .max = max };
+	struct krep_epoch_entry *snap = NULL;
+	unsigned int nsnap = 0, i;
+	u64 cut, start, from;
+	long n = 0;
+	int err;
+
+	mutex_lock(&p->lock);
+	cut = p->log.cut;
+	p->log.cut = U64_MAX;
+	start = p->log.start_offset;
+	if (!d->epochs || p->epochs.n != d->nepochs ||
+	    memcmp(p->epochs.e, d->epochs, d->nepochs * sizeof(*d->epochs))) {
+		nsnap = p->epochs.n;
+		snap = kmemdup(p->epochs.e, nsnap * sizeof(*snap), GFP_KERNEL);
+	}
+	from = max(min(d->end, cut), start);
+	if (!d->failed && from < p->log.end_offset)
+		n = krep_log_read_frags(&p->log, from, U32_MAX, collect_batch,
+					&c, collect_piece, &c);
+	mutex_unlock(&p->lock);
+
+	if (d->failed)
+		goto out;
+	if (n < 0 || c.err) {
+		fail(d, "reading the log", n < 0 ? n : c.err);
+		goto out;
+	}
+	if (cut < d->end)
+		truncate_to(d, cut);
+	drop_below(d, start);
+	for (i = 0; i < c.nb && !d->failed; i++) {
+		err = write_batch(d, &c, &c.b[i]);
+		if (err)
+			fail(d, "writing a segment", err);
+	}
+	if (snap && !d->failed) {
+		err = write_epochs(d, snap, nsnap);
+		if (err) {
+			fail(d, "writing leader-epoch-checkpoint", err);
+		} else {
+			kfree(d->epochs);
+			d->epochs = snap;
+			d->nepochs = nsnap;
+			snap = NULL;
+		}
+	}
+out:
+	kfree(snap);
+	collect_release(&c);
+	return c.full && !d->failed;
+}
+
+static void disk_work(struct work_struct *work)
+{
+	struct krep_disklog *d = container_of(work, struct krep_disklog, work);
+	bool more;
+
+	mutex_lock(&d->lock);
+	more = disk_sync(d, KREP_DISK_CHUNK);
+	mutex_unlock(&d->lock);
+	if (more)
+		queue_work(krep_disk_wq, &d->work);
+}
+
+/* log->changed: called under p->lock */
+static void disk_changed(struct krep_log *log)
+{
+	struct krep_partition *p = container_of(log, struct krep_partition,
+						log);
+
+	if (p->disk)
+		queue_work(krep_disk_wq, &p->disk->work);
+}
+
+/* write everything now and sync the tail (a clean shutdown) */
+static void disk_flush(struct krep_disklog *d)
+{
+	struct dseg *s;
+	int err;
+
+	mutex_lock(&d->lock);
+	while (disk_sync(d, KREP_DISK_CHUNK))
+		cond_resched();
+	s = tail(d);
+	if (s && s->log && !d->failed) {
+		err = seg_time_entry(s) ?: vfs_fsync(s->log, 0) ?:
+		      vfs_fsync(s->idx, 0) ?: vfs_fsync(s->tidx, 0);
+		if (err)
+			fail(d, "syncing a segment", err);
+		else
+			WRITE_ONCE(d->recovery, d->end);
+	}
+	mutex_unlock(&d->lock);
+}
+
+/* Return: 0, or -EIO when the partition's files could not be written */
+int krep_disk_flush(struct krep_partition *p)
+{
+	struct krep_disklog *d;
+
+	mutex_lock(&p->lock);
+	d = p->disk;
+	mutex_unlock(&p->lock);
+	if (!d)
+		return 0;
+	disk_flush(d);
+	return d->failed ? -EIO : 0;
+}
+
+u64 krep_disk_recovery_point(struct krep_partition *p)
+{
+	return READ_ONCE(p->disk->recovery);
+}
+
+static void disk_free(struct krep_disklog *d)
+{
+	struct dseg *s, *tmp;
+
+	list_for_each_entry_safe(s, tmp, &d->segs, node) {
+		seg_close_files(s);
+		list_del(&s->node);
+		kfree(s);
+	}
+	path_put(&d->dir);
+	kfree(d->epochs);
+	kfree(d);
+}
+
+/**
+ * krep_disk_close - stop writing @p's log to disk
+ * @p: the partition, killed: nothing appends to it any more
+ * @remove: the topic was deleted: remove its directory instead of
+ *	    writing what is left
+ */
+void krep_disk_close(struct krep_partition *p, bool remove)
+{
+	struct krep_disklog *d;
+	char name[KREP_TOPIC_NAME_MAX + 12];
+	struct path root;
+	int err;
+
+	mutex_lock(&p->lock);
+	d = p->disk;
+	p->disk = NULL;
+	p->log.changed = NULL;
+	mutex_unlock(&p->lock);
+	if (!d)
+		return;
+	cancel_work_sync(&d->work);
+	if (!remove) {
+		disk_flush(d);
+		disk_free(d);
+		return;
+	}
+	root.mnt = mntget(d->dir.mnt);
+	root.dentry = dget_parent(d->dir.dentry);
+	disk_free(d);
+	snprintf(name, sizeof(name), "%s-%u", p->topic->name, p->index);
+	err = krep_vfs_rmtree(&root, name);
+	if (err)
+		pr_warn("%s: removing the deleted partition's directory failed (%d)\n",
+			name, err);
+	path_put(&root);
+}
+
+/* recovery */
+
+struct seg_names {
+	u64 *base;
+	unsigned int n, cap;
+	int err;
+};
+
+static int seg_entry(void *arg, const char *name, int len, unsigned int type)
+{
+	struct seg_names *sn = arg;
+	char digits[21];
+	u64 base, *more;
+
+	if (len != 24 || strcmp(name + 20, ".log") || type == DT_DIR)
+		return 0;
+	memcpy(digits, name, 20);
+	digits[20] = '\0';
+	if (strspn(digits, "0123456789") != 20 || kstrtou64(digits, 10, &base))
+		return 0;
+	if (sn->n == sn->cap) {
+		more = krealloc_array(sn->base, sn->cap * 2 + 8, sizeof(*more),
+				      GFP_KERNEL);
+		if (!more) {
+			sn->err = -ENOMEM;
+			return 1;
+		}
+		sn->base = more;
+		sn->cap = sn->cap * 2 + 8;
+	}
+	sn->base[sn->n++] = base;
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	u64 x = *(const u64 *)a, y = *(const u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+struct recover {
+	struct krep_disklog *d;
+	struct krep_status *st;
+	u8 *buf;
+	u32 buf_len;
+	u64 expect;			/* U64_MAX before the first batch */
+	bool clean;
+	u64 recovery;
+};
+
+/* read one segment into the memory log; -EBADMSG: cut it at *@cut */
+static int recover_seg(struct recover *r, struct dseg *s, bool check_crc,
+		       loff_t *cut, const char **what)
+{
+	struct krep_disklog *d = r->d;
+	struct krep_partition *p = d->p;
+	struct krep_batch b;
+	loff_t pos = 0, size, at;
+	int err;
+
+	*what = NULL;
+	err = seg_open_files(d, s, false);
+	if (err)
+		return err;
+	/* the indexes are rebuilt as the batches are read */
+	err = krep_vfs_truncate(s->idx, 0) ?: krep_vfs_truncate(s->tidx, 0);
+	if (err)
+		return err;
+	s->idx_pos = 0;
+	s->tidx_pos = 0;
+	size = i_size_read(file_inode(s->log));
+	for (;; pos += b.len) {
+		*cut = pos;
+		err = read_header(s->log, size, pos, &b, r->buf);
+		if (err == -ENODATA)
+			break;
+		*what = "a torn or malformed batch";
+		if (err)
+			return err;
+		if (b.len > r->buf_len) {
+			kvfree(r->buf);
+			r->buf = kvmalloc(b.len, GFP_KERNEL);
+			r->buf_len = r->buf ? b.len : 0;
+			*what = NULL;
+			if (!r->buf)
+				return -ENOMEM;
+		}
+		at = pos;
+		if (kernel_read(s->log, r->buf, b.len, &at) != b.len)
+			return -EIO;
+		*what = "a batch whose CRC-32C does not match";
+		if (check_crc && !krep_batch_crc_ok(r->buf, b.len))
+			return -EBADMSG;
+		*what = "a batch out of offset order";
+		if (b.base_offset < s->base ||
+		    (r->expect != U64_MAX && b.base_offset != r->expect) ||
+		    krep_batch_last(&b) < (u64)b.base_offset)
+			return -EBADMSG;
+		*what = NULL;
+		if (r->expect == U64_MAX)
+			krep_log_reset(&p->log, b.base_offset);
+		err = krep_log_append(&p->log, r->buf, b.len, b.base_offset,
+				      b.leader_epoch);
+		if (err == -ENOSPC) {
+			return krep_fail(r->st, KREP_KERR_KAFKA_STORAGE_ERROR,
+					 -ENOSPC,
+					 "the log directory holds more than log_memory_max allows");
+		}
+		if (err)
+			return err;
+		if (b.leader_epoch >= 0 &&
+		    b.leader_epoch > krep_epoch_latest(&p->epochs))
+			krep_epoch_assign(&p->epochs, b.leader_epoch,
+					  b.base_offset);
+		err = seg_index(s, b.base_offset, krep_batch_last(&b),
+				b.max_ts, b.len);
+		if (err)
+			return err;
+		s->size += b.len;
+		s->next = krep_batch_last(&b) + 1;
+		r->expect = s->next;
+		cond_resched();
+	}
+	return 0;
+}
+
+/* leader-epoch-checkpoint into the (empty) cache; a bad file is ignored */
+static void load_epochs(struct krep_disklog *d)
+{
+	struct krep_partition *p = d->p;
+	char *buf, *line, *cur;
+	unsigned int n = 0, count, ver, epoch;
+	u64 start;
+	ssize_t len;
+
+	buf = kvmalloc(SZ_1M, GFP_KERNEL);
+	if (!buf)
+		return;
+	len = krep_vfs_read_small(&d->dir, "leader-epoch-checkpoint", buf,
+				  SZ_1M);
+	cur = buf;
+	if (len < 0)
+		goto out;
+	line = strsep(&cur, "\n");
+	if (!line || kstrtouint(line, 10, &ver) || ver)
+		goto bad;
+	line = strsep(&cur, "\n");
+	if (!line || kstrtouint(line, 10, &count))
+		goto bad;
+	while ((line = strsep(&cur, "\n")) && *line) {
+		if (sscanf(line, "%u %llu", &epoch, &start) != 2)
+			goto bad;
+		krep_epoch_assign(&p->epochs, epoch, start);
+		n++;
+	}
+	if (n == count)
+		goto out;
+bad:
+	pr_warn("%s-%u: leader-epoch-checkpoint is malformed: the epochs come from the batches\n",
+		p->topic->name, p->index);
+	krep_epoch_destroy(&p->epochs);
+out:
+	kvfree(buf);
+}
+
+/* the memory log from the segment files; p->lock held, p not yet seen */
+static int recover(struct krep_disklog *d, const struct krep_disk_ckpt *ck,
+		   bool clean, struct krep_status *st)
+{
+	struct krep_partition *p = d->p;
+	struct recover r = { .d = d, .st = st, .expect = U64_MAX };
+	struct seg_names sn = {};
+	const char *what = NULL;
+	char name[KREP_DISK_NAME_LEN + 1];
+	bool cut_here = false;
+	struct dseg *s;
+	unsigned int i;
+	loff_t cut = 0;
+	u64 start, leo;
+	int err;
+
+	err = krep_vfs_list(&d->dir, seg_entry, &sn) ?: sn.err;
+	if (err)
+		goto out;
+	sort(sn.base, sn.n, sizeof(*sn.base), cmp_u64, NULL);
+	r.buf_len = SZ_64K;
+	r.buf = kvmalloc(r.buf_len, GFP_KERNEL);
+	if (!r.buf) {
+		err = -ENOMEM;
+		goto out;
+	}
+	krep_epoch_destroy(&p->epochs);
+	load_epochs(d);
+	for (i = 0; i < sn.n; i++) {
+		s = seg_add(d, sn.base[i]);
+		if (!s) {
+			err = -ENOMEM;
+			goto out;
+		}
+		if (cut_here) {
+			seg_name(name, s->base, ".log");
+			pr_warn("%s-%u: %s: removed, it follows the cut\n",
+				p->topic->name, p->index, name);
+			seg_unlink(d, s);
+			continue;
+		}
+		/* a clean shutdown, or below the recovery point: no CRCs */
+		err = recover_seg(&r, s, !clean &&
+				  !(i + 1 < sn.n && sn.base[i + 1] <= ck->recovery),
+				  &cut, &what);
+		if (err && !what)
+			goto out;
+		if (err) {
+			seg_name(name, s->base, ".log");
+			pr_warn("%s-%u: %s: %s at byte %lld (offset %llu): truncated there\n",
+				p->topic->name, p->index, name, what, cut,
+				r.expect == U64_MAX ? s->base : r.expect);
+			err = krep_vfs_truncate(s->log, cut);
+			if (err)
+				goto out;
+			cut_here = true;
+			if (!s->size && i) {
+				seg_unlink(d, s);
+				continue;
+			}
+		}
+		if (i + 1 < sn.n && !cut_here) {
+			err = seg_time_entry(s);
+			if (err)
+				goto out;
+			seg_close_files(s);
+		}
+	}
+	s = tail(d);
+	if (!s) {
+		/* no segment: an empty log at the checkpointed log start */
+		start = ck->has_start ? ck->log_start : 0;
+		krep_log_reset(&p->log, start);
+		s = roll(d, start);
+		if (!s) {
+			err = -EIO;
+			goto out;
+		}
+	} else if (r.expect == U64_MAX) {
+		/* segments, but no batch: the log starts at the first base */
+		krep_log_reset(&p->log, list_first_entry(&d->segs, struct dseg,
+							 node)->base);
+		s->next = s->base;
+	}
+	err = seg_open_files(d, s, false);
+	if (err)
+		goto out;
+	leo = p->log.end_offset;
+	if (s->next != leo) {
+		/* an empty tail after a cut: it must begin at the log end */
+		seg_unlink(d, s);
+		s = roll(d, leo);
+		if (!s) {
+			err = -EIO;
+			goto out;
+		}
+	}
+	d->end = leo;
+	d->recovery = clean ? leo : min(ck->has_recovery ? ck->recovery : 0,
+					 leo);
+	if (ck->has_start && ck->log_start > p->log.start_offset)
+		krep_log_advance_start(&p->log, min(ck->log_start, leo));
+	/* as Kafka's recovery: epochs starting at or past the end go */
+	krep_epoch_truncate_end(&p->epochs, leo);
+	krep_epoch_truncate_start(&p->epochs, p->log.start_offset);
+	if (p->role == KREP_ROLE_LEADER &&
+	    krep_epoch_latest(&p->epochs) < (s64)p->leader_epoch)
+		krep_epoch_assign(&p->epochs, p->leader_epoch, leo);
+	p->hw = clamp(ck->has_hw ? ck->hw : 0, p->log.start_offset, leo);
+	p->lso = p->hw;
+	p->low_watermark = p->log.start_offset;
+	krep_producer_rebuild(p);
+	p->log.cut = U64_MAX;
+	err = 0;
+out:
+	kvfree(r.buf);
+	kfree(sn.base);
+	return err;
+}
+
+/**
+ * krep_disk_open - give @p its directory in @ld, recovering what it holds
+ * @p: a new partition, not yet reachable by anyone
+ * @ld: the broker's log directory
+ * @st: why not, on failure
+ *
+ * Return: 0, or a negative errno with @st set.
+ */
+int krep_disk_open(struct krep_partition *p, struct krep_logdir *ld,
+		   struct krep_status *st)
+{
+	char name[KREP_TOPIC_NAME_MAX + 12];
+	struct krep_disk_ckpt ck = {};
+	struct krep_disklog *d;
+	int err;
+
+	d = kzalloc(sizeof(*d), GFP_KERNEL);
+	if (!d)
+		return krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR, -ENOMEM,
+				 "out of memory");
+	d->p = p;
+	mutex_init(&d->lock);
+	INIT_LIST_HEAD(&d->segs);
+	INIT_WORK(&d->work, disk_work);
+	d->segment_bytes = p->topic->config.segment_bytes;
+	snprintf(name, sizeof(name), "%s-%u", p->topic->name, p->index);
+	err = krep_vfs_mkdir(&ld->root, name, &d->dir);
+	if (err) {
+		kfree(d);
+		return krep_fail(st, KREP_KERR_KAFKA_STORAGE_ERROR, err,
+				 "cannot create the partition's directory in the log directory");
+	}
+	krep_logdir_lookup(ld, p->topic->name, p->index, &ck);
+	mutex_lock(&d->lock);
+	mutex_lock(&p->lock);
+	err = recover(d, &ck, ld->clean, st);
+	if (!err) {
+		p->disk = d;
+		p->log.changed = disk_changed;
+		/* the first round writes leader-epoch-checkpoint */
+		queue_work(krep_disk_wq, &d->work);
+	}
+	mutex_unlock(&p->lock);
+	mutex_unlock(&d->lock);
+	if (err) {
+		if (!st->why)
+			krep_fail(st, KREP_KERR_KAFKA_STORAGE_ERROR, err,
+				  "cannot read the partition's log from the log directory");
+		pr_err("%s: recovery failed (%d): %s\n", name, err, st->why);
+		disk_free(d);
+		return err;
+	}
+	if (p->log.end_offset > p->log.start_offset)
+		pr_info("%s: recovered offsets %llu..%llu, HW %llu%s\n", name,
+			p->log.start_offset, p->log.end_offset - 1, p->hw,
+			ld->clean ? " (clean shutdown)" : "");
+	return 0;
+}
+
+int krep_disk_init(void)
+{
+	krep_disk_wq = alloc_workqueue("krep_disk", WQ_UNBOUND | WQ_MEM_RECLAIM,
+				       0);
+	return krep_disk_wq ? 0 : -ENOMEM;
+}
+
+void krep_disk_exit(void)
+{
+	destroy_workqueue(krep_disk_wq);
+}

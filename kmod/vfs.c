@@ -1,0 +1,379 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * krep: file operations relative to a directory the broker holds (see
+ * vfs.h). The patterns are the in-kernel file servers' (nfsd, ksmbd):
+ * lookup_one_len() under the parent's lock, then vfs_mkdir(),
+ * vfs_unlink(), vfs_rename(), each inside mnt_want_write().
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/dcache.h>
+#include <linux/err.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/mount.h>
+#include <linux/namei.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/uio.h>
+
+#include "vfs.h"
+
+static struct user_namespace *userns(const struct path *dir)
+{
+	return mnt_user_ns(dir->mnt);
+}
+
+/**
+ * krep_vfs_mkdir - the subdirectory @name of @dir, made if absent
+ * @dir: the parent
+ * @name: one path component
+ * @child: set on success; path_put() it
+ *
+ * Return: 0, -ENOTDIR when @name is something else, or the VFS's error.
+ */
+int krep_vfs_mkdir(const struct path *dir, const char *name,
+		   struct path *child)
+{
+	struct inode *inode = d_inode(dir->dentry);
+	struct dentry *d;
+	int err;
+
+	err = mnt_want_write(dir->mnt);
+	if (err)
+		return err;
+	inode_lock_nested(inode, I_MUTEX_PARENT);
+	d = lookup_one_len(name, dir->dentry, strlen(name));
+	if (IS_ERR(d)) {
+		err = PTR_ERR(d);
+		goto out;
+	}
+	if (d_really_is_negative(d))
+		err = vfs_mkdir(userns(dir), inode, d, 0755);
+	if (!err && d_unhashed(d)) {
+		/* some filesystems leave the dentry unhashed: look again */
+		dput(d);
+		d = lookup_one_len(name, dir->dentry, strlen(name));
+		if (IS_ERR(d)) {
+			err = PTR_ERR(d);
+			goto out;
+		}
+	}
+	if (!err && !d_is_dir(d))
+		err = -ENOTDIR;
+	if (err) {
+		dput(d);
+	} else {
+		child->mnt = mntget(dir->mnt);
+		child->dentry = d;
+	}
+out:
+	inode_unlock(inode);
+	mnt_drop_write(dir->mnt);
+	return err;
+}
+
+/* open @name in @dir, never through a symlink */
+struct file *krep_vfs_open(const struct path *dir, const char *name, int flags)
+{
+	if (strchr(name, '/'))
+		return ERR_PTR(-EINVAL);
+	return file_open_root(dir, name, flags | O_NOFOLLOW | O_LARGEFILE,
+			      0644);
+}
+
+/* remove the file @name of @dir (-ENOENT when there is none) */
+static int remove_at(const struct path *dir, const char *name, bool is_dir)
+{
+	struct inode *inode = d_inode(dir->dentry);
+	struct dentry *d;
+	int err;
+
+	err = mnt_want_write(dir->mnt);
+	if (err)
+		return err;
+	inode_lock_nested(inode, I_MUTEX_PARENT);
+	d = lookup_one_len(name, dir->dentry, strlen(name));
+	if (IS_ERR(d)) {
+		err = PTR_ERR(d);
+		goto out;
+	}
+	if (d_really_is_negative(d))
+		err = -ENOENT;
+	else if (is_dir)
+		err = vfs_rmdir(userns(dir), inode, d);
+	else
+		err = vfs_unlink(userns(dir), inode, d, NULL);
+	dput(d);
+out:
+	inode_unlock(inode);
+	mnt_drop_write(dir->mnt);
+	return err;
+}
+
+int krep_vfs_unlink(const struct path *dir, const char *name)
+{
+	return remove_at(dir, name, false);
+}
+
+struct name_list {
+	char **names;
+	unsigned int n, cap;
+	int err;
+};
+
+static int collect_name(void *arg, const char *name, int len,
+			unsigned int type)
+{
+	struct name_list *nl = arg;
+	char **more;
+
+	if (type == DT_DIR)
+		return 0;
+	if (nl->n == nl->cap) {
+		more = krealloc_array(nl->names, nl->cap * 2 + 16,
+				      sizeof(*more), GFP_KERNEL);
+		if (!more) {
+			nl->err = -ENOMEM;
+			return 1;
+		}
+		nl->names = more;
+		nl->cap = nl->cap * 2 + 16;
+	}
+	nl->names[nl->n] = kmemdup_nul(name, len, GFP_KERNEL);
+	if (!nl->names[nl->n]) {
+		nl->err = -ENOMEM;
+		return 1;
+	}
+	nl->n++;
+	return 0;
+}
+
+/**
+ * krep_vfs_rmtree - remove the directory @name of @dir and the files in it
+ * @dir: the parent
+ * @name: a partition's directory (it holds files only)
+ *
+ * Return: 0 (also when it does not exist) or the first error.
+ */
+int krep_vfs_rmtree(const struct path *dir, const char *name)
+{
+	struct name_list nl = {};
+	struct path sub;
+	unsigned int i;
+	int err;
+
+	err = krep_vfs_mkdir(dir, name, &sub);
+	if (err)
+		return err;
+	err = krep_vfs_list(&sub, collect_name, &nl) ?: nl.err;
+	for (i = 0; i < nl.n; i++) {
+		int e = krep_vfs_unlink(&sub, nl.names[i]);
+
+		if (e && e != -ENOENT && !err)
+			err = e;
+		kfree(nl.names[i]);
+	}
+	kfree(nl.names);
+	path_put(&sub);
+	if (!err)
+		err = remove_at(dir, name, true);
+	return err == -ENOENT ? 0 : err;
+}
+
+/* write all of @buf at *@pos, advancing it */
+int krep_vfs_write_all(struct file *f, const void *buf, size_t len,
+		       loff_t *pos)
+{
+	while (len) {
+		ssize_t n = kernel_write(f, buf, len, pos);
+
+		if (n < 0)
+			return n;
+		if (!n)
+			return -EIO;
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+int krep_vfs_truncate(struct file *f, loff_t len)
+{
+	return vfs_truncate(&f->f_path, len);
+}
+
+static int rename_at(const struct path *dir, const char *from, const char *to)
+{
+	struct inode *inode = d_inode(dir->dentry);
+	struct renamedata rd = {};
+	struct dentry *old, *new;
+	int err;
+
+	err = mnt_want_write(dir->mnt);
+	if (err)
+		return err;
+	lock_rename(dir->dentry, dir->dentry);
+	old = lookup_one_len(from, dir->dentry, strlen(from));
+	if (IS_ERR(old)) {
+		err = PTR_ERR(old);
+		goto out;
+	}
+	new = lookup_one_len(to, dir->dentry, strlen(to));
+	if (IS_ERR(new)) {
+		err = PTR_ERR(new);
+		goto out_old;
+	}
+	if (d_really_is_negative(old)) {
+		err = -ENOENT;
+	} else {
+		rd.old_mnt_userns = userns(dir);
+		rd.old_dir = inode;
+		rd.old_dentry = old;
+		rd.new_mnt_userns = userns(dir);
+		rd.new_dir = inode;
+		rd.new_dentry = new;
+		err = vfs_rename(&rd);
+	}
+	dput(new);
+out_old:
+	dput(old);
+out:
+	unlock_rename(dir->dentry, dir->dentry);
+	mnt_drop_write(dir->mnt);
+	return err;
+}
+
+static int fsync_dir(const struct path *dir)
+{
+	struct file *f = dentry_open(dir, O_RDONLY | O_DIRECTORY,
+				     current_cred());
+	int err;
+
+	if (IS_ERR(f))
+		return PTR_ERR(f);
+	err = vfs_fsync(f, 0);
+	fput(f);
+	return err;
+}
+
+/**
+ * krep_vfs_write_atomic - replace the file @name of @dir with @buf
+ * @dir: the directory
+ * @name: the file
+ * @buf: its new content
+ * @len: bytes
+ *
+ * As Kafka's checkpoint files: written to "@name.tmp", synced, renamed
+ * over @name, and the directory synced, so a crash leaves the old file or
+ * the new one, never a mix.
+ *
+ * Return: 0 or the VFS's error.
+ */
+int krep_vfs_write_atomic(const struct path *dir, const char *name,
+			  const void *buf, size_t len)
+{
+	char *tmp = kasprintf(GFP_KERNEL, "%s.tmp", name);
+	struct file *f;
+	loff_t pos = 0;
+	int err;
+
+	if (!tmp)
+		return -ENOMEM;
+	f = krep_vfs_open(dir, tmp, O_WRONLY | O_CREAT | O_TRUNC);
+	if (IS_ERR(f)) {
+		err = PTR_ERR(f);
+		goto out;
+	}
+	err = krep_vfs_write_all(f, buf, len, &pos) ?: vfs_fsync(f, 0);
+	fput(f);
+	if (!err)
+		err = rename_at(dir, tmp, name);
+	if (!err)
+		err = fsync_dir(dir);
+out:
+	kfree(tmp);
+	return err;
+}
+
+/**
+ * krep_vfs_read_small - read the whole small file @name of @dir
+ * @dir: the directory
+ * @name: the file
+ * @buf: filled and NUL-terminated
+ * @size: its size; a longer file is -EFBIG
+ *
+ * Return: bytes read, -ENOENT when there is no such file, or an error.
+ */
+ssize_t krep_vfs_read_small(const struct path *dir, const char *name,
+			    char *buf, size_t size)
+{
+	struct file *f = krep_vfs_open(dir, name, O_RDONLY);
+	loff_t pos = 0;
+	ssize_t n;
+
+	if (IS_ERR(f))
+		return PTR_ERR(f);
+	while (pos < size) {
+		n = kernel_read(f, buf + pos, size - pos, &pos);
+		if (n < 0) {
+			fput(f);
+			return n;
+		}
+		if (!n)
+			break;
+	}
+	fput(f);
+	if (pos >= size)
+		return -EFBIG;
+	buf[pos] = '\0';
+	return pos;
+}
+
+struct list_ctx {
+	struct dir_context ctx;
+	krep_vfs_entry_t fn;
+	void *arg;
+	bool stopped;
+};
+
+static bool list_actor(struct dir_context *ctx, const char *name, int len,
+		       loff_t off, u64 ino, unsigned int type)
+{
+	struct list_ctx *lc = container_of(ctx, struct list_ctx, ctx);
+
+	if ((len == 1 && name[0] == '.') ||
+	    (len == 2 && name[0] == '.' && name[1] == '.'))
+		return true;
+	if (lc->fn(lc->arg, name, len, type))
+		lc->stopped = true;
+	return !lc->stopped;
+}
+
+/**
+ * krep_vfs_list - call @fn for each name in @dir but "." and ".."
+ * @dir: the directory
+ * @fn: called with the directory locked: it must not touch @dir
+ * @arg: for @fn
+ *
+ * Return: 0 or the VFS's error.
+ */
+int krep_vfs_list(const struct path *dir, krep_vfs_entry_t fn, void *arg)
+{
+	struct list_ctx lc = { .ctx.actor = list_actor, .fn = fn, .arg = arg };
+	struct file *f;
+	int err;
+
+	f = dentry_open(dir, O_RDONLY | O_DIRECTORY, current_cred());
+	if (IS_ERR(f))
+		return PTR_ERR(f);
+	do {
+		loff_t before = lc.ctx.pos;
+
+		err = iterate_dir(f, &lc.ctx);
+		if (err || lc.ctx.pos == before)
+			break;
+	} while (!lc.stopped);
+	fput(f);
+	return err;
+}

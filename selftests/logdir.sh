@@ -1,0 +1,242 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# logdir.sh - logs in a log directory, in Kafka's on-disk layout, on an
+# ext4 disk image (loop device) in the VM; every file is read back by
+# kafka_log_dump.py, a reader written from Kafka's formats.
+#
+# 1. insmod log_dir= broker_id=1 topics=t:2:1 (16 KiB segments):
+#    meta.properties names broker 1; 600 produced records reach the
+#    segment files (several segments, indexes, epoch checkpoint).
+# 2. rmmod: a clean shutdown writes the checkpoints (HW 600) and the
+#    marker; insmod again: t-0 comes back from the files, byte for byte.
+# 3. a crash: no marker and a torn last batch; insmod: the torn tail is
+#    cut with a kernel log line naming the file, every batch before it
+#    is served, and later appends continue from there.
+# 4. the directory of broker 1 is refused for broker 2; a deleted topic's
+#    directories go.
+# 5. a broker in a namespace gets its log directory with krepctl broker
+#    set log-dir (an open directory, not a path); refused while it has
+#    topics.
+# 6. three brokers with a log directory each: broker 3's namespace goes
+#    and comes back; it recovers its log from disk, catches up and ends
+#    with the leader's log.
+# Prints KTAP; leaves the module unloaded, the image unmounted.
+
+# shellcheck disable=SC2317 # the conditions krep_wait_for polls
+set -u
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+# shellcheck source=selftests/lib.sh
+. "$here/lib.sh"
+NET=10.207.0
+# shellcheck source=selftests/cluster.sh
+. "$here/cluster.sh"
+
+krep_require_vm
+krep_require_cmd jq ip mkfs.ext4 mount umount /usr/bin/python3
+
+DUMP="$here/kafka_log_dump.py"
+SEG=16384
+N=600
+tmp=$(mktemp -d)
+mnt=$tmp/mnt
+krep_cleanup_push rm -rf "$tmp"
+mark=logdir-$$
+
+ktap_plan 22
+
+values() { # PREFIX COUNT
+	seq -f "$1-%05g-abcdefghijklmnopqrstuvwxyz0123456789" 0 $(($2 - 1))
+}
+
+dump() { # DIR [ARGS...]: kafka_log_dump.py's JSON (its status kept)
+	/usr/bin/python3 "$DUMP" "$@"
+}
+
+# field of t's partition P on the initial namespace's broker
+lpart() { # TOPIC P FIELD
+	"$KREPCTL" --json topic describe "$1" |
+		jq -r --argjson p "$2" ".[] | select(.partition == \$p) | .$3"
+}
+
+# --- set-up: an ext4 image on a loop device ----------------------------------
+krep_kmsg_mark "$mark"
+krep_mod_unload
+modprobe loop 2>/dev/null
+modprobe ext4 2>/dev/null
+mkdir -p "$mnt"
+truncate -s 128M "$tmp/disk.img" &&
+	mkfs.ext4 -q -F "$tmp/disk.img" &&
+	mount -o loop "$tmp/disk.img" "$mnt" ||
+	ktap_bail "cannot make and mount an ext4 image"
+krep_cleanup_push umount "$mnt"
+D1=$mnt/b1
+mkdir -p "$D1"
+LOAD=(log_dir="$D1" broker_id=1 "topics=t:2:1:segment_bytes=$SEG")
+
+# --- 1. write ------------------------------------------------------------------
+krep_mod_load "${LOAD[@]}" || ktap_bail "insmod with log_dir failed"
+values a "$N" >"$tmp/a.in"
+"$KREPCTL" produce t partition 0 acks 1 batch 10 <"$tmp/a.in" >/dev/null &&
+	values b 20 | "$KREPCTL" produce t partition 1 acks 1 >/dev/null ||
+	ktap_bail "produce failed"
+ktap_check "meta.properties names broker 1" \
+	grep -qx 'broker.id=1' "$D1/meta.properties"
+on_disk() { # PART NEXT: the segment files reach offset NEXT
+	dump "$D1" --partition "t-$1" 2>/dev/null |
+		jq -e --argjson n "$2" ".partitions[\"t-$1\"].next_offset == \$n" >/dev/null
+}
+if krep_wait_for 30 on_disk 0 "$N"; then
+	j=$(dump "$D1" --partition t-0)
+	nseg=$(jq '.partitions["t-0"].segments | length' <<<"$j")
+	nidx=$(jq '[.partitions["t-0"].segments[].index_entries] | add' <<<"$j")
+	if [ "$nseg" -ge 2 ] && [ "$nidx" -ge 2 ]; then
+		ktap_ok "the $N records reach $nseg segments of t-0 with $nidx index entries"
+	else
+		ktap_fail "the $N records reach several segments with index entries ($nseg, $nidx)"
+	fi
+else
+	ktap_fail "the $N records reach t-0's segment files"
+	dump "$D1" --partition t-0 | head -c 2000 | ktap_diag_stdin
+fi
+if out=$(dump "$D1" --partition t-0 2>&1); then
+	ktap_ok "kafka_log_dump.py reads t-0 as Kafka's layout, without an error"
+else
+	ktap_fail "kafka_log_dump.py reads t-0 as Kafka's layout"
+	jq -c '.. | .errors? // empty' <<<"$out" | head -5 | ktap_diag_stdin
+fi
+ktap_check "leader-epoch-checkpoint holds epoch 0 from offset 0" \
+	eval '[ "$(cat "$D1/t-0/leader-epoch-checkpoint")" = "$(printf "0\n1\n0 0")" ]'
+
+# --- 2. clean restart ------------------------------------------------------------
+krep_mod_unload
+if [ -e "$D1/.kafka_cleanshutdown" ] &&
+   grep -qx "t 0 $N" "$D1/replication-offset-checkpoint" &&
+   grep -qx "t 1 20" "$D1/replication-offset-checkpoint" &&
+   grep -qx "t 0 $N" "$D1/recovery-point-offset-checkpoint" &&
+   dump "$D1" >/dev/null; then
+	ktap_ok "rmmod: a clean shutdown marker, HW $N and 20 checkpointed, the directory reads clean"
+else
+	ktap_fail "rmmod: a clean shutdown marker and the checkpoints"
+	head -5 "$D1"/*-checkpoint | ktap_diag_stdin
+fi
+krep_mod_load "${LOAD[@]}" || ktap_bail "insmod again failed"
+if [ "$(lpart t 0 leo)" = "$N" ] && [ "$(lpart t 0 hw)" = "$N" ] &&
+   [ "$(lpart t 1 leo)" = 20 ]; then
+	ktap_ok "insmod again: t-0 back at LEO and HW $N, t-1 at 20"
+else
+	ktap_fail "insmod again: t-0 back at LEO and HW $N ($(lpart t 0 leo), $(lpart t 0 hw))"
+fi
+"$KREPCTL" consume t partition 0 >"$tmp/a.out" 2>&1
+ktap_check "the $N records read back are the ones produced" \
+	cmp -s "$tmp/a.in" "$tmp/a.out"
+ktap_check "the clean marker is consumed by the load" \
+	eval '[ ! -e "$D1/.kafka_cleanshutdown" ]'
+
+# --- 3. crash: a torn last batch -------------------------------------------------------
+krep_mod_unload
+rm -f "$D1/.kafka_cleanshutdown"
+last=$(find "$D1/t-0" -name '*.log' | sort | tail -n 1)
+size=$(stat -c %s "$last")
+truncate -s $((size - 7)) "$last"
+krep_kmsg_mark "$mark-torn"
+krep_mod_load "${LOAD[@]}" || ktap_bail "insmod after the crash failed"
+leo=$(lpart t 0 leo)
+if krep_kmsg_since "$mark-torn" |
+   grep -q "t-0: $(basename "$last"): a torn or malformed batch at byte .* (offset $leo): truncated there" &&
+   [ "$leo" -lt "$N" ] && [ "$leo" -ge $((N - 10)) ]; then
+	ktap_ok "the torn last batch is cut at offset $leo with a kernel log line naming $(basename "$last")"
+else
+	ktap_fail "the torn last batch is cut with a kernel log line (LEO $leo)"
+	krep_kmsg_since "$mark-torn" | grep krep | tail -n 5 | ktap_diag_stdin
+fi
+"$KREPCTL" consume t partition 0 >"$tmp/c.out" 2>&1
+ktap_check "the $leo records before the cut read back unchanged" \
+	cmp -s "$tmp/c.out" <(head -n "$leo" "$tmp/a.in")
+values c 5 | "$KREPCTL" produce t partition 0 acks 1 >/dev/null
+if krep_wait_for 30 on_disk 0 $((leo + 5)) && dump "$D1" --partition t-0 >/dev/null; then
+	ktap_ok "appends continue at $leo, on disk too, and the files read clean"
+else
+	ktap_fail "appends continue at $leo, on disk too"
+fi
+
+# --- 4. another broker's directory; a deleted topic ---------------------------------
+krep_mod_unload
+krep_kmsg_mark "$mark-b2"
+if insmod "$KREP_KO" log_dir="$D1" broker_id=2 2>/dev/null; then
+	krep_mod_unload
+	ktap_fail "broker 2 refuses broker 1's log directory"
+elif krep_kmsg_since "$mark-b2" | grep -q "bad log_dir '$D1': the log directory belongs to another broker id"; then
+	ktap_ok "broker 2 refuses broker 1's log directory, saying whose it is"
+else
+	ktap_fail "broker 2 refuses broker 1's log directory, saying whose it is"
+fi
+krep_mod_load "${LOAD[@]}" || ktap_bail "insmod failed"
+"$KREPCTL" topic delete t >/dev/null
+ktap_check "a deleted topic's directories go" \
+	eval '[ ! -e "$D1/t-0" ] && [ ! -e "$D1/t-1" ]'
+krep_mod_unload
+ktap_check "... and so do its checkpoint lines" \
+	eval '! grep -q "^t " "$D1/replication-offset-checkpoint"'
+
+# --- 5. krepctl broker set log-dir --------------------------------------------------
+krep_mod_load || ktap_bail "insmod failed"
+krep_netns_add B5 lb5 || ktap_bail "netns"
+D5=$mnt/b5
+mkdir -p "$D5"
+kc "$B5" broker set id 5 >/dev/null
+if kc "$B5" broker set log-dir "$D5" &&
+   [ "$(kc "$B5" --json broker show | jq -r .log_dir)" = "$D5" ]; then
+	ktap_ok "broker set log-dir: broker show gives $D5"
+else
+	ktap_fail "broker set log-dir: broker show gives $D5"
+fi
+kc "$B5" topic create u partitions 1 replication-factor 1 >/dev/null
+out=$(kc "$B5" broker set log-dir none 2>&1)
+ktap_check "log-dir none is refused while the broker has topics" \
+	grep -q "only while the broker has no topics" <<<"$out"
+out=$(kc "$B5" broker set log-dir "$D5/meta.properties" 2>&1)
+ktap_check "a file that is not a directory is refused by krepctl" \
+	grep -q "log-dir $D5/meta.properties: Not a directory" <<<"$out"
+ktap_check "u-0's directory is made in $D5" test -d "$D5/u-0"
+ip netns del "$B5"
+krep_mod_unload
+
+# --- 6. three brokers: broker 3 restarts from its log directory -----------------------
+krep_mod_load || ktap_bail "insmod failed"
+cluster_up krepld || ktap_bail "cannot set up three brokers"
+for i in 1 2 3; do
+	mkdir -p "$mnt/c$i"
+	kc "$(bns "$i")" broker set log-dir "$mnt/c$i" >/dev/null ||
+		ktap_bail "broker $i: log-dir"
+done
+cluster_topic r partitions 1 replication-factor 3 \
+	config segment_bytes=$SEG || ktap_bail "topic r"
+krep_wait_for 60 cluster_peers_up || ktap_bail "peers did not connect"
+values r 100 | kc "$B1" produce r acks all batch 10 >/dev/null ||
+	ktap_bail "produce r"
+synced3() { [ "$(pf3 leo)" = 100 ]; }
+pf3() { part "$B3" r 0 | jq -r ".$1"; }
+krep_wait_for 30 synced3 || ktap_bail "broker 3 did not reach 100"
+krep_kmsg_mark "$mark-b3"
+cluster_broker_recreate 3 krepld || ktap_bail "broker 3 did not come back"
+values s 100 | kc "$B1" produce r acks 1 batch 10 >/dev/null
+kc "$B3" broker set log-dir "$mnt/c3" >/dev/null &&
+	cluster_topic_on 3 r partitions 1 replication-factor 3 \
+		config segment_bytes=$SEG || ktap_bail "broker 3: topic r"
+ktap_check "broker 3 recovers offsets 0..99 from its log directory" \
+	eval 'krep_kmsg_since "$mark-b3" | grep -q "r-0: recovered offsets 0..99, HW"'
+in_isr() { [ "$(part "$B1" r 0 | jq -c .isr)" = "[1,2,3]" ] && [ "$(pf3 leo)" = 200 ]; }
+if krep_wait_for 60 in_isr &&
+   krep_wait_for 30 eval 'dump "$mnt/c3" --partition r-0 --values | jq -e ".partitions[\"r-0\"].next_offset == 200" >/dev/null' &&
+   [ "$(dump "$mnt/c3" --partition r-0 --values | jq -c '.partitions["r-0"].values')" = \
+     "$(dump "$mnt/c1" --partition r-0 --values | jq -c '.partitions["r-0"].values')" ]; then
+	ktap_ok "broker 3 catches up to 200, rejoins the ISR, and its files hold the leader's records"
+else
+	ktap_fail "broker 3 catches up, rejoins the ISR, and its files hold the leader's records"
+	part "$B1" r 0 | ktap_diag_stdin
+fi
+
+krep_teardown_checks "$mark"
+ktap_finish
