@@ -21,6 +21,8 @@
 # 6. three brokers with a log directory each: broker 3's namespace goes
 #    and comes back; it recovers its log from disk, catches up and ends
 #    with the leader's log.
+# 7. a follower that diverged after a leader change (a scripted
+#    controller) truncates its segment files with its log.
 # Prints KTAP; leaves the module unloaded, the image unmounted.
 
 # shellcheck disable=SC2317 # the conditions krep_wait_for polls
@@ -44,7 +46,7 @@ mnt=$tmp/mnt
 krep_cleanup_push rm -rf "$tmp"
 mark=logdir-$$
 
-ktap_plan 22
+ktap_plan 24
 
 values() { # PREFIX COUNT
 	seq -f "$1-%05g-abcdefghijklmnopqrstuvwxyz0123456789" 0 $(($2 - 1))
@@ -237,6 +239,47 @@ else
 	ktap_fail "broker 3 catches up, rejoins the ISR, and its files hold the leader's records"
 	part "$B1" r 0 | ktap_diag_stdin
 fi
+
+# --- 7. a follower's divergent suffix is cut on disk too ------------------------------
+# d: replicas 1,2 (4 KiB segments, one ~160-byte record a batch). Broker 2
+# is cut off at 50; broker 1 appends 30 more; a scripted controller
+# (ctl_helper.py) makes broker 2 leader at epoch 1, which appends 20 of its
+# own; broker 1 follows it: its log, and its segment files, go back to 50.
+big() { # PREFIX FROM TO
+	seq -f "$1-%04g-$(printf '%0100d' 0)" "$2" $(($3 - 1))
+}
+cluster_topic d partitions 1 replication-factor 2 \
+	config segment_bytes=4096 || ktap_bail "topic d"
+big d 0 50 | kc "$B1" produce d acks all batch 1 >/dev/null || ktap_bail "produce d"
+at50() { [ "$(part "$B2" d 0 | jq -r .leo)" = 50 ]; }
+krep_wait_for 30 at50 || ktap_bail "broker 2 did not reach 50"
+link_down 2
+big e 50 80 | kc "$B1" produce d acks 1 batch 1 >/dev/null || ktap_bail "produce e"
+krep_pyserve_start ctl1 "$B1" ctl_helper && krep_pyserve_start ctl2 "$B2" ctl_helper ||
+	ktap_bail "cannot start ctl_helper.py"
+pe=$(part "$B2" d 0 | jq .partition_epoch)
+out="$(krep_pyserve ctl2 claim 1 77 600000) $(krep_pyserve ctl2 lai 1 d 0 2 1 $((pe + 1)) 2)"
+[ "$out" = "ok ok" ] || ktap_bail "electing broker 2: $out"
+big f 50 70 | kc "$B2" produce d acks 1 batch 1 >/dev/null || ktap_bail "produce f"
+krep_kmsg_mark "$mark-cut"
+out="$(krep_pyserve ctl1 claim 1 77 600000) $(krep_pyserve ctl1 lai 1 d 0 2 1 $((pe + 1)) 2)"
+[ "$out" = "ok ok" ] || ktap_bail "making broker 1 follow: $out"
+link_up 2
+vals() { dump "$mnt/c$1" --partition d-0 --values | jq -c '.partitions["d-0"].values'; }
+same70() {
+	[ "$(part "$B1" d 0 | jq -r .leo)" = 70 ] &&
+		dump "$mnt/c1" --partition d-0 >/dev/null &&
+		[ "$(vals 1)" = "$(vals 2)" ] &&
+		[ "$(vals 1 | jq length)" = 70 ]
+}
+if krep_wait_for 60 same70 && [ "$(vals 1)" = "$( (big d 0 50; big f 50 70) | jq -Rsc 'split("\n")[:-1]')" ]; then
+	ktap_ok "broker 1's segment files end as broker 2's: d-0..49, then f-50..69, no e, and read clean"
+else
+	ktap_fail "broker 1's segment files end as broker 2's after the cut"
+	dump "$mnt/c1" --partition d-0 | jq -c '.partitions["d-0"] | {next_offset, errors, segments: [.segments[] | {file, first_offset, next_offset}]}' | ktap_diag_stdin
+fi
+ktap_check "the kernel log says broker 1's d-0 was truncated from 80 to 50" \
+	eval 'krep_kmsg_since "$mark-cut" | grep -q "d-0: truncated from 80 to 50"'
 
 krep_teardown_checks "$mark"
 ktap_finish
