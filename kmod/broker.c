@@ -288,6 +288,7 @@ static int __net_init krep_net_init(struct net *net)
 	INIT_LIST_HEAD(&kn->topic_specs);
 	mutex_init(&kn->topics_lock);
 	INIT_LIST_HEAD(&kn->topics);
+	INIT_LIST_HEAD(&kn->creating);
 	atomic64_set(&kn->mem.used, 0);
 	kn->mem.max = krep_param_log_memory_max();
 	krep_isr_init(kn);

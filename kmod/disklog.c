@@ -42,6 +42,7 @@
 #include <linux/fs.h>
 #include <linux/kernel.h>
 #include <linux/mm.h>
+#include <linux/random.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
 #include <linux/uio.h>
@@ -84,6 +85,7 @@ struct krep_disklog {
 	u64 recovery;			/* everything below it is synced */
 	u32 segment_bytes;
 	bool failed;			/* an I/O error: no more writes */
+	char *del_name;			/* renamed to this for deletion */
 	unsigned int nepochs;		/* the epochs last checkpointed */
 	struct krep_epoch_entry *epochs;
 	struct work_struct work;
@@ -318,9 +320,24 @@ static int read_header(struct file *f, loff_t size, loff_t pos,
 		return -EBADMSG;
 	n = kernel_read(f, hdr, KREP_RB_HDR_LEN, &at);
 	if (n != KREP_RB_HDR_LEN)
-		return n < 0 ? n : -EIO;
+		return n < 0 ? n : -EIO;	/* not the file's fault */
 	if (krep_batch_parse(hdr, KREP_RB_HDR_LEN, b) || b->len > size - pos)
 		return -EBADMSG;
+	return 0;
+}
+
+/* @len bytes at @pos of @f, all of them, or an error */
+static int read_full(struct file *f, u8 *buf, u32 len, loff_t pos)
+{
+	u32 done = 0;
+
+	while (done < len) {
+		ssize_t n = kernel_read(f, buf + done, len - done, &pos);
+
+		if (n <= 0)
+			return n ? n : -EIO;
+		done += n;
+	}
 	return 0;
 }
 
@@ -332,6 +349,8 @@ static int seg_cut(struct krep_disklog *d, struct dseg *s, u64 offset)
 {
 	u8 hdr[KREP_RB_HDR_LEN];
 	size_t ilen = 0, tlen = 0;
+	s64 scan_ts = -1;
+	u64 scan_off = 0;
 	struct krep_batch b;
 	__be32 *ie = NULL;
 	u8 *te = NULL;
@@ -355,12 +374,17 @@ static int seg_cut(struct krep_disklog *d, struct dseg *s, u64 offset)
 			break;
 		pos = be32_to_cpu(ie[2 * ni + 1]);
 	}
+	/* the largest timestamp of the batches kept past that entry */
 	for (;;) {
 		err = read_header(s->log, size, pos, &b, hdr);
 		if (err == -ENODATA || (!err && b.base_offset >= offset))
 			break;
 		if (err)
 			goto out;
+		if (b.max_ts > scan_ts) {
+			scan_ts = b.max_ts;
+			scan_off = krep_batch_last(&b);
+		}
 		pos += b.len;
 	}
 	/* index entries name batches wholly before the cut */
@@ -388,10 +412,17 @@ static int seg_cut(struct krep_disklog *d, struct dseg *s, u64 offset)
 	s->tindex_ts = -1;
 	if (nt) {
 		__be64 ts;
+		__be32 rel;
 
 		memcpy(&ts, te + 12 * (nt - 1), 8);
+		memcpy(&rel, te + 12 * (nt - 1) + 8, 4);
 		s->max_ts = be64_to_cpu(ts);
+		s->max_ts_off = s->base + be32_to_cpu(rel);
 		s->tindex_ts = s->max_ts;
+	}
+	if (scan_ts > s->max_ts) {
+		s->max_ts = scan_ts;
+		s->max_ts_off = scan_off;
 	}
 out:
 	if (!IS_ERR_OR_NULL(ie))
@@ -516,8 +547,10 @@ static int write_batch(struct krep_disklog *d, struct dcollect *c,
 	loff_t pos;
 	int err;
 
+	/* as Kafka: offsets relative to the base must fit the indexes */
 	if (!s || s->next != b->base ||
-	    (s->size && s->size + b->len > d->segment_bytes)) {
+	    (s->size && s->size + b->len > d->segment_bytes) ||
+	    b->last - s->base > S32_MAX) {
 		s = roll(d, b->base);
 		if (!s)
 			return -EIO;
@@ -527,12 +560,18 @@ static int write_batch(struct krep_disklog *d, struct dcollect *c,
 		return err;
 	pos = s->size;
 	iov_iter_bvec(&it, ITER_SOURCE, c->bv + b->first_bv, b->nbv, b->len);
+	file_start_write(s->log);	/* vfs_iter_write() does not, on 6.1 */
 	while (iov_iter_count(&it)) {
 		ssize_t n = vfs_iter_write(s->log, &it, &pos, 0);
 
-		if (n <= 0)
-			return n ? n : -EIO;
+		if (n <= 0) {
+			err = n ? n : -EIO;
+			break;
+		}
 	}
+	file_end_write(s->log);
+	if (err)
+		return err;
 	s->size += b->len;
 	s->next = b->last + 1;
 	d->end = s->next;
@@ -561,6 +600,21 @@ static int write_epochs(struct krep_disklog *d, struct krep_epoch_entry *e,
 	return err;
 }
 
+static bool epochs_changed(const struct krep_disklog *d,
+			   const struct krep_epoch_cache *c)
+{
+	unsigned int i;
+
+	if (!d->epochs || c->n != d->nepochs)
+		return true;
+	for (i = 0; i < c->n; i++) {
+		if (c->e[i].epoch != d->epochs[i].epoch ||
+		    c->e[i].start != d->epochs[i].start)
+			return true;
+	}
+	return false;
+}
+
 /*
  * One round: apply what changed in the memory log since the last one.
  * Called with d->lock held. Return: true when more is left to write.
@@ -579,8 +633,7 @@ static bool disk_sync(struct krep_disklog *d, u32 max)
 	cut = p->log.cut;
 	p->log.cut = U64_MAX;
 	start = p->log.start_offset;
-	if (!d->epochs || p->epochs.n != d->nepochs ||
-	    memcmp(p->epochs.e, d->epochs, d->nepochs * sizeof(*d->epochs))) {
+	if (epochs_changed(d, &p->epochs)) {
 		nsnap = p->epochs.n;
 		snap = kmemdup(p->epochs.e, nsnap * sizeof(*snap), GFP_KERNEL);
 	}
@@ -596,9 +649,14 @@ static bool disk_sync(struct krep_disklog *d, u32 max)
 		fail(d, "reading the log", n < 0 ? n : c.err);
 		goto out;
 	}
-	if (cut < d->end)
-		truncate_to(d, cut);
-	drop_below(d, start);
+	if (cut <= start && cut < d->end) {
+		/* the memory log was emptied: nothing below start survives */
+		reset_to(d, start);
+	} else {
+		if (cut < d->end)
+			truncate_to(d, cut);
+		drop_below(d, start);
+	}
 	for (i = 0; i < c.nb && !d->failed; i++) {
 		err = write_batch(d, &c, &c.b[i]);
 		if (err)
@@ -694,7 +752,46 @@ static void disk_free(struct krep_disklog *d)
 	}
 	path_put(&d->dir);
 	kfree(d->epochs);
+	kfree(d->del_name);
 	kfree(d);
+}
+
+/**
+ * krep_disk_detach_dir - the topic was deleted: rename the directory away
+ * @p: the partition, its topic unlisted; topics_lock held
+ *
+ * As Kafka, <topic>-<p> becomes <topic>-<p>.<random>-delete at once, so a
+ * new topic of the same name starts from nothing even before the old
+ * files are gone; krep_disk_close() removes it, or the next load does.
+ */
+void krep_disk_detach_dir(struct krep_partition *p)
+{
+	char name[KREP_TOPIC_NAME_MAX + 12];
+	struct krep_disklog *d;
+	struct path root;
+	int err;
+
+	lockdep_assert_held(&p->topic->kn->topics_lock);
+	mutex_lock(&p->lock);
+	d = p->disk;
+	mutex_unlock(&p->lock);
+	if (!d)
+		return;
+	snprintf(name, sizeof(name), "%s-%u", p->topic->name, p->index);
+	d->del_name = kasprintf(GFP_KERNEL, "%s.%016llx-delete", name,
+				get_random_u64());
+	if (!d->del_name)
+		return;
+	root.mnt = d->dir.mnt;
+	root.dentry = dget_parent(d->dir.dentry);
+	err = krep_vfs_rename(&root, name, d->del_name);
+	dput(root.dentry);
+	if (err) {
+		pr_warn("%s: cannot rename the deleted partition's directory (%d)\n",
+			name, err);
+		kfree(d->del_name);
+		d->del_name = NULL;
+	}
 }
 
 /**
@@ -706,7 +803,7 @@ static void disk_free(struct krep_disklog *d)
 void krep_disk_close(struct krep_partition *p, bool remove)
 {
 	struct krep_disklog *d;
-	char name[KREP_TOPIC_NAME_MAX + 12];
+	char name[KREP_TOPIC_NAME_MAX + 40];
 	struct path root;
 	int err;
 
@@ -725,8 +822,12 @@ void krep_disk_close(struct krep_partition *p, bool remove)
 	}
 	root.mnt = mntget(d->dir.mnt);
 	root.dentry = dget_parent(d->dir.dentry);
+	if (d->del_name)
+		strscpy(name, d->del_name, sizeof(name));
+	else
+		snprintf(name, sizeof(name), "%s-%u", p->topic->name,
+			 p->index);
 	disk_free(d);
-	snprintf(name, sizeof(name), "%s-%u", p->topic->name, p->index);
 	err = krep_vfs_rmtree(&root, name);
 	if (err)
 		pr_warn("%s: removing the deleted partition's directory failed (%d)\n",
@@ -752,13 +853,15 @@ static int seg_entry(void *arg, const char *name, int len, unsigned int type)
 		return 0;
 	memcpy(digits, name, 20);
 	digits[20] = '\0';
-	if (strspn(digits, "0123456789") != 20 || kstrtou64(digits, 10, &base))
+	if (strspn(digits, "0123456789") != 20 || kstrtou64(digits, 10, &base) ||
+	    base >= S64_MAX)
 		return 0;
 	if (sn->n == sn->cap) {
-		more = krealloc_array(sn->base, sn->cap * 2 + 8, sizeof(*more),
-				      GFP_KERNEL);
+		more = sn->n >= KREP_VFS_LIST_MAX ? NULL :
+		       kvrealloc(sn->base, sn->cap * sizeof(*more),
+				 (sn->cap * 2 + 8) * sizeof(*more), GFP_KERNEL);
 		if (!more) {
-			sn->err = -ENOMEM;
+			sn->err = sn->n >= KREP_VFS_LIST_MAX ? -E2BIG : -ENOMEM;
 			return 1;
 		}
 		sn->base = more;
@@ -792,7 +895,7 @@ static int recover_seg(struct recover *r, struct dseg *s, bool check_crc,
 	struct krep_disklog *d = r->d;
 	struct krep_partition *p = d->p;
 	struct krep_batch b;
-	loff_t pos = 0, size, at;
+	loff_t pos = 0, size;
 	int err;
 
 	*what = NULL;
@@ -806,32 +909,40 @@ static int recover_seg(struct recover *r, struct dseg *s, bool check_crc,
 	s->idx_pos = 0;
 	s->tidx_pos = 0;
 	size = i_size_read(file_inode(s->log));
+	/* *what is set only for what the file holds, never for an I/O error */
 	for (;; pos += b.len) {
 		*cut = pos;
+		*what = NULL;
 		err = read_header(s->log, size, pos, &b, r->buf);
 		if (err == -ENODATA)
 			break;
-		*what = "a torn or malformed batch";
+		if (err == -EBADMSG)
+			*what = "a torn or malformed batch";
 		if (err)
 			return err;
+		if (b.len > d->segment_bytes || pos + b.len > S32_MAX) {
+			*what = "a batch larger than segment.bytes";
+			return -EBADMSG;
+		}
 		if (b.len > r->buf_len) {
 			kvfree(r->buf);
 			r->buf = kvmalloc(b.len, GFP_KERNEL);
 			r->buf_len = r->buf ? b.len : 0;
-			*what = NULL;
 			if (!r->buf)
 				return -ENOMEM;
 		}
-		at = pos;
-		if (kernel_read(s->log, r->buf, b.len, &at) != b.len)
-			return -EIO;
+		err = read_full(s->log, r->buf, b.len, pos);
+		if (err)
+			return err;
 		*what = "a batch whose CRC-32C does not match";
 		if (check_crc && !krep_batch_crc_ok(r->buf, b.len))
 			return -EBADMSG;
 		*what = "a batch out of offset order";
 		if (b.base_offset < s->base ||
 		    (r->expect != U64_MAX && b.base_offset != r->expect) ||
-		    krep_batch_last(&b) < (u64)b.base_offset)
+		    krep_batch_last(&b) < (u64)b.base_offset ||
+		    krep_batch_last(&b) - s->base > S32_MAX ||
+		    krep_batch_last(&b) >= S64_MAX)
 			return -EBADMSG;
 		*what = NULL;
 		if (r->expect == U64_MAX)
@@ -868,16 +979,13 @@ static void load_epochs(struct krep_disklog *d)
 	char *buf, *line, *cur;
 	unsigned int n = 0, count, ver, epoch;
 	u64 start;
-	ssize_t len;
+	size_t len;
 
-	buf = kvmalloc(SZ_1M, GFP_KERNEL);
-	if (!buf)
-		return;
-	len = krep_vfs_read_small(&d->dir, "leader-epoch-checkpoint", buf,
-				  SZ_1M);
+	buf = krep_vfs_read_file(&d->dir, "leader-epoch-checkpoint", SZ_1M,
+				 &len);
+	if (IS_ERR(buf))
+		return;		/* none (or unreadable): from the batches */
 	cur = buf;
-	if (len < 0)
-		goto out;
 	line = strsep(&cur, "\n");
 	if (!line || kstrtouint(line, 10, &ver) || ver)
 		goto bad;
@@ -885,7 +993,8 @@ static void load_epochs(struct krep_disklog *d)
 	if (!line || kstrtouint(line, 10, &count))
 		goto bad;
 	while ((line = strsep(&cur, "\n")) && *line) {
-		if (sscanf(line, "%u %llu", &epoch, &start) != 2)
+		if (sscanf(line, "%u %llu", &epoch, &start) != 2 ||
+		    epoch > S32_MAX || start >= S64_MAX)
 			goto bad;
 		krep_epoch_assign(&p->epochs, epoch, start);
 		n++;
@@ -1016,7 +1125,7 @@ static int recover(struct krep_disklog *d, const struct krep_disk_ckpt *ck,
 	err = 0;
 out:
 	kvfree(r.buf);
-	kfree(sn.base);
+	kvfree(sn.base);
 	return err;
 }
 

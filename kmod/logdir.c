@@ -13,7 +13,9 @@
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/namei.h>
+#include <linux/bsearch.h>
 #include <linux/slab.h>
+#include <linux/sort.h>
 #include <linux/string.h>
 
 #include "broker.h"
@@ -25,7 +27,8 @@
 #include "vfs.h"
 
 #define KREP_META_MAX		4096
-#define KREP_CKPT_FILE_MAX	(64 << 20)
+#define KREP_CKPT_FILE_MAX	(16 << 20)
+#define KREP_CKPT_MAX		65536		/* lines of each file */
 #define KREP_CLEAN_MARKER	".kafka_cleanshutdown"
 
 enum { CKPT_HW, CKPT_RECOVERY, CKPT_START, CKPT_FILES };
@@ -90,15 +93,15 @@ static int check_meta(struct krep_logdir *ld, s64 broker_id,
 {
 	char *buf, *cur, *line, *v;
 	s64 id = KREP_BROKER_ID_UNSET;
-	ssize_t len;
+	size_t len;
 	int err;
 
-	buf = kmalloc(KREP_META_MAX, GFP_KERNEL);
-	if (!buf)
-		return -ENOMEM;
-	len = krep_vfs_read_small(&ld->root, "meta.properties", buf,
-				  KREP_META_MAX);
-	if (len == -ENOENT) {
+	buf = krep_vfs_read_file(&ld->root, "meta.properties", KREP_META_MAX,
+				 &len);
+	if (PTR_ERR_OR_ZERO(buf) == -ENOENT) {
+		buf = kvmalloc(KREP_META_MAX, GFP_KERNEL);
+		if (!buf)
+			return -ENOMEM;
 		len = scnprintf(buf, KREP_META_MAX,
 				"#\n#Written by krep\nversion=0\nbroker.id=%lld\n%s%s%s",
 				broker_id, *cluster_id ? "cluster.id=" : "",
@@ -111,10 +114,9 @@ static int check_meta(struct krep_logdir *ld, s64 broker_id,
 		strscpy(ld->cluster_id, cluster_id, sizeof(ld->cluster_id));
 		goto out;
 	}
-	err = len < 0 ? len : 0;
-	if (err) {
+	if (IS_ERR(buf)) {
 		*why = "cannot read meta.properties in the log directory";
-		goto out;
+		return PTR_ERR(buf);
 	}
 	cur = buf;
 	while ((line = strsep(&cur, "\n"))) {
@@ -138,95 +140,218 @@ static int check_meta(struct krep_logdir *ld, s64 broker_id,
 		err = 0;
 	ld->broker_id = id;
 out:
-	kfree(buf);
+	kvfree(buf);
 	return err;
 }
 
-static struct krep_ckpt_entry *find_entry(struct krep_ckpt_entry *e,
-					  unsigned int n, const char *topic,
-					  u32 partition)
+/*
+ * As Kafka: an exclusive flock() on <dir>/.lock for as long as the broker
+ * holds the directory, so that no second broker (another namespace's, or a
+ * Kafka broker) writes into it; the lock goes with the file's last fput()
+ */
+static int flock_file(struct file *f, unsigned char type)
 {
-	unsigned int i;
+	struct file_lock fl;
+	int err;
 
-	for (i = 0; i < n; i++) {
-		if (e[i].partition == partition && !strcmp(e[i].topic, topic))
-			return &e[i];
-	}
-	return NULL;
+	locks_init_lock(&fl);
+	fl.fl_flags = FL_FLOCK;
+	fl.fl_type = type;
+	fl.fl_file = f;
+	fl.fl_owner = f;
+	fl.fl_pid = current->tgid;
+	fl.fl_end = OFFSET_MAX;
+	err = locks_lock_file_wait(f, &fl);	/* no FL_SLEEP: -EAGAIN if held */
+	if (fl.fl_ops && fl.fl_ops->fl_release_private)
+		fl.fl_ops->fl_release_private(&fl);
+	return err;
 }
 
-/* one checkpoint file into ld->ckpt; a malformed one is skipped, logged */
-static int load_ckpt(struct krep_logdir *ld, int which, char *buf)
+static int lock_dir(struct krep_logdir *ld)
 {
-	unsigned int ver, count, n = 0, part;
-	struct krep_ckpt_entry *e, *more;
-	char *cur = buf, *line, *topic;
+	struct file *f;
+	int err;
+
+	f = krep_vfs_open(&ld->root, ".lock", O_RDWR | O_CREAT);
+	if (IS_ERR(f))
+		return PTR_ERR(f);
+	err = flock_file(f, F_WRLCK);
+	if (err) {
+		fput(f);
+		return err;
+	}
+	ld->lock = f;
+	return 0;
+}
+
+static int ckpt_cmp(const void *a, const void *b)
+{
+	const struct krep_ckpt_entry *x = a, *y = b;
+	int c = strcmp(x->topic, y->topic);
+
+	if (c)
+		return c;
+	return x->partition < y->partition ? -1 : x->partition > y->partition;
+}
+
+static struct krep_ckpt_entry *find_entry(struct krep_logdir *ld,
+					  const char *topic, u32 partition)
+{
+	struct krep_ckpt_entry key = { .partition = partition };
+
+	strscpy(key.topic, topic, sizeof(key.topic));
+	return bsearch(&key, ld->ckpt, ld->nckpt, sizeof(key), ckpt_cmp);
+}
+
+/*
+ * The lines of one checkpoint file, appended to ld->ckpt (one entry per
+ * line, has = BIT(@which)); a malformed file adds nothing and is logged
+ */
+static int load_ckpt(struct krep_logdir *ld, int which, unsigned int *cap)
+{
+	unsigned int ver, count, n = 0, part, first = ld->nckpt;
+	char *buf, *cur, *line, *topic;
+	struct krep_ckpt_entry *e;
 	const char *why;
-	ssize_t len;
+	size_t len;
 	u64 val;
 
-	len = krep_vfs_read_small(&ld->root, ckpt_file[which], buf,
-				  KREP_CKPT_FILE_MAX);
-	if (len == -ENOENT)
+	buf = krep_vfs_read_file(&ld->root, ckpt_file[which],
+				 KREP_CKPT_FILE_MAX, &len);
+	if (PTR_ERR_OR_ZERO(buf) == -ENOENT)
 		return 0;
-	if (len < 0)
-		return len;
+	if (IS_ERR(buf))
+		return PTR_ERR(buf);
+	cur = buf;
 	line = strsep(&cur, "\n");
 	if (!line || kstrtouint(line, 10, &ver) || ver)
 		goto bad;
 	line = strsep(&cur, "\n");
-	if (!line || kstrtouint(line, 10, &count))
+	if (!line || kstrtouint(line, 10, &count) || count > KREP_CKPT_MAX)
 		goto bad;
 	while ((line = strsep(&cur, "\n")) && *line) {
 		topic = strsep(&line, " ");
 		if (!line || sscanf(line, "%u %llu", &part, &val) != 2 ||
-		    krep_topic_name_check(topic, strlen(topic), &why))
+		    val > S64_MAX ||
+		    krep_topic_name_check(topic, strlen(topic), &why) ||
+		    ++n > count)
 			goto bad;
-		e = find_entry(ld->ckpt, ld->nckpt, topic, part);
-		if (!e) {
-			more = krealloc_array(ld->ckpt, ld->nckpt + 1,
-					      sizeof(*more), GFP_KERNEL);
-			if (!more)
+		if (ld->nckpt == *cap) {
+			e = ld->nckpt >= KREP_CKPT_MAX ? NULL :
+			    kvrealloc(ld->ckpt, *cap * sizeof(*e),
+				      (*cap * 2 + 64) * sizeof(*e), GFP_KERNEL);
+			if (!e) {
+				kvfree(buf);
 				return -ENOMEM;
-			ld->ckpt = more;
-			e = &ld->ckpt[ld->nckpt++];
-			memset(e, 0, sizeof(*e));
-			strscpy(e->topic, topic, sizeof(e->topic));
-			e->partition = part;
+			}
+			ld->ckpt = e;
+			*cap = *cap * 2 + 64;
 		}
+		e = &ld->ckpt[ld->nckpt++];
+		memset(e, 0, sizeof(*e));
+		strscpy(e->topic, topic, sizeof(e->topic));
+		e->partition = part;
 		e->val[which] = val;
-		e->has |= BIT(which);
-		n++;
+		e->has = BIT(which);
 	}
-	if (n == count)
+	if (n == count) {
+		kvfree(buf);
 		return 0;
+	}
 bad:
+	kvfree(buf);
+	ld->nckpt = first;
 	pr_warn("%s in the log directory is malformed: ignored\n",
 		ckpt_file[which]);
 	return 0;
 }
 
-/*
- * what the checkpoints held for a partition being created (topics_lock
- * held); from now on the partition writes its own lines
- */
+/* the three files' lines, merged into one sorted entry per partition */
+static int load_ckpts(struct krep_logdir *ld)
+{
+	unsigned int cap = 0, i, k = 0;
+	int which, err;
+
+	for (which = 0; which < CKPT_FILES; which++) {
+		err = load_ckpt(ld, which, &cap);
+		if (err)
+			return err;
+	}
+	sort(ld->ckpt, ld->nckpt, sizeof(*ld->ckpt), ckpt_cmp, NULL);
+	for (i = 0; i < ld->nckpt; i++) {
+		struct krep_ckpt_entry *e = &ld->ckpt[i];
+
+		if (k && !ckpt_cmp(&ld->ckpt[k - 1], e)) {
+			struct krep_ckpt_entry *m = &ld->ckpt[k - 1];
+
+			which = __ffs(e->has);
+			m->val[which] = e->val[which];
+			m->has |= e->has;
+		} else {
+			ld->ckpt[k++] = *e;
+		}
+	}
+	ld->nckpt = k;
+	return 0;
+}
+
+/* what the checkpoints held for a partition being created */
 void krep_logdir_lookup(struct krep_logdir *ld, const char *topic,
 			u32 partition, struct krep_disk_ckpt *ck)
 {
 	struct krep_ckpt_entry *e;
 
-	lockdep_assert_held(&ld->kn->topics_lock);
 	memset(ck, 0, sizeof(*ck));
-	e = find_entry(ld->ckpt, ld->nckpt, topic, partition);
+	e = find_entry(ld, topic, partition);
 	if (!e)
 		return;
-	e->live = true;
 	ck->hw = e->val[CKPT_HW];
 	ck->has_hw = e->has & BIT(CKPT_HW);
 	ck->recovery = e->val[CKPT_RECOVERY];
 	ck->has_recovery = e->has & BIT(CKPT_RECOVERY);
 	ck->log_start = e->val[CKPT_START];
 	ck->has_start = e->has & BIT(CKPT_START);
+}
+
+/* a partition directory found at load and not recovered yet: it goes */
+static void pending_drop(struct krep_logdir *ld, const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < ld->npending; i++) {
+		if (!strcmp(ld->pending[i], name)) {
+			kfree(ld->pending[i]);
+			ld->pending[i] = ld->pending[--ld->npending];
+			return;
+		}
+	}
+}
+
+/**
+ * krep_logdir_publish - topic @t was created with its partitions' logs
+ * @kn: the broker, topics_lock held
+ * @t: the topic, just put on the list
+ *
+ * From now on its partitions write their own checkpoint lines, and their
+ * directories count as checked for the clean-shutdown marker.
+ */
+void krep_logdir_publish(struct krep_net *kn, struct krep_topic *t)
+{
+	struct krep_logdir *ld = kn->logdir;
+	char name[KREP_TOPIC_NAME_MAX + 12];
+	struct krep_ckpt_entry *e;
+	u32 i;
+
+	lockdep_assert_held(&kn->topics_lock);
+	for (i = 0; ld && i < t->npartitions; i++) {
+		if (!t->parts[i])
+			continue;
+		e = find_entry(ld, t->name, i);
+		if (e)
+			e->live = true;
+		snprintf(name, sizeof(name), "%s-%u", t->name, i);
+		pending_drop(ld, name);
+	}
 }
 
 /* a growing text buffer for the checkpoint files */
@@ -260,14 +385,13 @@ static void tb_line(struct tbuf *t, const char *topic, u32 part, u64 val)
 }
 
 /*
- * The three checkpoint files from the hosted partitions, topics_lock
- * held. @flush: write every partition's log out first (a clean
- * shutdown). Return: 0 when all of it reached the disk.
+ * The text of the three checkpoint files, from the hosted partitions;
+ * topics_lock held. @flush: write every partition's log out first (a
+ * clean shutdown). Return: 0, or the first partition's I/O error.
  */
-static int write_ckpts(struct krep_logdir *ld, bool flush)
+static int build_ckpts(struct krep_logdir *ld, struct tbuf *t, bool flush)
 {
 	struct krep_net *kn = ld->kn;
-	struct tbuf t[CKPT_FILES] = {};
 	struct krep_topic *top;
 	int i, err = 0;
 	u32 k;
@@ -304,6 +428,14 @@ static int write_ckpts(struct krep_logdir *ld, bool flush)
 					e->val[i]);
 		}
 	}
+	return err;
+}
+
+/* write what build_ckpts() made, without topics_lock */
+static int write_ckpts(struct krep_logdir *ld, struct tbuf *t)
+{
+	int i, err = 0;
+
 	for (i = 0; i < CKPT_FILES; i++) {
 		char head[24];
 		char *buf;
@@ -338,10 +470,16 @@ static void ckpt_work(struct work_struct *work)
 	struct krep_net *kn = ld->kn;
 	int err = 0;
 
+	struct tbuf t[CKPT_FILES] = {};
+	bool mine;
+
 	mutex_lock(&kn->topics_lock);
-	if (kn->logdir == ld)
-		err = write_ckpts(ld, false);
+	mine = kn->logdir == ld;
+	if (mine)
+		build_ckpts(ld, t, false);
 	mutex_unlock(&kn->topics_lock);
+	if (mine)
+		err = write_ckpts(ld, t);
 	if (err)
 		pr_warn_ratelimited("writing the log directory's checkpoints failed (%d)\n",
 				    err);
@@ -356,9 +494,82 @@ static void logdir_free(struct krep_logdir *ld)
 		return;
 	WRITE_ONCE(ld->stopped, true);
 	cancel_delayed_work_sync(&ld->ckpt_work);
+	if (ld->lock) {
+		/* now, not at a deferred last fput(): the next load may lock */
+		flock_file(ld->lock, F_UNLCK);
+		fput(ld->lock);
+	}
 	path_put(&ld->root);
-	kfree(ld->ckpt);
+	kvfree(ld->ckpt);
+	while (ld->npending)
+		kfree(ld->pending[--ld->npending]);
+	kvfree(ld->pending);
 	kfree(ld);
+}
+
+struct root_scan {
+	struct krep_logdir *ld;
+	char **del;			/* "-delete" directories */
+	unsigned int ndel, cap_del, cap_pending;
+	int err;
+};
+
+static int add_name(char ***arr, unsigned int *n, unsigned int *cap,
+		    const char *name, int len)
+{
+	char **more;
+
+	if (*n == *cap) {
+		more = *n >= KREP_VFS_LIST_MAX ? NULL :
+		       kvrealloc(*arr, *cap * sizeof(*more),
+				 (*cap * 2 + 16) * sizeof(*more), GFP_KERNEL);
+		if (!more)
+			return -ENOMEM;
+		*arr = more;
+		*cap = *cap * 2 + 16;
+	}
+	(*arr)[*n] = kmemdup_nul(name, len, GFP_KERNEL);
+	if (!(*arr)[*n])
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+/* the partition directories and the deleted ones, of the root */
+static int root_entry(void *arg, const char *name, int len, unsigned int type)
+{
+	struct root_scan *rs = arg;
+	struct krep_logdir *ld = rs->ld;
+
+	if (type != DT_DIR && type != DT_UNKNOWN)
+		return 0;
+	if (len > 7 && !memcmp(name + len - 7, "-delete", 7))
+		rs->err = add_name(&rs->del, &rs->ndel, &rs->cap_del, name, len);
+	else if (!ld->clean && memchr(name, '-', len))
+		rs->err = add_name(&ld->pending, &ld->npending,
+				   &rs->cap_pending, name, len);
+	return rs->err;
+}
+
+/*
+ * Finish what an earlier broker left: remove the directories of deleted
+ * topics; after an unclean shutdown, note the partition directories, so
+ * that the next marker is written only once each was checked
+ */
+static int scan_root(struct krep_logdir *ld)
+{
+	struct root_scan rs = { .ld = ld };
+	unsigned int i;
+	int err;
+
+	err = krep_vfs_list(&ld->root, root_entry, &rs) ?: rs.err;
+	for (i = 0; i < rs.ndel; i++) {
+		if (!err && krep_vfs_rmtree(&ld->root, rs.del[i]))
+			pr_warn("log directory: cannot remove %s\n", rs.del[i]);
+		kfree(rs.del[i]);
+	}
+	kvfree(rs.del);
+	return err;
 }
 
 static struct krep_logdir *logdir_new(struct krep_net *kn, struct path *root,
@@ -366,8 +577,7 @@ static struct krep_logdir *logdir_new(struct krep_net *kn, struct path *root,
 				      const char **why)
 {
 	struct krep_logdir *ld;
-	char *buf;
-	int err, i;
+	int err;
 
 	ld = kzalloc(sizeof(*ld), GFP_KERNEL);
 	if (!ld) {
@@ -377,17 +587,18 @@ static struct krep_logdir *logdir_new(struct krep_net *kn, struct path *root,
 	ld->root = *root;		/* the reference is ours now */
 	ld->kn = kn;
 	INIT_DELAYED_WORK(&ld->ckpt_work, ckpt_work);
+	err = lock_dir(ld);
+	if (err) {
+		*why = err == -EAGAIN ?
+		       "the log directory is in use by another broker (.lock)" :
+		       "cannot lock the log directory (.lock)";
+		err = err == -EAGAIN ? -EBUSY : err;
+		goto fail;
+	}
 	err = check_meta(ld, broker_id, cluster_id, why);
 	if (err)
 		goto fail;
-	buf = kvmalloc(KREP_CKPT_FILE_MAX, GFP_KERNEL);
-	if (!buf) {
-		err = -ENOMEM;
-		goto fail;
-	}
-	for (i = 0; i < CKPT_FILES && !err; i++)
-		err = load_ckpt(ld, i, buf);
-	kvfree(buf);
+	err = load_ckpts(ld);
 	if (err) {
 		*why = "cannot read the log directory's checkpoint files";
 		goto fail;
@@ -397,6 +608,11 @@ static struct krep_logdir *logdir_new(struct krep_net *kn, struct path *root,
 	ld->clean = !err;
 	if (err && err != -ENOENT) {
 		*why = "cannot remove the log directory's clean-shutdown marker";
+		goto fail;
+	}
+	err = scan_root(ld);
+	if (err) {
+		*why = "cannot list the log directory";
 		goto fail;
 	}
 	return ld;
@@ -425,6 +641,10 @@ int krep_logdir_set(struct krep_net *kn, struct path *root, s64 broker_id,
 	struct krep_logdir *ld = NULL, *old;
 
 	lockdep_assert_held(&kn->cfg_lock);
+	if (root && kn->logdir && path_equal(&kn->logdir->root, root)) {
+		path_put(root);		/* the directory it has already */
+		return 0;
+	}
 	if (krep_topics_exist(kn)) {
 		if (root)
 			path_put(root);
@@ -437,7 +657,7 @@ int krep_logdir_set(struct krep_net *kn, struct path *root, s64 broker_id,
 			return PTR_ERR(ld);
 	}
 	mutex_lock(&kn->topics_lock);
-	if (!list_empty(&kn->topics)) {
+	if (!list_empty(&kn->topics) || !list_empty(&kn->creating)) {
 		mutex_unlock(&kn->topics_lock);
 		logdir_free(ld);
 		*why = "the log directory can change only while the broker has no topics";
@@ -464,6 +684,17 @@ void krep_logdir_forget(struct krep_net *kn, const char *name)
 		if (!strcmp(ld->ckpt[i].topic, name)) {
 			ld->ckpt[i].has = 0;
 			ld->ckpt[i].live = false;
+		}
+	}
+	for (i = 0; ld && i < ld->npending;) {
+		size_t n = strlen(name);
+
+		if (!strncmp(ld->pending[i], name, n) &&
+		    ld->pending[i][n] == '-') {
+			kfree(ld->pending[i]);
+			ld->pending[i] = ld->pending[--ld->npending];
+		} else {
+			i++;
 		}
 	}
 }
@@ -494,14 +725,14 @@ int krep_logdir_name(struct krep_net *kn, char *buf, size_t size)
 	char *p;
 	int err = -ENOENT;
 
-	mutex_lock(&kn->topics_lock);
+	/* set and cleared under cfg_lock (but at the broker's end) */
+	lockdep_assert_held(&kn->cfg_lock);
 	if (kn->logdir) {
 		p = d_path(&kn->logdir->root, buf, size);
 		err = IS_ERR(p) ? PTR_ERR(p) : 0;
 		if (!err)
 			memmove(buf, p, strlen(p) + 1);
 	}
-	mutex_unlock(&kn->topics_lock);
 	return err;
 }
 
@@ -514,6 +745,7 @@ int krep_logdir_name(struct krep_net *kn, char *buf, size_t size)
  */
 void krep_logdir_shutdown(struct krep_net *kn)
 {
+	struct tbuf t[CKPT_FILES] = {};
 	struct krep_logdir *ld;
 	int err;
 
@@ -528,13 +760,18 @@ void krep_logdir_shutdown(struct krep_net *kn)
 	cancel_delayed_work_sync(&ld->ckpt_work);
 
 	mutex_lock(&kn->topics_lock);
-	err = write_ckpts(ld, true);
-	if (!err)
+	err = build_ckpts(ld, t, true);
+	kn->logdir = NULL;
+	mutex_unlock(&kn->topics_lock);
+	err = write_ckpts(ld, t) ?: err;
+	/* a marker vouches for every directory: each was checked, or clean */
+	if (!err && (ld->clean || !ld->npending))
 		err = krep_vfs_write_atomic(&ld->root, KREP_CLEAN_MARKER, "", 0);
+	else if (!err)
+		pr_info("log directory: %u partition directories were not recovered since an unclean shutdown: no clean-shutdown marker\n",
+			ld->npending);
 	if (err)
 		pr_err("log directory: shutdown not clean (%d): the next load checks every batch\n",
 		       err);
-	kn->logdir = NULL;
-	mutex_unlock(&kn->topics_lock);
 	logdir_free(ld);
 }

@@ -28,12 +28,16 @@ struct krep_ckpt_entry;
 
 struct krep_logdir {
 	struct path root;
+	struct file *lock;		/* .lock, flock()ed while we hold it */
 	struct krep_net *kn;
 	bool clean;			/* found a clean-shutdown marker */
 	s64 broker_id;			/* meta.properties' */
 	char cluster_id[KREP_CLUSTER_ID_MAX + 1];
 	unsigned int nckpt;		/* what the checkpoints held at load */
 	struct krep_ckpt_entry *ckpt;
+	/* partition dirs not checked since an unclean shutdown */
+	char **pending;
+	unsigned int npending;
 	struct delayed_work ckpt_work;	/* every log_checkpoint_ms */
 	bool stopped;			/* ckpt_work's gate */
 };
@@ -48,6 +52,8 @@ int krep_logdir_name(struct krep_net *kn, char *buf, size_t size);
 void krep_logdir_lookup(struct krep_logdir *ld, const char *topic,
 			u32 partition, struct krep_disk_ckpt *ck);
 void krep_logdir_forget(struct krep_net *kn, const char *name);
+struct krep_topic;
+void krep_logdir_publish(struct krep_net *kn, struct krep_topic *t);
 void krep_logdir_shutdown(struct krep_net *kn);
 
 #endif /* _KREP_LOGDIR_H */

@@ -509,6 +509,15 @@ static int set_log_dir(struct krep_net *kn, const struct krep_broker_cfg *cfg,
 		return err;
 	}
 	fd = nla_get_s32(attr);
+	/*
+	 * the module writes there with its own credentials, not the
+	 * caller's: only the host's administrator may point it somewhere
+	 */
+	if (!capable(CAP_SYS_ADMIN)) {
+		NL_SET_ERR_MSG_ATTR(info->extack, attr,
+				    "a log directory needs CAP_SYS_ADMIN in the initial user namespace");
+		return -EPERM;
+	}
 	if (fd >= 0 && cfg->broker_id == KREP_BROKER_ID_UNSET) {
 		NL_SET_ERR_MSG_ATTR(info->extack, attr,
 				    "set the broker id before the log directory");

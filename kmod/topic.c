@@ -260,20 +260,35 @@ struct krep_partition *krep_topic_partition(struct krep_topic *t, u32 index,
 	return t->parts[index];
 }
 
+/* a topic being created, between the checks and its publication */
+struct creating {
+	struct list_head node;		/* in krep_net.creating */
+	const char *name;
+};
+
+static bool creating_locked(struct krep_net *kn, const char *name)
+{
+	struct creating *c;
+
+	list_for_each_entry(c, &kn->creating, node) {
+		if (!strcmp(c->name, name))
+			return true;
+	}
+	return false;
+}
+
 /*
  * With a log directory, each hosted partition recovers its log from it
- * before the topic is seen (topics_lock held: no other topic of that
- * name is being created or deleted meanwhile)
+ * before the topic is seen. Without topics_lock (recovery reads files):
+ * the topic's entry on krep_net.creating keeps another create of the
+ * name, and a change of the log directory, away meanwhile.
  */
-static int open_disks(struct krep_topic *t, struct krep_status *st)
+static int open_disks(struct krep_topic *t, struct krep_logdir *ld,
+		      struct krep_status *st)
 {
-	struct krep_logdir *ld = t->kn->logdir;
 	int err;
 	u32 i;
 
-	lockdep_assert_held(&t->kn->topics_lock);
-	if (!ld)
-		return 0;
 	for (i = 0; i < t->npartitions; i++) {
 		if (!t->parts[i])
 			continue;
@@ -316,6 +331,8 @@ int krep_topic_create(struct krep_net *kn, const char *name, u32 npartitions,
 {
 	u32 ids[KREP_RF_MAX], replicas[KREP_RF_MAX], self;
 	struct krep_broker_cfg *bcfg;
+	struct krep_logdir *ld;
+	struct creating c;
 	unsigned int n, j;
 	struct krep_topic *t;
 	int err = 0;
@@ -377,18 +394,28 @@ int krep_topic_create(struct krep_net *kn, const char *name, u32 npartitions,
 	}
 
 	mutex_lock(&kn->topics_lock);
-	if (kn->dying) {
+	if (kn->dying)
 		err = krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR, -ESHUTDOWN,
 				"broker is shutting down");
-	} else if (find_locked(kn, name)) {
+	else if (find_locked(kn, name) || creating_locked(kn, name))
 		err = krep_fail(st, KREP_KERR_TOPIC_ALREADY_EXISTS, -EEXIST,
 				"topic already exists");
-	} else {
-		err = open_disks(t, st);
-		if (!err) {
-			list_add_tail_rcu(&t->node, &kn->topics);
-			krep_isr_schedule(kn);
-		}
+	ld = kn->logdir;
+	if (!err && ld) {
+		c.name = t->name;
+		list_add(&c.node, &kn->creating);
+		mutex_unlock(&kn->topics_lock);
+		err = open_disks(t, ld, st);
+		mutex_lock(&kn->topics_lock);
+		list_del(&c.node);
+		if (!err && kn->dying)
+			err = krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR,
+					-ESHUTDOWN, "broker is shutting down");
+	}
+	if (!err) {
+		list_add_tail_rcu(&t->node, &kn->topics);
+		krep_logdir_publish(kn, t);
+		krep_isr_schedule(kn);
 	}
 	mutex_unlock(&kn->topics_lock);
 	if (err) {
@@ -414,6 +441,7 @@ int krep_topic_delete(struct krep_net *kn, const char *name,
 		      struct krep_status *st)
 {
 	struct krep_topic *t;
+	u32 i;
 
 	mutex_lock(&kn->topics_lock);
 	t = find_locked(kn, name);
@@ -424,6 +452,11 @@ int krep_topic_delete(struct krep_net *kn, const char *name,
 	}
 	list_del_rcu(&t->node);
 	krep_logdir_forget(kn, name);
+	/* renamed away now: a create of the name finds no old files */
+	for (i = 0; i < t->npartitions; i++) {
+		if (t->parts[i])
+			krep_disk_detach_dir(t->parts[i]);
+	}
 	mutex_unlock(&kn->topics_lock);
 	topic_kill(t);
 	close_disks(t, true);

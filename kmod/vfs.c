@@ -2,7 +2,7 @@
 /*
  * krep: file operations relative to a directory the broker holds (see
  * vfs.h). The patterns are the in-kernel file servers' (nfsd, ksmbd):
- * lookup_one_len() under the parent's lock, then vfs_mkdir(),
+ * lookup_one() under the parent's lock, then vfs_mkdir(),
  * vfs_unlink(), vfs_rename(), each inside mnt_want_write().
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -24,6 +24,12 @@ static struct user_namespace *userns(const struct path *dir)
 	return mnt_user_ns(dir->mnt);
 }
 
+/* @name in @dir, whose inode the caller locked */
+static struct dentry *lookup(const struct path *dir, const char *name)
+{
+	return lookup_one(userns(dir), name, dir->dentry, strlen(name));
+}
+
 /**
  * krep_vfs_mkdir - the subdirectory @name of @dir, made if absent
  * @dir: the parent
@@ -32,8 +38,8 @@ static struct user_namespace *userns(const struct path *dir)
  *
  * Return: 0, -ENOTDIR when @name is something else, or the VFS's error.
  */
-int krep_vfs_mkdir(const struct path *dir, const char *name,
-		   struct path *child)
+static int subdir(const struct path *dir, const char *name,
+		  struct path *child, bool create)
 {
 	struct inode *inode = d_inode(dir->dentry);
 	struct dentry *d;
@@ -43,17 +49,17 @@ int krep_vfs_mkdir(const struct path *dir, const char *name,
 	if (err)
 		return err;
 	inode_lock_nested(inode, I_MUTEX_PARENT);
-	d = lookup_one_len(name, dir->dentry, strlen(name));
+	d = lookup(dir, name);
 	if (IS_ERR(d)) {
 		err = PTR_ERR(d);
 		goto out;
 	}
 	if (d_really_is_negative(d))
-		err = vfs_mkdir(userns(dir), inode, d, 0755);
+		err = create ? vfs_mkdir(userns(dir), inode, d, 0755) : -ENOENT;
 	if (!err && d_unhashed(d)) {
 		/* some filesystems leave the dentry unhashed: look again */
 		dput(d);
-		d = lookup_one_len(name, dir->dentry, strlen(name));
+		d = lookup(dir, name);
 		if (IS_ERR(d)) {
 			err = PTR_ERR(d);
 			goto out;
@@ -73,13 +79,39 @@ out:
 	return err;
 }
 
-/* open @name in @dir, never through a symlink */
+int krep_vfs_mkdir(const struct path *dir, const char *name,
+		   struct path *child)
+{
+	return subdir(dir, name, child, true);
+}
+
+/*
+ * open the regular file @name in @dir: never through a symlink, and never
+ * a FIFO or a device someone left there (checked before the open, which
+ * is non-blocking too, and after it)
+ */
 struct file *krep_vfs_open(const struct path *dir, const char *name, int flags)
 {
+	struct dentry *d;
+	struct file *f;
+
 	if (strchr(name, '/'))
 		return ERR_PTR(-EINVAL);
-	return file_open_root(dir, name, flags | O_NOFOLLOW | O_LARGEFILE,
-			      0644);
+	d = lookup_one_unlocked(userns(dir), name, dir->dentry, strlen(name));
+	if (IS_ERR(d))
+		return ERR_CAST(d);
+	if (d_really_is_positive(d) && !d_is_reg(d)) {
+		dput(d);
+		return ERR_PTR(-EINVAL);
+	}
+	dput(d);
+	f = file_open_root(dir, name, flags | O_NOFOLLOW | O_LARGEFILE |
+			   O_NONBLOCK, 0644);
+	if (!IS_ERR(f) && !S_ISREG(file_inode(f)->i_mode)) {
+		fput(f);
+		return ERR_PTR(-EINVAL);
+	}
+	return f;
 }
 
 /* remove the file @name of @dir (-ENOENT when there is none) */
@@ -93,7 +125,7 @@ static int remove_at(const struct path *dir, const char *name, bool is_dir)
 	if (err)
 		return err;
 	inode_lock_nested(inode, I_MUTEX_PARENT);
-	d = lookup_one_len(name, dir->dentry, strlen(name));
+	d = lookup(dir, name);
 	if (IS_ERR(d)) {
 		err = PTR_ERR(d);
 		goto out;
@@ -131,10 +163,11 @@ static int collect_name(void *arg, const char *name, int len,
 	if (type == DT_DIR)
 		return 0;
 	if (nl->n == nl->cap) {
-		more = krealloc_array(nl->names, nl->cap * 2 + 16,
-				      sizeof(*more), GFP_KERNEL);
+		more = nl->n >= KREP_VFS_LIST_MAX ? NULL :
+		       kvrealloc(nl->names, nl->cap * sizeof(*more),
+				 (nl->cap * 2 + 16) * sizeof(*more), GFP_KERNEL);
 		if (!more) {
-			nl->err = -ENOMEM;
+			nl->err = nl->n >= KREP_VFS_LIST_MAX ? -E2BIG : -ENOMEM;
 			return 1;
 		}
 		nl->names = more;
@@ -163,9 +196,9 @@ int krep_vfs_rmtree(const struct path *dir, const char *name)
 	unsigned int i;
 	int err;
 
-	err = krep_vfs_mkdir(dir, name, &sub);
+	err = subdir(dir, name, &sub, false);
 	if (err)
-		return err;
+		return err == -ENOENT ? 0 : err;
 	err = krep_vfs_list(&sub, collect_name, &nl) ?: nl.err;
 	for (i = 0; i < nl.n; i++) {
 		int e = krep_vfs_unlink(&sub, nl.names[i]);
@@ -174,7 +207,7 @@ int krep_vfs_rmtree(const struct path *dir, const char *name)
 			err = e;
 		kfree(nl.names[i]);
 	}
-	kfree(nl.names);
+	kvfree(nl.names);
 	path_put(&sub);
 	if (!err)
 		err = remove_at(dir, name, true);
@@ -203,7 +236,8 @@ int krep_vfs_truncate(struct file *f, loff_t len)
 	return vfs_truncate(&f->f_path, len);
 }
 
-static int rename_at(const struct path *dir, const char *from, const char *to)
+/* rename @from to @to, both in @dir */
+int krep_vfs_rename(const struct path *dir, const char *from, const char *to)
 {
 	struct inode *inode = d_inode(dir->dentry);
 	struct renamedata rd = {};
@@ -214,12 +248,12 @@ static int rename_at(const struct path *dir, const char *from, const char *to)
 	if (err)
 		return err;
 	lock_rename(dir->dentry, dir->dentry);
-	old = lookup_one_len(from, dir->dentry, strlen(from));
+	old = lookup(dir, from);
 	if (IS_ERR(old)) {
 		err = PTR_ERR(old);
 		goto out;
 	}
-	new = lookup_one_len(to, dir->dentry, strlen(to));
+	new = lookup(dir, to);
 	if (IS_ERR(new)) {
 		err = PTR_ERR(new);
 		goto out_old;
@@ -280,7 +314,10 @@ int krep_vfs_write_atomic(const struct path *dir, const char *name,
 
 	if (!tmp)
 		return -ENOMEM;
-	f = krep_vfs_open(dir, tmp, O_WRONLY | O_CREAT | O_TRUNC);
+	err = krep_vfs_unlink(dir, tmp);
+	if (err && err != -ENOENT)
+		goto out;
+	f = krep_vfs_open(dir, tmp, O_WRONLY | O_CREAT | O_EXCL);
 	if (IS_ERR(f)) {
 		err = PTR_ERR(f);
 		goto out;
@@ -288,7 +325,7 @@ int krep_vfs_write_atomic(const struct path *dir, const char *name,
 	err = krep_vfs_write_all(f, buf, len, &pos) ?: vfs_fsync(f, 0);
 	fput(f);
 	if (!err)
-		err = rename_at(dir, tmp, name);
+		err = krep_vfs_rename(dir, tmp, name);
 	if (!err)
 		err = fsync_dir(dir);
 out:
@@ -297,37 +334,47 @@ out:
 }
 
 /**
- * krep_vfs_read_small - read the whole small file @name of @dir
+ * krep_vfs_read_file - read the whole file @name of @dir
  * @dir: the directory
  * @name: the file
- * @buf: filled and NUL-terminated
- * @size: its size; a longer file is -EFBIG
+ * @max: the largest size accepted (-EFBIG beyond)
+ * @lenp: set to the bytes read
  *
- * Return: bytes read, -ENOENT when there is no such file, or an error.
+ * Return: a NUL-terminated buffer to kvfree(), or ERR_PTR(-ENOENT) when
+ * there is no such file, or another error.
  */
-ssize_t krep_vfs_read_small(const struct path *dir, const char *name,
-			    char *buf, size_t size)
+char *krep_vfs_read_file(const struct path *dir, const char *name, size_t max,
+			 size_t *lenp)
 {
 	struct file *f = krep_vfs_open(dir, name, O_RDONLY);
-	loff_t pos = 0;
+	loff_t size, pos = 0;
+	char *buf;
 	ssize_t n;
 
 	if (IS_ERR(f))
-		return PTR_ERR(f);
+		return ERR_CAST(f);
+	size = i_size_read(file_inode(f));
+	if (size > max) {
+		fput(f);
+		return ERR_PTR(-EFBIG);
+	}
+	buf = kvmalloc(size + 1, GFP_KERNEL);
+	if (!buf) {
+		fput(f);
+		return ERR_PTR(-ENOMEM);
+	}
 	while (pos < size) {
 		n = kernel_read(f, buf + pos, size - pos, &pos);
-		if (n < 0) {
+		if (n <= 0) {
 			fput(f);
-			return n;
+			kvfree(buf);
+			return ERR_PTR(n ? n : -EIO);	/* it shrank */
 		}
-		if (!n)
-			break;
 	}
 	fput(f);
-	if (pos >= size)
-		return -EFBIG;
 	buf[pos] = '\0';
-	return pos;
+	*lenp = pos;
+	return buf;
 }
 
 struct list_ctx {

@@ -10,21 +10,26 @@
 #ifndef _KREP_VFS_H
 #define _KREP_VFS_H
 
+#include <linux/bits.h>
 #include <linux/path.h>
 #include <linux/types.h>
 
 struct file;
+
+/* the most names krep_vfs_rmtree() removes from one directory */
+#define KREP_VFS_LIST_MAX	BIT(20)
 
 int krep_vfs_mkdir(const struct path *dir, const char *name,
 		   struct path *child);
 struct file *krep_vfs_open(const struct path *dir, const char *name,
 			   int flags);
 int krep_vfs_unlink(const struct path *dir, const char *name);
+int krep_vfs_rename(const struct path *dir, const char *from, const char *to);
 int krep_vfs_rmtree(const struct path *dir, const char *name);
 int krep_vfs_write_atomic(const struct path *dir, const char *name,
 			  const void *buf, size_t len);
-ssize_t krep_vfs_read_small(const struct path *dir, const char *name,
-			    char *buf, size_t size);
+char *krep_vfs_read_file(const struct path *dir, const char *name, size_t max,
+			 size_t *lenp);
 int krep_vfs_write_all(struct file *f, const void *buf, size_t len,
 		       loff_t *pos);
 int krep_vfs_truncate(struct file *f, loff_t len);

@@ -46,7 +46,7 @@ mnt=$tmp/mnt
 krep_cleanup_push rm -rf "$tmp"
 mark=logdir-$$
 
-ktap_plan 24
+ktap_plan 28
 
 values() { # PREFIX COUNT
 	seq -f "$1-%05g-abcdefghijklmnopqrstuvwxyz0123456789" 0 $(($2 - 1))
@@ -75,7 +75,8 @@ truncate -s 128M "$tmp/disk.img" &&
 krep_cleanup_push umount "$mnt"
 D1=$mnt/b1
 mkdir -p "$D1"
-LOAD=(log_dir="$D1" broker_id=1 "topics=t:2:1:segment_bytes=$SEG")
+LOAD=(log_dir="$D1" broker_id=1 "topics=t:2:1:segment_bytes=$SEG"
+      log_checkpoint_ms=500)
 
 # --- 1. write ------------------------------------------------------------------
 krep_mod_load "${LOAD[@]}" || ktap_bail "insmod with log_dir failed"
@@ -156,12 +157,15 @@ fi
 "$KREPCTL" consume t partition 0 >"$tmp/c.out" 2>&1
 ktap_check "the $leo records before the cut read back unchanged" \
 	cmp -s "$tmp/c.out" <(head -n "$leo" "$tmp/a.in")
+mkfifo "$D1/replication-offset-checkpoint.tmp"	# left by someone
 values c 5 | "$KREPCTL" produce t partition 0 acks 1 >/dev/null
 if krep_wait_for 30 on_disk 0 $((leo + 5)) && dump "$D1" --partition t-0 >/dev/null; then
 	ktap_ok "appends continue at $leo, on disk too, and the files read clean"
 else
 	ktap_fail "appends continue at $leo, on disk too"
 fi
+ktap_check "a FIFO left as the checkpoint's temporary file does not stop the checkpoints (HW $((leo + 5)))" \
+	krep_wait_for 30 grep -qx "t 0 $((leo + 5))" "$D1/replication-offset-checkpoint"
 
 # --- 4. another broker's directory; a deleted topic ---------------------------------
 krep_mod_unload
@@ -177,7 +181,11 @@ fi
 krep_mod_load "${LOAD[@]}" || ktap_bail "insmod failed"
 "$KREPCTL" topic delete t >/dev/null
 ktap_check "a deleted topic's directories go" \
-	eval '[ ! -e "$D1/t-0" ] && [ ! -e "$D1/t-1" ]'
+	eval '[ ! -e "$D1/t-0" ] && [ ! -e "$D1/t-1" ] && ! ls -d "$D1"/*-delete 2>/dev/null'
+"$KREPCTL" topic create t partitions 1 replication-factor 1 >/dev/null
+ktap_check "a topic created again under the name starts empty" \
+	eval '[ "$(lpart t 0 leo)" = 0 ]'
+"$KREPCTL" topic delete t >/dev/null
 krep_mod_unload
 ktap_check "... and so do its checkpoint lines" \
 	eval '! grep -q "^t " "$D1/replication-offset-checkpoint"'
@@ -198,11 +206,19 @@ kc "$B5" topic create u partitions 1 replication-factor 1 >/dev/null
 out=$(kc "$B5" broker set log-dir none 2>&1)
 ktap_check "log-dir none is refused while the broker has topics" \
 	grep -q "only while the broker has no topics" <<<"$out"
+ktap_check "the same directory again is accepted (nothing changes)" \
+	kc "$B5" broker set log-dir "$D5"
+krep_netns_add B6 lb6 || ktap_bail "netns"
+kc "$B6" broker set id 6 >/dev/null
+out=$(kc "$B6" broker set log-dir "$D5" 2>&1)
+ktap_check "another broker is refused the directory while broker 5 holds it (.lock)" \
+	grep -q "in use by another broker" <<<"$out"
 out=$(kc "$B5" broker set log-dir "$D5/meta.properties" 2>&1)
 ktap_check "a file that is not a directory is refused by krepctl" \
 	grep -q "log-dir $D5/meta.properties: Not a directory" <<<"$out"
 ktap_check "u-0's directory is made in $D5" test -d "$D5/u-0"
 ip netns del "$B5"
+ip netns del "$B6"
 krep_mod_unload
 
 # --- 6. three brokers: broker 3 restarts from its log directory -----------------------
