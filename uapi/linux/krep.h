@@ -83,7 +83,10 @@
  *                                          broker's log directory, in Kafka's
  *                                          layout; -1: none. Only while the
  *                                          broker has no topics (EBUSY) and
- *                                          has an id; meta.properties must
+ *                                          has an id; CAP_SYS_ADMIN in the
+ *                                          initial user namespace (EPERM);
+ *                                          another broker's (.lock) is EBUSY;
+ *                                          meta.properties must
  *                                          name this broker (and cluster),
  *                                          else EINVAL. The kernel never
  *                                          resolves a path named here.
