@@ -237,14 +237,42 @@ static void put_ids(struct krep_kw *w, const u32 *ids, unsigned int n)
 		krep_kw_i32(w, ids[i]);
 }
 
-static void put_partition(struct krep_kw *w, s16 ver, u32 index,
-			  struct krep_partition *p)
+/*
+ * A partition this broker does not host: its assignment from the topic's
+ * creation. Without a controller (a topic not created leaderless, on a
+ * broker never claimed) the preferred replica leads at epoch 0, as on
+ * its replicas; the ISR is then given as the assignment, which this
+ * broker cannot check. Under a controller the leader moves where only
+ * the replicas hear of it: LEADER_NOT_AVAILABLE, so that the client asks
+ * another broker.
+ */
+static void guess_partition(const struct krep_topic *t, u32 index,
+			    u32 *replicas, unsigned int *nr, u32 *isr,
+			    unsigned int *nisr, s64 *leader)
+{
+	unsigned int i;
+
+	*nr = t->replication_factor;
+	for (i = 0; i < *nr; i++)
+		replicas[i] = t->replicas[index * *nr + i];
+	if (t->leaderless || READ_ONCE(t->kn->ctrl.epoch))
+		return;
+	*leader = replicas[0];
+	memcpy(isr, replicas, *nr * sizeof(*isr));
+	*nisr = *nr;
+}
+
+static void put_partition(struct krep_kw *w, s16 ver,
+			  const struct krep_topic *t, u32 index)
 {
 	u32 isr[KREP_RF_MAX], replicas[KREP_RF_MAX];
+	struct krep_partition *p = t->parts[index];
 	unsigned int i, nr = 0, nisr = 0;
 	s64 leader = -1;
 	u32 epoch = 0;
 
+	if (!p)
+		guess_partition(t, index, replicas, &nr, isr, &nisr, &leader);
 	if (p) {
 		mutex_lock(&p->lock);
 		leader = p->dead ? -1 : p->leader;
@@ -278,7 +306,7 @@ static void put_topic(struct krep_kw *w, s16 ver, struct krep_topic *t)
 		krep_kw_i8(w, 0);		/* is internal */
 	krep_kw_array(w, t->npartitions);
 	for (i = 0; i < t->npartitions; i++)
-		put_partition(w, ver, i, t->parts[i]);
+		put_partition(w, ver, t, i);
 	if (ver >= 8)
 		krep_kw_i32(w, KAFKA_NO_AUTH_OPS);
 }

@@ -196,6 +196,7 @@ static void topic_free(struct krep_topic *t)
 
 	for (i = 0; i < t->npartitions; i++)
 		krep_partition_free(t->parts[i]);
+	kvfree(t->replicas);
 	kfree(t);
 	krep_obj_put(KREP_OBJ_TOPIC);
 }
@@ -374,12 +375,21 @@ int krep_topic_create(struct krep_net *kn, const char *name, u32 npartitions,
 	t->npartitions = npartitions;
 	t->replication_factor = rf;
 	t->config = *cfg;
+	t->leaderless = assign && assign->leaderless;
+	t->replicas = kvmalloc_array((size_t)npartitions * rf,
+				     sizeof(*t->replicas), GFP_KERNEL);
+	if (!t->replicas) {
+		topic_free(t);
+		return krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR, -ENOMEM,
+				 "out of memory");
+	}
 	for (i = 0; i < npartitions; i++) {
 		bool hosted = false;
 
 		for (j = 0; j < rf; j++) {
 			replicas[j] = assign ? assign->replicas[i * rf + j] :
 					       ids[(i + j) % n];
+			t->replicas[i * rf + j] = replicas[j];
 			hosted |= replicas[j] == self;
 		}
 		if (!hosted)

@@ -52,6 +52,8 @@ struct krep_topic {
 	u32 npartitions;
 	u32 replication_factor;
 	struct krep_topic_config config;
+	bool leaderless;		/* a controller names the leaders */
+	u32 *replicas;			/* every partition's AR, as created */
 	struct krep_partition *parts[];	/* NULL where not hosted here */
 };
 

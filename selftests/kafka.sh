@@ -45,7 +45,7 @@ tmp=$(mktemp -d)
 krep_cleanup_push rm -rf "$tmp"
 krep_cleanup_push krep_mod_unload
 
-ktap_plan 49
+ktap_plan 51
 
 krep_mod_unload || ktap_bail "krep is loaded and rmmod fails"
 mark=kafka-$$
@@ -104,6 +104,25 @@ ktap_check "Metadata: every partition has replicas 1, 2, 3 and all in the ISR" \
 	jqf '.topics[] | select(.topic == "kt") | .partitions |
 		all(.[]; ([.replicas[].id] | sort) == [1, 2, 3] and
 			([.isrs[].id] | sort) == [1, 2, 3])' "$tmp/meta.json"
+
+# 1b. kt1: RF 1, broker 2 hosts partition 1 only; its Metadata still
+# names each partition's leader, so a client bootstrapped from broker 2
+# alone produces to all three
+cluster_topic kt1 partitions 3 replication-factor 1 || ktap_bail "topic kt1"
+bx 2 kcat -b "$(boot 2)" -L -J -t kt1 -m 15 >"$tmp/meta1.json" 2>/dev/null
+ktap_check "Metadata from broker 2: kt1's partitions it does not host are led by brokers 1 and 3" \
+	jqf '.topics[] | select(.topic == "kt1") | .partitions |
+		length == 3 and all(.[]; .leader == .partition + 1 and
+			([.replicas[].id] == [.partition + 1]))' "$tmp/meta1.json"
+awk 'BEGIN { for (i = 1; i <= 60; i++) printf "k%d:v%d\n", i, i }' >"$tmp/in1"
+bx 2 kcat -b "$(boot 2)" -P -t kt1 -K: -X acks=all <"$tmp/in1" 2>"$tmp/p1.err"
+n1=()
+for i in 1 2 3; do
+	n1+=("$(kc "$(bns "$i")" --json topic describe kt1 | jq '[.[] | .hw] | add')")
+done
+ktap_check "kcat -P bootstrapped from broker 2 alone: 60 keyed records, on each broker some (${n1[*]})" \
+	eval '[ $((n1[0] + n1[1] + n1[2])) = 60 ] && [ "${n1[0]}" -gt 0 ] &&
+		[ "${n1[1]}" -gt 0 ] && [ "${n1[2]}" -gt 0 ]'
 
 # 2. kcat produce and consume: through broker 2, to partition 0 (leader 1)
 awk 'BEGIN { for (i = 1; i <= 1000; i++) {
