@@ -191,7 +191,9 @@ void krep_reg_tick(struct krep_reg *r)
 	if (now_ms() < r->next_ms)
 		return;
 	r->next_ms = now_ms() + r->every_ms;
-	if (!r->gl.sk && krep_genl_open(&r->gl)) {
+	/* access() first: krep_genl_open() would print it at every tick */
+	if (!r->gl.sk && (access("/sys/module/krep", F_OK) ||
+			  krep_genl_open(&r->gl))) {
 		unregister(r, "the krep module is not loaded");
 		return;
 	}

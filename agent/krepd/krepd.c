@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <netlink/socket.h>
@@ -48,6 +49,9 @@ struct krepd {
 	bool foreground;
 	bool once;
 	bool events;		/* joined the events group */
+	bool wait_module;	/* --metrics or --etcd: without the module,
+				 * wait for it (krep_up 0) rather than exit */
+	uint64_t next_check;	/* when to look for the module again (ms) */
 	unsigned long nevents;
 	struct krep_genl gl;
 	int sfd;		/* signalfd for SIGINT, SIGTERM */
@@ -123,7 +127,8 @@ static void usage(FILE *f)
 	      "                     the figures of 'krepctl stats', ISR shrinks and\n"
 	      "                     expands counted from the ISRs it sees (once a\n"
 	      "                     second and after every ALTER_ISR event), and\n"
-	      "                     per-partition HW and LSO lags\n"
+	      "                     per-partition HW and LSO lags; without the\n"
+	      "                     module it answers krep_up 0 until it is loaded\n"
 	      "\n"
 	      "Relay options (the broker's end of a controller's relay session):\n"
 	      "      --relay ADDR:PORT  forward the krep family of krepd's namespace\n"
@@ -187,12 +192,38 @@ static int on_event(struct nl_msg *msg, void *arg)
 	return NL_OK;
 }
 
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The krep module is loaded (its sysfs directory is global to namespaces). */
+static bool module_loaded(void)
+{
+	return !access("/sys/module/krep", F_OK);
+}
+
 static int events_open(struct krepd *d)
 {
 	struct nl_sock *sk;
 	int err;
 
-	if (krep_genl_open(&d->gl))
+	if (d->wait_module && !module_loaded()) {
+		krep_log(LOG_NOTICE,
+			 "the krep module is not loaded: %s until it is",
+			 d->metrics_addr ? "serving krep_up 0" :
+					   "waiting");
+		return 0;
+	}
+	err = krep_genl_open(&d->gl);
+	if (err == -ENOENT && d->wait_module) {
+		krep_log(LOG_NOTICE, "krep has no generic netlink family yet: waiting for it");
+		return 0;
+	}
+	if (err)
 		return -1;
 	sk = d->gl.sk;
 	err = krep_genl_subscribe(&d->gl, KREP_MCGRP_EVENTS);
@@ -277,23 +308,62 @@ static int events_read(struct krepd *d)
 	return 0;
 }
 
+/*
+ * Once a second while waiting for the module: join the events group when
+ * it is loaded; and when it is gone (rmmod), leave the old family's
+ * socket, so that its next load is joined again.
+ */
+static int module_check(struct krepd *d)
+{
+	uint64_t now = now_ms();
+
+	if (!d->wait_module || now < d->next_check)
+		return 0;
+	d->next_check = now + 1000;
+	if (d->gl.sk && !module_loaded()) {
+		krep_log(LOG_NOTICE, "the krep module was unloaded: waiting for it");
+		krep_genl_close(&d->gl);
+		d->events = false;
+		return 0;
+	}
+	if (d->gl.sk || !module_loaded())
+		return 0;
+	if (events_open(d))
+		return -1;
+	if (d->gl.sk)
+		krep_log(LOG_NOTICE, "the krep module is loaded: %s",
+			 d->events ? "logging its events" : "running without events");
+	return 0;
+}
+
 static int run(struct krepd *d)
 {
 	struct pollfd pfd[2 + KREP_METRICS_NFDS] = {
 		{ .fd = d->sfd, .events = POLLIN },
-		{ .fd = nl_socket_get_fd(d->gl.sk), .events = POLLIN },
+		{ .fd = -1, .events = POLLIN },
 	};
-	nfds_t n = d->events ? 2 : 1, base = n;
-	int ret, timeout = -1;
+	nfds_t n, base;
+	int ret, timeout;
 
 	krep_log(LOG_NOTICE, "krepd %s started%s%s (observer: logging events%s%s)",
 	       KREPD_VERSION, d->netns ? " in network namespace " : "",
 	       d->netns ? d->netns : "", d->metrics ? ", serving metrics" : "",
 	       d->reg ? ", registering the broker in etcd" : "");
 	for (;;) {
+		if (module_check(d))
+			return -1;
+		pfd[1].fd = d->events ? nl_socket_get_fd(d->gl.sk) : -1;
+		pfd[1].revents = 0;
+		n = base = 2;	/* poll() skips a negative fd */
+		timeout = -1;
+		if (d->wait_module)
+			timeout = d->next_check > now_ms() ?
+				  (int)(d->next_check - now_ms()) : 0;
 		if (d->metrics) {
 			n = base + krep_metrics_pollfds(d->metrics, pfd + base);
-			timeout = krep_metrics_timeout(d->metrics);
+			if (timeout < 0 ||
+			    krep_metrics_timeout(d->metrics) < timeout)
+				timeout = krep_metrics_timeout(d->metrics);
 		}
 		if (d->reg && (timeout < 0 || krep_reg_timeout(d->reg) < timeout))
 			timeout = krep_reg_timeout(d->reg);
@@ -308,7 +378,7 @@ static int run(struct krepd *d)
 			if (ret)
 				return ret < 0 ? -1 : 0;
 		}
-		if (n > 1 && pfd[1].revents) {
+		if (d->events && pfd[1].revents) {
 			if (events_read(d))
 				return -1;
 			if (d->once && d->nevents)
@@ -590,6 +660,8 @@ int main(int argc, char **argv)
 	/* Block signals first so none is lost before the signalfd exists. */
 	if (signals_open(&d))
 		return 1;
+	/* an exporter or a registration outlives the module (krep_up 0) */
+	d.wait_module = !d.once && (d.metrics_addr || d.etcd);
 	if (events_open(&d)) {
 		ret = 1;
 		goto out;

@@ -193,9 +193,11 @@ static void metrics_poll(struct krep_metrics *m)
 
 	m->next_poll = now_ms() + POLL_MS;
 	m->polls++;
-	/* krep_genl_open() says "module not loaded": once is enough */
-	if (!m->gl.sk && ((!m->up && m->polls > 1 &&
-			   access("/sys/module/krep", F_OK)) ||
+	/*
+	 * krep_genl_open() would say "module not loaded" at every poll:
+	 * krepd says it once (krepd.c), here it is krep_up 0
+	 */
+	if (!m->gl.sk && (access("/sys/module/krep", F_OK) ||
 			  krep_genl_open(&m->gl)))
 		goto down;
 	m->gl.quiet = true;

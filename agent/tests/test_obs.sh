@@ -5,8 +5,9 @@
 # watch and stats, krepd --metrics. --help exits 0 with the usage on
 # stdout; bad command lines exit 2 with a message and the usage on stderr
 # before anything is loaded or contacted (no module, no BPF needed). The
-# commands themselves run in the VM (selftests/observability.sh). KTAP
-# (selftests/lib.sh).
+# commands themselves run in the VM (selftests/observability.sh). And
+# krepd --metrics without the module: it serves krep_up 0 and stops on
+# SIGTERM with status 0. KTAP (selftests/lib.sh).
 #
 # Usage: agent/tests/test_obs.sh [KREPCTL [KREPD]]
 
@@ -30,7 +31,60 @@ usage() {
 	ok $? "${1##*/} ${*:2} exits 2: $msg"
 }
 
-ktap_plan 15
+# scrape ADDR: GET /metrics over bash's /dev/tcp, the whole response
+scrape() {
+	exec 3<>"/dev/tcp/${1%:*}/${1##*:}" || return 1
+	printf 'GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n' "$1" >&3
+	cat <&3
+	exec 3<&-
+}
+
+# krepd --metrics without the module: krep_up 0, still answering, and a
+# clean exit. (Skipped as passed where krep is loaded on the host.)
+metrics_down() {
+	local tmp port addr pid out n rc=1
+
+	if [ -e /sys/module/krep ]; then
+		ktap_diag "krep is loaded on this host: not checked"
+		return 0
+	fi
+	tmp=$(mktemp -d) || return 1
+	for n in 1 2 3 4 5; do
+		port=$((20000 + RANDOM % 20000))
+		addr=127.0.0.1:$port
+		"$D" --foreground --metrics "$addr" >"$tmp/out" 2>"$tmp/err" &
+		pid=$!
+		out=
+		for _ in $(seq 50); do
+			kill -0 "$pid" 2>/dev/null || break
+			out=$(scrape "$addr" 2>/dev/null) && [ -n "$out" ] && break
+			sleep 0.1
+		done
+		kill -0 "$pid" 2>/dev/null && break
+		wait "$pid"		# the port was taken: another
+	done
+	# twice: the first scrape and a later one, both answered
+	sleep 1.2
+	out+=$'\n'$(scrape "$addr" 2>/dev/null)
+	kill -TERM "$pid" 2>/dev/null
+	wait "$pid"
+	rc=$?
+	if [ "$rc" = 0 ] && [ "$(grep -c '^HTTP/1.0 200 OK' <<<"$out")" = 2 ] &&
+	   [ "$(grep -c '^krep_up 0' <<<"$out")" = 2 ] &&
+	   grep -q '^krep_isr_shrinks_total 0' <<<"$out" &&
+	   grep -q 'not loaded: serving krep_up 0' "$tmp/out" "$tmp/err"; then
+		rc=0
+	else
+		ktap_diag "krepd exit $rc"
+		head -n 20 "$tmp/out" "$tmp/err" | ktap_diag_stdin
+		head -n 12 <<<"$out" | ktap_diag_stdin
+		rc=1
+	fi
+	rm -rf "$tmp"
+	return $rc
+}
+
+ktap_plan 16
 help "$K" watch
 help "$K" stats
 help "$D"
@@ -47,4 +101,6 @@ usage "port 0" "$D" --metrics 127.0.0.1:0
 usage "needs a value" "$D" --metrics
 "$K" help | grep -q '^  watch ' && "$K" help | grep -q '^  stats '
 ok $? "krepctl help lists watch and stats"
+metrics_down
+ok $? "krepd --metrics without the module: krep_up 0 at two scrapes, exit 0 on SIGTERM"
 ktap_finish
