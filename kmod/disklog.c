@@ -1121,6 +1121,8 @@ static int recover(struct krep_disklog *d, const struct krep_disk_ckpt *ck,
 	p->lso = p->hw;
 	p->low_watermark = p->log.start_offset;
 	krep_producer_rebuild(p);
+	/* a leader alone in its ISR (RF 1) has HW at its LEO at once */
+	krep_partition_update_hw(p);
 	p->log.cut = U64_MAX;
 	err = 0;
 out:

@@ -13,6 +13,7 @@
 # 3. a crash: no marker and a torn last batch; insmod: the torn tail is
 #    cut with a kernel log line naming the file, every batch before it
 #    is served, and later appends continue from there.
+#    Then a flipped byte, a lost index and a malformed checkpoint.
 # 4. the directory of broker 1 is refused for broker 2; a deleted topic's
 #    directories go.
 # 5. a broker in a namespace gets its log directory with krepctl broker
@@ -20,7 +21,7 @@
 #    topics.
 # 6. three brokers with a log directory each: broker 3's namespace goes
 #    and comes back; it recovers its log from disk, catches up and ends
-#    with the leader's log.
+#    with the leader's log. Then the whole cluster restarts from disk.
 # 7. a follower that diverged after a leader change (a scripted
 #    controller) truncates its segment files with its log.
 # Prints KTAP; leaves the module unloaded, the image unmounted.
@@ -46,7 +47,7 @@ mnt=$tmp/mnt
 krep_cleanup_push rm -rf "$tmp"
 mark=logdir-$$
 
-ktap_plan 28
+ktap_plan 32
 
 values() { # PREFIX COUNT
 	seq -f "$1-%05g-abcdefghijklmnopqrstuvwxyz0123456789" 0 $(($2 - 1))
@@ -109,6 +110,30 @@ else
 	ktap_fail "kafka_log_dump.py reads t-0 as Kafka's layout"
 	jq -c '.. | .errors? // empty' <<<"$out" | head -5 | ktap_diag_stdin
 fi
+# kafka-python's own RecordBatch reader (Debian's python3-kafka): every
+# batch's CRC, and the offsets and values it finds
+kp_records() { # PARTITION_DIR: "OFFSET VALUE" lines, or "crc FILE"
+	/usr/bin/python3 - "$1" <<'PY'
+import glob, sys
+from kafka.record import MemoryRecords
+for f in sorted(glob.glob(sys.argv[1] + "/*.log")):
+    mr = MemoryRecords(open(f, "rb").read())
+    while mr.has_next():
+        b = mr.next_batch()
+        if not b.validate_crc():
+            print("crc", f)
+        for r in b:
+            print(r.offset, r.value.decode())
+PY
+}
+kp_records "$D1/t-0" >"$tmp/kp.out" 2>&1
+if [ "$(awk '{ print $1 }' "$tmp/kp.out")" = "$(seq 0 $((N - 1)))" ] &&
+   [ "$(awk '{ print $2 }' "$tmp/kp.out")" = "$(cat "$tmp/a.in")" ]; then
+	ktap_ok "kafka-python's RecordBatch reader finds offsets 0..$((N - 1)) and the values produced, every CRC good"
+else
+	ktap_fail "kafka-python's RecordBatch reader finds the offsets and values produced"
+	head -n 3 "$tmp/kp.out" | ktap_diag_stdin
+fi
 ktap_check "leader-epoch-checkpoint holds epoch 0 from offset 0" \
 	eval '[ "$(cat "$D1/t-0/leader-epoch-checkpoint")" = "$(printf "0\n1\n0 0")" ]'
 
@@ -166,6 +191,44 @@ else
 fi
 ktap_check "a FIFO left as the checkpoint's temporary file does not stop the checkpoints (HW $((leo + 5)))" \
 	krep_wait_for 30 grep -qx "t 0 $((leo + 5))" "$D1/replication-offset-checkpoint"
+
+# --- 3b. corruption: a flipped byte, a lost index, a bad checkpoint ---------------
+krep_mod_unload
+rm -f "$D1/.kafka_cleanshutdown"
+last=$(find "$D1/t-0" -name '*.log' | sort | tail -n 1)
+first=$(find "$D1/t-0" -name '*.log' | sort | head -n 1)
+# flip a byte inside the records of the last segment's second batch,
+# whose base offset is printed
+bad=$(/usr/bin/python3 - "$last" <<'PY'
+import struct, sys
+f = open(sys.argv[1], "r+b")
+data = f.read()
+pos = 12 + struct.unpack(">i", data[8:12])[0]
+base = struct.unpack(">q", data[pos:pos + 8])[0]
+f.seek(pos + 70)
+f.write(bytes([data[pos + 70] ^ 0x40]))
+print(base)
+PY
+)
+rm -f "${first%.log}.index"
+printf '0\n2\nt 0 x\n' >"$D1/replication-offset-checkpoint"
+krep_kmsg_mark "$mark-bad"
+krep_mod_load "${LOAD[@]}" || ktap_bail "insmod after the corruption failed"
+log=$(krep_kmsg_since "$mark-bad")
+if grep -q "t-0: $(basename "$last"): a batch whose CRC-32C does not match at byte [0-9]* (offset $bad): truncated there" <<<"$log" &&
+   [ "$(lpart t 0 leo)" = "$bad" ]; then
+	ktap_ok "a flipped byte: the log is cut before that batch (offset $bad), with its log line"
+else
+	ktap_fail "a flipped byte: the log is cut before that batch (offset $bad)"
+	grep krep <<<"$log" | tail -n 4 | ktap_diag_stdin
+fi
+if grep -q "replication-offset-checkpoint in the log directory is malformed: ignored" <<<"$log" &&
+   [ -s "${first%.log}.index" ] && [ "$(lpart t 0 hw)" = "$bad" ] &&
+   dump "$D1" --partition t-0 >/dev/null; then
+	ktap_ok "a lost index is rebuilt, a malformed checkpoint ignored (HW from the log: $bad), the files read clean"
+else
+	ktap_fail "a lost index is rebuilt, a malformed checkpoint ignored, the files read clean"
+fi
 
 # --- 4. another broker's directory; a deleted topic ---------------------------------
 krep_mod_unload
@@ -255,6 +318,32 @@ else
 	ktap_fail "broker 3 catches up, rejoins the ISR, and its files hold the leader's records"
 	part "$B1" r 0 | ktap_diag_stdin
 fi
+
+# --- 6b. the whole cluster restarts from its log directories --------------------
+before=$(for i in 1 2 3; do part "$(bns "$i")" r 0 | jq -c '[.leo, .hw, .epochs]'; done)
+krep_mod_unload
+krep_mod_load || ktap_bail "insmod failed"
+for i in 1 2 3; do
+	peers=
+	for j in 1 2 3; do
+		[ "$j" = "$i" ] || peers+="${peers:+,}$j@$NET.$j:$PORT"
+	done
+	kc "$(bns "$i")" broker set id "$i" cluster krepld listen "$NET.$i:$PORT" \
+		peers "$peers" log-dir "$mnt/c$i" >/dev/null &&
+		kc "$(bns "$i")" topic create r partitions 1 replication-factor 3 \
+			config segment_bytes=$SEG >/dev/null ||
+		ktap_bail "broker $i: back"
+done
+after=$(for i in 1 2 3; do part "$(bns "$i")" r 0 | jq -c '[.leo, .hw, .epochs]'; done)
+kc "$B1" consume r partition 0 >"$tmp/r.out" 2>&1
+if [ "$before" = "$after" ] &&
+   cmp -s "$tmp/r.out" <(values r 100; values s 100); then
+	ktap_ok "a full cluster restart: every broker's LEO, HW and epochs as before, the 200 records served"
+else
+	ktap_fail "a full cluster restart: every broker's LEO, HW and epochs as before"
+	ktap_diag "before: $(echo $before) after: $(echo $after)"
+fi
+krep_wait_for 60 cluster_peers_up || ktap_bail "peers did not reconnect"
 
 # --- 7. a follower's divergent suffix is cut on disk too ------------------------------
 # d: replicas 1,2 (4 KiB segments, one ~160-byte record a batch). Broker 2
