@@ -159,7 +159,8 @@ struct leader_hint {
 };
 
 static void error_json(int32_t kerr, int err, const char *msg, size_t len,
-		       const char *attr, const struct leader_hint *lh)
+		       const char *attr, const char *allowed,
+		       const struct leader_hint *lh)
 {
 	const char *kname = NULL;
 	struct json j;
@@ -186,6 +187,10 @@ static void error_json(int32_t kerr, int err, const char *msg, size_t len,
 	if (attr) {
 		json_key(&j, "attribute");
 		json_str(&j, attr);
+	}
+	if (allowed && allowed[0]) {
+		json_key(&j, "allowed");
+		json_str(&j, allowed);
 	}
 	if (lh && lh->text[0] && lh->not_leader) {
 		json_key(&j, "leader");
@@ -305,10 +310,11 @@ void krepctl_kernel_error(struct krepctl *ctl, struct nl_msg *req)
 	struct krep_genl_status st = ctl->gl.st;
 	struct leader_hint lh = { 0 };
 	const char *msg, *own = ctl->gl.st.msg;
+	char path[256], allowed[64];
 	bool inside;
-	char path[256];
 	int len;
 
+	krep_extack_infer(&st.ea, req);	/* a policy refusal's Kafka code */
 	/* the hint's requests reuse ctl->gl.st: keep the error's own */
 	inside = st.ea.msg >= own && st.ea.msg < own + sizeof(st.msg);
 	if (inside)
@@ -330,9 +336,11 @@ void krepctl_kernel_error(struct krepctl *ctl, struct nl_msg *req)
 		msg = strerror(-st.err);
 		len = strlen(msg);
 	}
+	krep_extack_allowed(&st.ea, allowed, sizeof(allowed));
 	error_json(st.ea.has_kerr ? st.ea.kerr : KREP_NO_KERR, st.err, msg,
 		   len, krep_extack_attr_path(&st.ea, req, path,
-					      sizeof(path)) ? NULL : path, &lh);
+					      sizeof(path)) ? NULL : path,
+		   allowed, &lh);
 }
 
 void krepctl_hint_error(struct krepctl *ctl, int err, const char *msg,
@@ -346,7 +354,7 @@ void krepctl_hint_error(struct krepctl *ctl, int err, const char *msg,
 		return;
 	/* a hint without a leader: error_json prints "hint" only */
 	snprintf(lh.text, sizeof(lh.text), "%s", hint);
-	error_json(KREP_NO_KERR, err, msg, strlen(msg), NULL, &lh);
+	error_json(KREP_NO_KERR, err, msg, strlen(msg), NULL, NULL, &lh);
 }
 
 void krepctl_error(struct krepctl *ctl, int32_t kerr, int err,
@@ -367,7 +375,7 @@ void krepctl_error(struct krepctl *ctl, int32_t kerr, int err,
 		fprintf(stderr, " [%s]", kname);
 	fputc('\n', stderr);
 	if (ctl->json)
-		error_json(kerr, err, msg, strlen(msg), NULL, NULL);
+		error_json(kerr, err, msg, strlen(msg), NULL, NULL, NULL);
 }
 
 int krepctl_request(struct krepctl *ctl, struct nl_msg *req,
@@ -482,7 +490,7 @@ int krepctl_connect(struct krepctl *ctl)
 				error_json(KREP_NO_KERR, err,
 					   "cannot enter the network namespace",
 					   strlen("cannot enter the network namespace"),
-					   NULL, NULL);
+					   NULL, NULL, NULL);
 			return KREP_EXIT_ERR;
 		}
 	}
@@ -492,7 +500,7 @@ int krepctl_connect(struct krepctl *ctl)
 			error_json(KREP_NO_KERR, err,
 				   "cannot open a generic netlink socket",
 				   strlen("cannot open a generic netlink socket"),
-				   NULL, NULL);
+				   NULL, NULL, NULL);
 		return KREP_EXIT_ERR;
 	}
 	id = genl_ctrl_resolve(ctl->gl.sk, KREP_GENL_NAME);

@@ -291,6 +291,12 @@ static int create_run(struct krepctl *ctl, int argc, char **argv)
 	if (err)
 		return KREP_EXIT_USAGE;
 	ctl->json |= tc.json;
+	/* a value the kernel's policy would refuse without Kafka's code */
+	if (krep_tconfig_check(&tc.cfg, cfg, sizeof(cfg))) {
+		krepctl_error(ctl, KREP_KERR_INVALID_CONFIG, -EINVAL,
+			      "topic create: %s", cfg);
+		return KREP_EXIT_ERR;
+	}
 	if (via) {
 		krep_tconfig_format(&tc.cfg, cfg, sizeof(cfg));
 		snprintf(req, sizeof(req), "topic-create %s %u %u%s%s", tc.name,

@@ -280,7 +280,9 @@ void krep_ctl_topic_create(struct ctl *c, char **w, int n, FILE *out)
 		      out);
 		return;
 	}
-	if (n == 4 && krep_tconfig_parse(w[3], &cfg, why_buf, sizeof(why_buf))) {
+	if (n == 4 &&
+	    (krep_tconfig_parse(w[3], &cfg, why_buf, sizeof(why_buf)) ||
+	     krep_tconfig_check(&cfg, why_buf, sizeof(why_buf)))) {
 		fprintf(out, "error INVALID_CONFIG: %s\n", why_buf);
 		return;
 	}

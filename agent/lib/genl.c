@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
 #include <sched.h>
@@ -203,6 +204,54 @@ struct nl_msg *krep_genl_msg_new(int family, uint8_t cmd, int flags,
 	return msg;
 }
 
+/* The range (or lengths) NLMSGERR_ATTR_POLICY gives for the refused attribute. */
+static void policy_parse(const struct nlattr *pol, struct krep_extack *ea)
+{
+	const struct nlattr *a;
+	int rem;
+
+	nla_for_each_nested(a, pol, rem) {
+		switch (nla_type(a)) {
+		case NL_POLICY_TYPE_ATTR_MIN_VALUE_S:
+			if (nla_len(a) < 8)
+				break;
+			ea->has_range = ea->range_signed = true;
+			ea->min_s = (int64_t)nla_get_u64((struct nlattr *)a);
+			break;
+		case NL_POLICY_TYPE_ATTR_MAX_VALUE_S:
+			if (nla_len(a) < 8)
+				break;
+			ea->has_range = ea->range_signed = true;
+			ea->max_s = (int64_t)nla_get_u64((struct nlattr *)a);
+			break;
+		case NL_POLICY_TYPE_ATTR_MIN_VALUE_U:
+			if (nla_len(a) < 8)
+				break;
+			ea->has_range = true;
+			ea->min_u = nla_get_u64((struct nlattr *)a);
+			break;
+		case NL_POLICY_TYPE_ATTR_MAX_VALUE_U:
+			if (nla_len(a) < 8)
+				break;
+			ea->has_range = true;
+			ea->max_u = nla_get_u64((struct nlattr *)a);
+			break;
+		case NL_POLICY_TYPE_ATTR_MIN_LENGTH:
+			if (nla_len(a) < 4)
+				break;
+			ea->has_len = true;
+			ea->min_len = nla_get_u32((struct nlattr *)a);
+			break;
+		case NL_POLICY_TYPE_ATTR_MAX_LENGTH:
+			if (nla_len(a) < 4)
+				break;
+			ea->has_len = true;
+			ea->max_len = nla_get_u32((struct nlattr *)a);
+			break;
+		}
+	}
+}
+
 /*
  * Find the NLMSGERR_ATTR_* TLVs of an NLMSG_ERROR message (an error or an
  * ack). They follow the nlmsgerr, and the echoed request payload unless
@@ -254,6 +303,9 @@ int krep_extack_parse(const struct nlmsghdr *nlh, struct krep_extack *ea)
 		ea->has_miss_nest = true;
 		ea->miss_nest = nla_get_u32(a);
 	}
+	a = tb[NLMSGERR_ATTR_POLICY];
+	if (a)
+		policy_parse(a, ea);
 	a = tb[NLMSGERR_ATTR_COOKIE];
 	if (a && nla_len(a) >= (int)sizeof(struct krep_err_cookie)) {
 		struct krep_err_cookie ck;
@@ -305,37 +357,95 @@ int krep_extack_attr_path(const struct krep_extack *ea, struct nl_msg *req,
 	return 0;
 }
 
+int16_t krep_policy_kafka_error(uint8_t cmd, const char *path)
+{
+	switch (cmd) {
+	case KREP_CMD_BROKER_GET:
+	case KREP_CMD_BROKER_SET:
+		return KREP_KERR_NONE;	/* broker configuration: no Kafka code */
+	case KREP_CMD_TOPIC_NEW:
+		if (!strncmp(path, "config", 6) &&
+		    (path[6] == '.' || !path[6]))
+			return KREP_KERR_INVALID_CONFIG;
+		if (!strncmp(path, "assignment", 10))
+			return KREP_KERR_INVALID_REPLICA_ASSIGNMENT;
+		break;
+	case KREP_CMD_FETCH:
+		if (!strcmp(path, "max_bytes"))
+			return KREP_KERR_INVALID_FETCH_SIZE;
+		break;
+	}
+	return KREP_KERR_INVALID_REQUEST;
+}
+
+void krep_extack_infer(struct krep_extack *ea, struct nl_msg *req)
+{
+	const struct genlmsghdr *gh;
+	char path[256];
+	int16_t kerr;
+
+	if (ea->has_kerr || !ea->has_offs || !req ||
+	    krep_extack_attr_path(ea, req, path, sizeof(path)))
+		return;
+	gh = nlmsg_data(nlmsg_hdr(req));
+	kerr = krep_policy_kafka_error(gh->cmd, path);
+	if (kerr == KREP_KERR_NONE)
+		return;
+	ea->has_kerr = true;
+	ea->kerr_inferred = true;
+	ea->kerr = kerr;
+}
+
+void krep_extack_allowed(const struct krep_extack *ea, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	if (ea->has_range && ea->range_signed)
+		snprintf(buf, size, "%" PRId64 "..%" PRId64, ea->min_s,
+			 ea->max_s);
+	else if (ea->has_range)
+		snprintf(buf, size, "%" PRIu64 "..%" PRIu64, ea->min_u,
+			 ea->max_u);
+	else if (ea->has_len)
+		snprintf(buf, size, "length %u..%u", ea->min_len, ea->max_len);
+}
+
 /*
- * Print "<prog>: <strerror(-err)>[: <message>][ (attribute <path>)]
- * [ [KAFKA_ERROR_NAME]]"; a zero @err (an ack carrying a message) prints
- * "<prog>: warning: ...".
+ * Print "<prog>: <strerror(-err)>[: <message>][ (attribute <path>[,
+ * allowed MIN..MAX])][ [KAFKA_ERROR_NAME]]"; a zero @err (an ack carrying
+ * a message) prints "<prog>: warning: ...". A refusal of the netlink
+ * policy gets its Kafka code from krep_extack_infer().
  */
-void krep_extack_print(FILE *f, int err, const struct krep_extack *ea,
+void krep_extack_print(FILE *f, int err, const struct krep_extack *eap,
 		       struct nl_msg *req)
 {
+	struct krep_extack ea = *eap;
+	char path[256], allowed[64];
 	const char *kname;
-	char path[256];
 
+	if (err)
+		krep_extack_infer(&ea, req);
+	krep_extack_allowed(&ea, allowed, sizeof(allowed));
 	if (err)
 		fprintf(f, "%s: %s", krep_prog, strerror(-err));
 	else
 		fprintf(f, "%s: warning", krep_prog);
-	if (ea->msg_len)
-		fprintf(f, ": %.*s", ea->msg_len, ea->msg);
-	if (ea->has_offs) {
-		if (!krep_extack_attr_path(ea, req, path, sizeof(path)))
-			fprintf(f, " (attribute %s)", path);
+	if (ea.msg_len)
+		fprintf(f, ": %.*s", ea.msg_len, ea.msg);
+	if (ea.has_offs) {
+		if (!krep_extack_attr_path(&ea, req, path, sizeof(path)))
+			fprintf(f, " (attribute %s", path);
 		else
-			fprintf(f, " (attribute at offset %u)", ea->offs);
+			fprintf(f, " (attribute at offset %u", ea.offs);
+		fprintf(f, "%s%s)", allowed[0] ? ", allowed " : "", allowed);
 	}
-	if (ea->has_miss_type)
-		print_missing(f, ea, req);
-	if (ea->has_kerr) {
-		kname = krep_kafka_error_name(ea->kerr);
+	if (ea.has_miss_type)
+		print_missing(f, &ea, req);
+	if (ea.has_kerr) {
+		kname = krep_kafka_error_name(ea.kerr);
 		if (kname)
 			fprintf(f, " [%s]", kname);
 		else
-			fprintf(f, " [kafka error %d]", ea->kerr);
+			fprintf(f, " [kafka error %d]", ea.kerr);
 	}
 	fputc('\n', f);
 }
@@ -396,6 +506,7 @@ static int on_error(struct sockaddr_nl *nla, struct nlmsgerr *e, void *arg)
 	r->err = e->error < 0 ? e->error : -e->error;
 	if (krep_extack_parse(nlh, &ea))
 		memset(&ea, 0, sizeof(ea));
+	krep_extack_infer(&ea, r->req);
 	/* Keep it for the caller: the message lives in libnl's buffer. */
 	st->err = r->err;
 	st->ea = ea;

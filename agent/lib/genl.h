@@ -33,6 +33,13 @@ struct krep_extack {
 	uint32_t miss_nest;	/* offset of the nest it is missing from */
 	bool has_kerr;
 	int16_t kerr;		/* Kafka's code (struct krep_err_cookie) */
+	bool kerr_inferred;	/* ... set by krep_extack_infer(), not sent */
+	/* NLMSGERR_ATTR_POLICY: what the refused attribute's policy allows */
+	bool has_range, range_signed;
+	int64_t min_s, max_s;
+	uint64_t min_u, max_u;
+	bool has_len;
+	uint32_t min_len, max_len;
 };
 
 /*
@@ -84,5 +91,20 @@ void krep_extack_print(FILE *f, int err, const struct krep_extack *ea,
 		       struct nl_msg *req);
 int krep_extack_attr_path(const struct krep_extack *ea, struct nl_msg *req,
 			  char *buf, size_t size);
+
+/*
+ * The netlink policy refuses an attribute before krep's handlers run, so
+ * the kernel sends no Kafka code with it: give @ea the one Kafka answers
+ * such a request with, from @req's command and the attribute @ea names
+ * (config.* INVALID_CONFIG, fetch max_bytes INVALID_FETCH_SIZE,
+ * ..., else INVALID_REQUEST; none for BROKER_GET and BROKER_SET). Does
+ * nothing when the kernel sent a code or named no attribute.
+ */
+void krep_extack_infer(struct krep_extack *ea, struct nl_msg *req);
+int16_t krep_policy_kafka_error(uint8_t cmd, const char *path);
+
+/* "0..30000", or "length 1..249", from @ea's policy; "" if it has none. */
+void krep_extack_allowed(const struct krep_extack *ea, char *buf,
+			 size_t size);
 
 #endif

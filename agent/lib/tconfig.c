@@ -33,6 +33,39 @@ static const struct {
 		KREP_A_TCFG_UNCLEAN_LEADER_ELECTION, 0, UINT8_MAX },
 };
 
+/*
+ * What the kernel takes for each key: kmod/nl_topic.c's tcfg_policy, whose
+ * refusal would carry no Kafka code (and would leave krepd --controller
+ * with a topic no broker creates).
+ */
+static const struct {
+	int64_t min, max;
+} valid[KREP_TCFG_NKEYS] = {
+	[KREP_TCFG_MIN_INSYNC_REPLICAS] = { 1, KREP_PEERS_MAX + 1 },
+	[KREP_TCFG_REPLICA_LAG_TIME_MAX_MS] = { 10, 3600 * 1000 },
+	[KREP_TCFG_SEGMENT_BYTES] = { 4096, 1 << 30 },
+	[KREP_TCFG_RETENTION_BYTES] = { -1, INT64_MAX },
+	[KREP_TCFG_MAX_MESSAGE_BYTES] = { 64, 1048588 },
+	[KREP_TCFG_UNCLEAN_LEADER_ELECTION] = { 0, 1 },
+};
+
+int krep_tconfig_check(const struct krep_tconfig *tc, char *why,
+		       size_t whylen)
+{
+	int k;
+
+	for (k = 0; k < KREP_TCFG_NKEYS; k++) {
+		if (!tc->has[k] ||
+		    (tc->v[k] >= valid[k].min && tc->v[k] <= valid[k].max))
+			continue;
+		snprintf(why, whylen,
+			 "%s must be %" PRId64 "..%" PRId64 ", not %" PRId64,
+			 keys[k].name, valid[k].min, valid[k].max, tc->v[k]);
+		return -ERANGE;
+	}
+	return 0;
+}
+
 const char *krep_tconfig_name(enum krep_tcfg_key k)
 {
 	return k < KREP_TCFG_NKEYS ? keys[k].name : "?";

@@ -45,6 +45,16 @@ int krep_tconfig_attr(enum krep_tcfg_key k);
 int krep_tconfig_parse(const char *s, struct krep_tconfig *tc, char *why,
 		       size_t whylen);
 
+/*
+ * Whether the kernel takes every value of @tc (min_insync_replicas 1..65,
+ * replica_lag_time_max_ms 10..3600000, segment_bytes 4096..2^30,
+ * retention_bytes -1 or more, max_message_bytes 64..1048588,
+ * unclean_leader_election 0..1). Returns 0, or -ERANGE with "KEY must be
+ * MIN..MAX, not V" in @why: Kafka's INVALID_CONFIG.
+ */
+int krep_tconfig_check(const struct krep_tconfig *tc, char *why,
+		       size_t whylen);
+
 /* The KREP_A_TOPIC_CONFIG nest of @tc (nothing when it is empty). */
 int krep_tconfig_put(struct nl_msg *msg, const struct krep_tconfig *tc);
 

@@ -38,7 +38,7 @@ NS=krep-test-ctl-none-$$
 B=(--broker "1@netns:$NS")
 S=(--state-file "$tmp/krepd.state" --socket "$tmp/krepd.sock")
 
-ktap_plan 50
+ktap_plan 52
 
 # --- command lines ---------------------------------------------------------
 
@@ -150,6 +150,19 @@ err=$("$K" topic create t partitions 2000 --socket "$tmp/krepd.sock" 2>&1)
 rc=$?
 [ $rc = 1 ] && [[ $err == *"krepd: INVALID_PARTITIONS: partitions must be 1..1024"* ]]
 ok $? "topic create --controller with 2000 partitions: exit 1, INVALID_PARTITIONS"
+err=$("$K" topic create t config min_insync_replicas=0 --socket "$tmp/krepd.sock" 2>&1)
+rc=$?
+[ $rc = 1 ] && [ "$err" = "krepctl: Invalid argument: topic create: min_insync_replicas must be 1..65, not 0 [INVALID_CONFIG]" ]
+ok $? "topic create --controller with min_insync_replicas=0: krepctl refuses it, exit 1, INVALID_CONFIG"
+# krepd itself, asked by another client: it would keep a topic no broker takes
+out=$(python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"topic-create t 1 1 max_message_bytes=10\n")
+print(s.makefile().read(), end="")' "$tmp/krepd.sock" 2>&1)
+[ "$out" = "error INVALID_CONFIG: max_message_bytes must be 64..1048588, not 10" ]
+ok $? "krepd's topic-create with max_message_bytes=10: error INVALID_CONFIG with the range"
 err=$("$K" topic delete nosuch --controller --socket "$tmp/krepd.sock" 2>&1)
 rc=$?
 [ $rc = 1 ] && [[ $err == *"krepd: UNKNOWN_TOPIC_OR_PARTITION: no such topic"* ]]

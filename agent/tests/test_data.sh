@@ -56,7 +56,7 @@ fails() {
 	fi
 }
 
-ktap_plan 69
+ktap_plan 74
 
 krep_mod_unload
 krep_mod_load broker_id=1 || ktap_bail "cannot load $KREP_KO"
@@ -90,6 +90,21 @@ fails "partitions 1025: INVALID_PARTITIONS" 1 INVALID_PARTITIONS \
 	"$K" topic create p1025 partitions 1025
 fails "replication-factor 0: INVALID_REPLICATION_FACTOR" 1 \
 	INVALID_REPLICATION_FACTOR "$K" topic create rf0 replication-factor 0
+# policy-level refusals: krepctl's own check of a topic configuration,
+# and the kernel's netlink policy (no code of its own) named by krepctl
+fails "config min_insync_replicas=0: INVALID_CONFIG" 1 INVALID_CONFIG \
+	"$K" topic create mi0 config min_insync_replicas=0
+same "config segment_bytes=100 as JSON: INVALID_CONFIG with the range" \
+	"$("$K" --json topic create sb config segment_bytes=100 2>/dev/null)" \
+	'{"error":"INVALID_CONFIG","code":40,"errno":"EINVAL","message":"topic create: segment_bytes must be 4096..1073741824, not 100"}'
+fails "consume max-bytes 0: INVALID_FETCH_SIZE" 1 INVALID_FETCH_SIZE \
+	"$K" consume orders partition 0 max-bytes 0
+same "consume max-bytes 0 as JSON: the attribute and the allowed range" \
+	"$("$K" --json consume orders partition 0 max-bytes 0 2>/dev/null | jq -c '[.error, .code, .attribute, .allowed]')" \
+	'["INVALID_FETCH_SIZE",4,"max_bytes","1..1048576"]'
+err=$(echo x | "$K" produce orders partition 0 timeout 40000 2>&1 >/dev/null)
+same "produce timeout 40000: INVALID_REQUEST, the allowed range" \
+	"$err" "krepctl: Numerical result out of range: integer out of range (attribute timeout_ms, allowed 0..30000) [INVALID_REQUEST]"
 same "topic describe --json: the leader epoch cache as epochs" \
 	"$("$K" --json topic describe orders | jq -c '.[0].epochs')" \
 	'[{"epoch":0,"start_offset":0}]'

@@ -925,6 +925,86 @@ static void add_cookie(struct nlmsghdr *nlh, int16_t kerr)
 				  NLMSGERR_ATTR_COOKIE, &ck, sizeof(ck));
 }
 
+/* NLMSGERR_ATTR_POLICY with an unsigned range, as the kernel sends it */
+static void add_policy(struct nlmsghdr *nlh, uint64_t min, uint64_t max)
+{
+	char *p = (char *)nlh + nlh->nlmsg_len;
+	struct nlattr *nest = (struct nlattr *)p;
+	size_t off = NLA_HDRLEN;
+	uint32_t type = NL_ATTR_TYPE_U32;
+
+	off += put_tlv(p + off, NL_POLICY_TYPE_ATTR_TYPE, &type, 4);
+	off += put_tlv(p + off, NL_POLICY_TYPE_ATTR_MIN_VALUE_U, &min, 8);
+	off += put_tlv(p + off, NL_POLICY_TYPE_ATTR_MAX_VALUE_U, &max, 8);
+	nest->nla_type = NLMSGERR_ATTR_POLICY | NLA_F_NESTED;
+	nest->nla_len = off;
+	nlh->nlmsg_len += NLA_ALIGN(off);
+}
+
+/* The Kafka code of a policy refusal, by command and attribute path. */
+static void test_policy_kafka_error(void)
+{
+	static char buf[4096] __attribute__((aligned(8)));
+	struct krep_topic_create tc = { .name = "t", .partitions = 1,
+					.replication_factor = 1 };
+	struct krep_tconfig cfg = { 0 };
+	struct krep_extack ea;
+	struct nlmsghdr *nlh;
+	struct nl_msg *req;
+	char why[128];
+	uint32_t off;
+
+	CHECK(krep_policy_kafka_error(KREP_CMD_TOPIC_NEW,
+				      "config.min_insync_replicas") ==
+	      KREP_KERR_INVALID_CONFIG &&
+	      krep_policy_kafka_error(KREP_CMD_FETCH, "max_bytes") ==
+	      KREP_KERR_INVALID_FETCH_SIZE &&
+	      krep_policy_kafka_error(KREP_CMD_PRODUCE, "timeout_ms") ==
+	      KREP_KERR_INVALID_REQUEST &&
+	      krep_policy_kafka_error(KREP_CMD_TXN, "producer_epoch") ==
+	      KREP_KERR_INVALID_REQUEST &&
+	      krep_policy_kafka_error(KREP_CMD_BROKER_SET, "listen.port") ==
+	      KREP_KERR_NONE,
+	      "policy refusals: INVALID_CONFIG, INVALID_FETCH_SIZE, INVALID_REQUEST; none for BROKER_SET");
+
+	/* TOPIC_NEW config.min_insync_replicas=0, as the kernel refuses it */
+	tc.cfg.has[KREP_TCFG_MIN_INSYNC_REPLICAS] = true;
+	tc.cfg.v[KREP_TCFG_MIN_INSYNC_REPLICAS] = 0;
+	req = krep_topic_create_msg(FAMILY, &tc);
+	off = offset_of(req, (const int []){ KREP_A_TOPIC_CONFIG,
+			KREP_A_TCFG_MIN_INSYNC_REPLICAS }, 2);
+	nlh = make_err(buf, req, -ERANGE, true, "integer out of range", true,
+		       off, false, 0, 0);
+	add_policy(nlh, 1, 65);
+	CHECK(!krep_extack_parse(nlh, &ea) && !ea.has_kerr,
+	      "a policy refusal carries no cookie");
+	CHECK_STR(extack_text(nlh, -ERANGE, req),
+		  "test: Numerical result out of range: integer out of range (attribute config.min_insync_replicas, allowed 1..65) [INVALID_CONFIG]\n",
+		  "TOPIC_NEW's config refused by the policy: INVALID_CONFIG and the allowed range");
+	nlmsg_free(req);
+
+	/* krepctl and krepd refuse it before the kernel does */
+	CHECK(!krep_tconfig_parse("min_insync_replicas=2,segment_bytes=4096,retention_bytes=-1,unclean_leader_election=true",
+				  &cfg, why, sizeof(why)) &&
+	      !krep_tconfig_check(&cfg, why, sizeof(why)),
+	      "krep_tconfig_check: values the kernel takes");
+	CHECK(!krep_tconfig_parse("min.insync.replicas=0", &cfg, why,
+				  sizeof(why)) &&
+	      krep_tconfig_check(&cfg, why, sizeof(why)) == -ERANGE &&
+	      !strcmp(why, "min_insync_replicas must be 1..65, not 0"),
+	      "krep_tconfig_check: min_insync_replicas=0 (%s)", why);
+	memset(&cfg, 0, sizeof(cfg));
+	CHECK(!krep_tconfig_parse("retention_bytes=-2", &cfg, why, sizeof(why)) &&
+	      krep_tconfig_check(&cfg, why, sizeof(why)) == -ERANGE &&
+	      strstr(why, "retention_bytes must be -1..") &&
+	      !krep_tconfig_parse("retention_bytes=-1,replica_lag_time_max_ms=9",
+				  &cfg, why, sizeof(why)) &&
+	      krep_tconfig_check(&cfg, why, sizeof(why)) == -ERANGE &&
+	      !strcmp(why, "replica_lag_time_max_ms must be 10..3600000, not 9"),
+	      "krep_tconfig_check: retention_bytes=-2, replica_lag_time_max_ms=9 (%s)",
+	      why);
+}
+
 struct kerr_case {
 	struct krepctl *ctl;
 	struct nl_msg *req;
@@ -1000,10 +1080,26 @@ static void test_kafka_error(void)
 	krep_extack_parse(nlh, &ea);
 	ctl.gl.st.ea = ea;
 	capture_both(kernel_error_fn, &kc, out, sizeof(out), err, sizeof(err));
-	CHECK_STR(out, "{\"error\":null,\"code\":null,\"errno\":\"ERANGE\",\"message\":\"integer out of range\",\"attribute\":\"offset\"}\n",
-		  "policy error with --json: null code, attribute path");
-	CHECK_STR(err, "test: Numerical result out of range: integer out of range (attribute offset)\n",
-		  "policy error text names the attribute");
+	CHECK_STR(out, "{\"error\":\"INVALID_REQUEST\",\"code\":42,\"errno\":\"ERANGE\",\"message\":\"integer out of range\",\"attribute\":\"offset\"}\n",
+		  "policy error with --json: INVALID_REQUEST inferred, attribute path");
+	CHECK_STR(err, "test: Numerical result out of range: integer out of range (attribute offset) [INVALID_REQUEST]\n",
+		  "policy error text names the attribute and Kafka's code");
+
+	/* the policy's range (NLMSGERR_ATTR_POLICY), and FETCH's own code */
+	nla_put_u32(req, KREP_A_MAX_BYTES, 0);
+	off = offset_of(req, (const int []){ KREP_A_MAX_BYTES }, 1);
+	nlh = make_err(buf, req, -ERANGE, true, "integer out of range", true,
+		       off, false, 0, 0);
+	add_policy(nlh, 1, 1 << 20);
+	CHECK(!krep_extack_parse(nlh, &ea) && ea.has_range && !ea.has_kerr &&
+	      ea.min_u == 1 && ea.max_u == 1 << 20,
+	      "NLMSGERR_ATTR_POLICY parsed as the allowed range");
+	ctl.gl.st.ea = ea;
+	capture_both(kernel_error_fn, &kc, out, sizeof(out), err, sizeof(err));
+	CHECK_STR(out, "{\"error\":\"INVALID_FETCH_SIZE\",\"code\":4,\"errno\":\"ERANGE\",\"message\":\"integer out of range\",\"attribute\":\"max_bytes\",\"allowed\":\"1..1048576\"}\n",
+		  "fetch max_bytes out of the policy's range: INVALID_FETCH_SIZE, allowed range in the JSON");
+	CHECK_STR(err, "test: Numerical result out of range: integer out of range (attribute max_bytes, allowed 1..1048576) [INVALID_FETCH_SIZE]\n",
+		  "fetch max_bytes out of the policy's range: text with the allowed range");
 
 	/* no extack message: strerror */
 	nlh = make_err(buf, req, -ENOENT, true, NULL, false, 0, false, 0, 0);
@@ -1640,6 +1736,7 @@ int main(void)
 	test_json();
 	test_attrs_print();
 	test_kafka_error();
+	test_policy_kafka_error();
 	test_produce_parse();
 	test_consume_parse();
 	test_partition_cmds_parse();
