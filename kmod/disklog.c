@@ -141,9 +141,15 @@ static struct dseg *tail(struct krep_disklog *d)
 static void fail(struct krep_disklog *d, const char *what, int err)
 {
 	if (!d->failed)
-		pr_err("%s-%u: log directory: %s failed (%d); the partition is no longer written to disk\n",
+		pr_err("%s-%u: log directory: %s failed (%d); the partition takes no more appends here\n",
 		       pname(d), d->p->index, what, err);
-	d->failed = true;
+	WRITE_ONCE(d->failed, true);
+}
+
+/* p->lock held: did the partition's files fail? (appends are refused) */
+bool krep_disk_failed(const struct krep_partition *p)
+{
+	return p->disk && READ_ONCE(p->disk->failed);
 }
 
 /* open the three files of @s for writing at their ends */

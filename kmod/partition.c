@@ -25,6 +25,7 @@
 
 #include "krep.h"
 #include "broker.h"
+#include "disklog.h"
 #include "isr.h"
 #include "partition.h"
 #include "record.h"
@@ -515,6 +516,12 @@ int krep_partition_append(struct krep_partition *p, const u8 *batch, u32 len,
 		err = check_epoch(p, leader_epoch, st);
 	if (err)
 		goto out;
+	if (krep_disk_failed(p)) {
+		/* as Kafka's offline log directory: no more appends here */
+		err = krep_fail(st, KREP_KERR_KAFKA_STORAGE_ERROR, -EIO,
+				"the partition's log directory failed (see the kernel log)");
+		goto out;
+	}
 	if (acks == -1 && krep_partition_isr_size(p) < min_isr(p)) {
 		err = krep_fail(st, KREP_KERR_NOT_ENOUGH_REPLICAS, -EAGAIN,
 				"ISR smaller than min_insync_replicas");

@@ -24,6 +24,7 @@
 #    with the leader's log. Then the whole cluster restarts from disk.
 # 7. a follower that diverged after a leader change (a scripted
 #    controller) truncates its segment files with its log.
+# 8. a full disk: appends are refused with KAFKA_STORAGE_ERROR.
 # Prints KTAP; leaves the module unloaded, the image unmounted.
 
 # shellcheck disable=SC2317 # the conditions krep_wait_for polls
@@ -47,7 +48,7 @@ mnt=$tmp/mnt
 krep_cleanup_push rm -rf "$tmp"
 mark=logdir-$$
 
-ktap_plan 32
+ktap_plan 33
 
 values() { # PREFIX COUNT
 	seq -f "$1-%05g-abcdefghijklmnopqrstuvwxyz0123456789" 0 $(($2 - 1))
@@ -385,6 +386,31 @@ else
 fi
 ktap_check "the kernel log says broker 1's d-0 was truncated from 80 to 50" \
 	eval 'krep_kmsg_since "$mark-cut" | grep -q "d-0: truncated from 80 to 50"'
+
+# --- 8. a full disk: the partition refuses appends with KAFKA_STORAGE_ERROR ----------
+small=$tmp/small
+mkdir -p "$small"
+truncate -s 4M "$tmp/small.img" && mkfs.ext4 -q -F -O ^has_journal "$tmp/small.img" &&
+	mount -o loop "$tmp/small.img" "$small" || ktap_bail "cannot mount a small image"
+krep_cleanup_push umount "$small"
+krep_netns_add B7 lb7 || ktap_bail "netns"
+kc "$B7" broker set id 7 log-dir "$small" >/dev/null &&
+	kc "$B7" topic create full partitions 1 replication-factor 1 \
+		config segment_bytes=1048576 >/dev/null || ktap_bail "broker 7"
+krep_kmsg_mark "$mark-full"
+big x 0 40000 | kc "$B7" produce full acks 1 batch 50 >/dev/null 2>"$tmp/full.err"
+refused() {
+	big y 0 50 | kc "$B7" produce full acks 1 batch 50 >/dev/null 2>"$tmp/full.err"
+	grep -q KAFKA_STORAGE_ERROR "$tmp/full.err"
+}
+if krep_wait_for 60 refused &&
+   [ "$(krep_kmsg_since "$mark-full" | grep -c "full-0: log directory: writing a segment failed (-28); the partition takes no more appends here")" = 1 ]; then
+	ktap_ok "a full disk: the kernel log says so once, and produces get KAFKA_STORAGE_ERROR"
+else
+	ktap_fail "a full disk: the kernel log says so once, and produces get KAFKA_STORAGE_ERROR"
+	ktap_diag_stdin <"$tmp/full.err"
+fi
+ip netns del "$B7"
 
 krep_teardown_checks "$mark"
 ktap_finish
