@@ -117,10 +117,11 @@ static void describe_usage(FILE *f)
 	      "whole cluster as krepd --controller sees it instead, one line per\n"
 	      "partition:\n"
 	      "  TOPIC PARTITION leader=ID|- epoch=N partition_epoch=N\n"
-	      "  replicas=ID,... isr=ID,... elr=ID,...|- offline=0|1\n"
-	      "(--json: an array of krepd's objects {\"topic\",\"partition\",\n"
-	      "\"leader\",\"leader_epoch\",\"partition_epoch\",\"replicas\",\"isr\",\n"
-	      "\"elr\",\"offline\"}); --under-replicated and --unavailable filter it.\n", f);
+	      "  replicas=ID,... isr=ID,... min_isr=N elr=ID,...|- offline=0|1\n"
+	      "(min_isr: the topic's min_insync_replicas; --json: an array of\n"
+	      "krepd's objects {\"topic\",\"partition\",\"leader\",\"leader_epoch\",\n"
+	      "\"partition_epoch\",\"replicas\",\"isr\",\"min_isr\",\"elr\",\n"
+	      "\"offline\"}); every filter applies, the min ISR ones to min_isr.\n", f);
 }
 
 static int create_run(struct krepctl *ctl, int argc, char **argv);
@@ -1290,9 +1291,6 @@ static int describe_run(struct krepctl *ctl, int argc, char **argv)
 	}
 	if (err)
 		return KREP_EXIT_USAGE;
-	if (via && (filters & (F_UNDER_MIN_ISR | F_AT_MIN_ISR)))
-		return krepctl_usage_error(describe_usage,
-					   "topic describe: --under-min-isr and --at-min-isr need min_insync_replicas, which krepd's view does not carry: ask the brokers (without --controller)");
 	if (via && ctl->netns)
 		return krepctl_usage_error(describe_usage,
 					   "topic describe --controller talks to krepd's control socket, not to a broker: drop --netns");

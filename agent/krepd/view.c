@@ -1117,6 +1117,9 @@ void krep_view_status(struct ctl *c, FILE *out)
 		json_ids(&j, &ps->ar);
 		json_key(&j, "isr");
 		json_ids(&j, &ps->isr);
+		/* the topic's min_insync_replicas, as elections use it */
+		json_key(&j, "min_isr");
+		json_u64(&j, tconf(c, c->parts[i].st.topic)->min_isr);
 		json_key(&j, "elr");
 		json_ids(&j, &ps->elr);
 		json_key(&j, "offline");

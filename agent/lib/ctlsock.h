@@ -10,7 +10,8 @@
  *                                    view: {"topic","partition","leader"
  *                                    (null when offline),"leader_epoch",
  *                                    "partition_epoch","replicas","isr",
- *                                    "elr","offline"}
+ *                                    "min_isr" (the topic's
+ *                                    min_insync_replicas),"elr","offline"}
  *   brokers                          one per broker: {"id","reachable",
  *                                    "fenced","claimed","incarnation"
  *                                    (hex string or null)} and the

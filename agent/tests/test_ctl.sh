@@ -208,7 +208,7 @@ ok $? "restarted: controller epoch 2 (the state file's + 1), broker 1 still fenc
 [ $rc = 0 ] || ktap_diag "exit $rc: $out"
 
 # topic describe --controller: the cluster as krepd sees it, filtered
-want="v 0 leader=- epoch=0 partition_epoch=0 replicas=1 isr=1 elr=- offline=1"
+want="v 0 leader=- epoch=0 partition_epoch=0 replicas=1 isr=1 min_isr=1 elr=- offline=1"
 out=$("$K" topic describe --socket "$tmp/krepd.sock" 2>&1)
 [ "$out" = "$want" ]
 ok $? "topic describe --controller: every partition, as krepd sees it"
@@ -218,11 +218,15 @@ out=$("$K" topic describe v --unavailable --socket "$tmp/krepd.sock" 2>&1)/$("$K
 ok $? "topic describe --controller --unavailable, --under-replicated, another topic"
 [ "$out" = "$want//" ] || ktap_diag "got: $out"
 out=$("$K" --json topic describe --socket "$tmp/krepd.sock" 2>&1)
-jwant='[{"topic":"v","partition":0,"leader":null,"leader_epoch":0,"partition_epoch":0,"replicas":[1],"isr":[1],"elr":[],"offline":true}]'
+jwant='[{"topic":"v","partition":0,"leader":null,"leader_epoch":0,"partition_epoch":0,"replicas":[1],"isr":[1],"min_isr":1,"elr":[],"offline":true}]'
 [ "$out" = "$jwant" ]
 ok $? "topic describe --controller --json: krepd's objects in an array"
 [ "$out" = "$jwant" ] || ktap_diag "got: $out"
-usage "need min_insync_replicas" "$K" topic describe --at-min-isr --socket "$tmp/krepd.sock"
+# min ISR: v's ISR (1) is at min(min_isr 1, replicas 1), not under it
+out=$("$K" topic describe --at-min-isr --socket "$tmp/krepd.sock" 2>&1)/$("$K" topic describe --under-min-isr --socket "$tmp/krepd.sock" 2>&1)/$("$K" --json topic describe --at-min-isr --socket "$tmp/krepd.sock" 2>&1 | jq -c '[.[] | [.topic, .min_isr]]')
+[ "$out" = "$want//[[\"v\",1]]" ]
+ok $? "topic describe --controller --at-min-isr, --under-min-isr: by krepd's min_isr (text and --json)"
+[ "$out" = "$want//[[\"v\",1]]" ] || ktap_diag "got: $out"
 
 viewed() {
 	grep -qF 'view {"topic":"v","partition":0,"leader":null,' "$tmp/krepd.out"
