@@ -387,10 +387,10 @@ fi
 ktap_check "the kernel log says broker 1's d-0 was truncated from 80 to 50" \
 	eval 'krep_kmsg_since "$mark-cut" | grep -q "d-0: truncated from 80 to 50"'
 
-# --- 8. a full disk: the partition refuses appends with KAFKA_STORAGE_ERROR ----------
+# --- 8. a full disk (2 MiB): the partition refuses appends with KAFKA_STORAGE_ERROR ----------
 small=$tmp/small
 mkdir -p "$small"
-truncate -s 4M "$tmp/small.img" && mkfs.ext4 -q -F -O ^has_journal "$tmp/small.img" &&
+truncate -s 2M "$tmp/small.img" && mkfs.ext4 -q -F -O ^has_journal "$tmp/small.img" &&
 	mount -o loop "$tmp/small.img" "$small" || ktap_bail "cannot mount a small image"
 krep_cleanup_push umount "$small"
 krep_netns_add B7 lb7 || ktap_bail "netns"
@@ -398,7 +398,7 @@ kc "$B7" broker set id 7 log-dir "$small" >/dev/null &&
 	kc "$B7" topic create full partitions 1 replication-factor 1 \
 		config segment_bytes=1048576 >/dev/null || ktap_bail "broker 7"
 krep_kmsg_mark "$mark-full"
-big x 0 40000 | kc "$B7" produce full acks 1 batch 50 >/dev/null 2>"$tmp/full.err"
+big x 0 16000 | kc "$B7" produce full acks 1 batch 50 >/dev/null 2>"$tmp/full.err"
 refused() {
 	big y 0 50 | kc "$B7" produce full acks 1 batch 50 >/dev/null 2>"$tmp/full.err"
 	grep -q KAFKA_STORAGE_ERROR "$tmp/full.err"
