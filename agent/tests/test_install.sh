@@ -6,7 +6,11 @@
 # --help have a subsection for every command 'krepctl help' lists and
 # format without a groff warning; krepctl's bash completion completes
 # commands, subcommands and keywords; the systemd units start
-# /usr/sbin/krepd; the bpftrace tools are there. KTAP on stdout.
+# /usr/sbin/krepd, krep-module.service runs modprobe krep before the relay
+# and krepd --metrics, and its example /etc/modprobe.d/krep.conf gives
+# modprobe one "options krep" line; systemd-analyze verify takes the units
+# (installed a second time under a PREFIX of their own, where their
+# programs are); the bpftrace tools are there. KTAP on stdout.
 #
 # Usage: agent/tests/test_install.sh
 
@@ -18,7 +22,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 d=$tmp/root
 
-ktap_plan 7
+ktap_plan 10
 
 make -s --no-print-directory -C "$here/.." install DESTDIR="$d" PREFIX=/usr >"$tmp/make.out" 2>&1
 ok $? "make install DESTDIR=... PREFIX=/usr"
@@ -67,11 +71,49 @@ complete_words() {
 	[ "$(complete_words krepctl consume t --fo)" = "--follow --format" ]
 ok $? "bash completion: commands, subcommands, keywords and options"
 
+u=$d/usr/lib/systemd/system
 grep -qx 'ExecStart=/usr/sbin/krepd --controller --config /etc/krep/krepd.conf --foreground' \
-	"$d/usr/lib/systemd/system/krepd.service" &&
-	grep -q '^ExecStart=/usr/sbin/krepd --relay ' \
-		"$d/usr/lib/systemd/system/krep-relay.service"
+	"$u/krepd.service" &&
+	grep -q '^ExecStart=/usr/sbin/krepd --relay ' "$u/krep-relay.service" &&
+	grep -qx 'ExecStart=/usr/sbin/krepd --metrics ${KREP_METRICS} --foreground' \
+		"$u/krep-metrics.service"
 ok $? "systemd units start \$SBINDIR/krepd"
+
+# unit FILE KEY: the values of KEY= in FILE, a line each
+unit() { sed -n "s/^$2=//p" "$1"; }
+[ "$(unit "$u/krep-module.service" ExecStart)" = "/sbin/modprobe krep" ] &&
+	[ "$(unit "$u/krep-module.service" ExecStop)" = "/sbin/modprobe -r krep" ] &&
+	[ "$(unit "$u/krep-module.service" Type)" = oneshot ] &&
+	[ "$(unit "$u/krep-module.service" RemainAfterExit)" = yes ] &&
+	unit "$u/krep-module.service" After | grep -qw network-online.target &&
+	unit "$u/krep-relay.service" Wants | grep -qw krep-module.service &&
+	unit "$u/krep-relay.service" After | grep -qw krep-module.service &&
+	unit "$u/krep-metrics.service" Wants | grep -qw krep-module.service &&
+	unit "$u/krep-metrics.service" After | grep -qw krep-module.service &&
+	unit "$u/krepd.service" After | grep -qw krep-module.service &&
+	grep -q ' /usr/share/krep/examples/modprobe.d/krep.conf' \
+		"$u/krep-module.service"
+ok $? "krep-module.service: modprobe krep after the network, before the relay, krepd --metrics and the controller"
+
+# the example, uncommented, is one "options krep" line for modprobe
+ex=$d/usr/share/krep/examples/modprobe.d/krep.conf
+sed -e 's/^#options /options /' -e 's/^#\t/\t/' "$ex" >"$tmp/krep.conf"
+opts=$(modprobe -C "$tmp/krep.conf" --showconfig 2>&1 | grep '^options krep ')
+[ -f "$ex" ] && [ "$(wc -l <<<"$opts")" = 1 ] &&
+	[[ $opts == "options krep broker_id=1 "*" log_dir=/var/lib/krep/logs" ]]
+ok $? "the example modprobe.d/krep.conf: one options line for modprobe"
+[ -n "$opts" ] || ktap_diag "modprobe --showconfig: nothing for krep"
+
+# systemd-analyze verify wants the programs at their ExecStart paths
+p=$tmp/prefix
+make -s --no-print-directory -C "$here/.." install PREFIX="$p" >"$tmp/make2.out" 2>&1 &&
+	out=$(cd "$p/lib/systemd/system" &&
+	      SYSTEMD_LOG_LEVEL=warning systemd-analyze verify \
+		./krep-module.service ./krepd.service ./krep-relay.service \
+		./krep-metrics.service 2>&1) &&
+	[ -z "$out" ]
+ok $? "systemd-analyze verify: the four units"
+[ -z "$out" ] || ktap_diag "$out"
 
 n=0
 for t in "$here"/../../tools/bpftrace/*.bt; do
