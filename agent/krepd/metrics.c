@@ -26,12 +26,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <linux/krep.h>
 
+#include "commit_lat.h"
 #include "ep.h"
 #include "genl.h"
 #include "metrics.h"
@@ -73,6 +75,10 @@ struct krep_metrics {
 	uint64_t shrinks, expands;
 	uint64_t next_poll;
 	uint64_t polls, poll_errors;
+	struct krep_lat *lat;	/* tracing krep_hw_advance while up */
+	bool lat_tried;		/* since the module (re)appeared */
+	bool lat_seen;		/* traced once: export the histogram */
+	struct krep_lat_hist lat_hist;
 };
 
 static uint64_t now_ms(void)
@@ -186,6 +192,45 @@ static void isr_account(struct krep_metrics *m, const struct krep_snap *snap)
 	}
 }
 
+/*
+ * Commit latency (commit_lat.h): trace while the module is there, once
+ * per load; a failure (not root, no tracefs) is logged once per load and
+ * leaves the histogram out.
+ */
+static void lat_poll(struct krep_metrics *m)
+{
+	struct stat st;
+	char why[256];
+
+	if (!m->up) {
+		if (m->lat) {
+			krep_lat_read(m->lat, &m->lat_hist);
+			krep_lat_close(m->lat);
+			m->lat = NULL;
+		}
+		m->lat_tried = false;
+		return;
+	}
+	if (!m->lat && !m->lat_tried) {
+		m->lat_tried = true;
+		if (stat("/proc/self/ns/net", &st)) {
+			m->log(LOG_WARNING, "metrics: no commit latency: /proc/self/ns/net: %s",
+			       strerror(errno));
+			return;
+		}
+		m->lat = krep_lat_open((unsigned int)st.st_ino, why,
+				       sizeof(why));
+		if (!m->lat) {
+			m->log(LOG_WARNING, "metrics: no commit latency (krep_commit_latency_seconds): cannot trace krep_hw_advance: %s",
+			       why);
+			return;
+		}
+		m->lat_seen = true;
+	}
+	if (m->lat)
+		krep_lat_read(m->lat, &m->lat_hist);
+}
+
 /* Take a snapshot, count ISR changes; m->up says whether it worked. */
 static void metrics_poll(struct krep_metrics *m)
 {
@@ -213,6 +258,7 @@ static void metrics_poll(struct krep_metrics *m)
 	if (!m->up && m->polls > 1)
 		m->log(LOG_NOTICE, "metrics: the krep broker can be read again");
 	m->up = true;
+	lat_poll(m);
 	return;
 down:
 	m->poll_errors++;
@@ -221,6 +267,7 @@ down:
 		m->log(LOG_WARNING, "metrics: cannot read the krep broker");
 	}
 	m->up = false;
+	lat_poll(m);
 }
 
 /* ---- the exposition ---------------------------------------------------- */
@@ -342,11 +389,11 @@ static const char *stat_help(const char *name)
 static void render(struct krep_metrics *m, FILE *f)
 {
 	krep_metrics_render(f, m->up ? &m->snap : NULL, m->shrinks,
-			    m->expands);
+			    m->expands, m->lat_seen ? &m->lat_hist : NULL);
 }
 
 void krep_metrics_render(FILE *f, const struct krep_snap *s, uint64_t shrinks,
-			 uint64_t expands)
+			 uint64_t expands, const struct krep_lat_hist *lat)
 {
 	struct krep_broker_health h;
 	const char *name;
@@ -362,6 +409,8 @@ void krep_metrics_render(FILE *f, const struct krep_snap *s, uint64_t shrinks,
 	metric(f, "krep_isr_expands_total", "counter",
 	       "Followers added to the ISR of partitions led here, seen since krepd started.",
 	       expands);
+	if (lat)
+		krep_lat_render(f, lat);
 	if (!s)
 		return;
 	krep_broker_health(s, &h);
@@ -713,6 +762,7 @@ void krep_metrics_close(struct krep_metrics *m)
 		if (m->clients[i].fd >= 0)
 			client_close(&m->clients[i]);
 	close(m->lfd);
+	krep_lat_close(m->lat);
 	if (m->gl.sk)
 		krep_genl_close(&m->gl);
 	if (m->up)

@@ -5,7 +5,8 @@
  * loop, with the figures of krepctl stats (snap.h) and ISR shrink and
  * expand counters kept by comparing the ISR of every partition this broker
  * leads from one PARTITION_GET to the next (once a second, at every
- * scrape, and at once after an ALTER_ISR event).
+ * scrape, and at once after an ALTER_ISR event), and the commit latency
+ * histogram from the krep_hw_advance trace event (commit_lat.h).
  *
  *	struct pollfd pfd[... + KREP_METRICS_NFDS];
  *	n = krep_metrics_pollfds(m, pfd + base);
@@ -46,12 +47,15 @@ void krep_metrics_handle(struct krep_metrics *m, const struct pollfd *pfd,
 			 int n);
 
 struct krep_snap;
+struct krep_lat_hist;
 
 /*
  * The exposition itself: @s the broker's snapshot, or NULL while it cannot
- * be read (krep_up 0, and the ISR counters only). For the tests too.
+ * be read (krep_up 0, and the counters only); @lat the commit latency
+ * histogram (commit_lat.h), or NULL when krep_hw_advance could not be
+ * traced. For the tests too.
  */
 void krep_metrics_render(FILE *f, const struct krep_snap *s, uint64_t shrinks,
-			 uint64_t expands);
+			 uint64_t expands, const struct krep_lat_hist *lat);
 
 #endif

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "commit_lat.h"
 #include "metrics.h"
 #include "snap.h"
 #include "tap.h"
@@ -90,6 +91,87 @@ static const char *labels_parse(const char *p, char *why, size_t size)
 	return p + 1;
 }
 
+/* The histogram family a NAME_bucket, NAME_sum or NAME_count sample is of. */
+static struct family *histogram_of(struct family *fs, int nf, const char *n,
+				   size_t len)
+{
+	static const char *const sfx[] = { "_bucket", "_sum", "_count" };
+	size_t i, k;
+	int j;
+
+	for (i = 0; i < 3; i++) {
+		k = strlen(sfx[i]);
+		if (len <= k || strncmp(n + len - k, sfx[i], k))
+			continue;
+		for (j = 0; j < nf; j++)
+			if (!strcmp(fs[j].type, "histogram") &&
+			    strlen(fs[j].name) == len - k &&
+			    !strncmp(fs[j].name, n, len - k))
+				return &fs[j];
+	}
+	return NULL;
+}
+
+/*
+ * The histogram @name in @text: its buckets' le ascending and counts
+ * non-decreasing, the last le="+Inf" and equal to _count, a _sum. 0, or
+ * -1 with @why.
+ */
+static int histogram_check(const char *text, const char *name,
+			   uint64_t *count, char *why, size_t size)
+{
+	char key[160];
+	const char *p = text;
+	double le, prev_le = -1;
+	unsigned long long v, prev = 0;
+	int nb = 0;
+	bool inf = false, sum = false, cnt = false;
+
+	snprintf(key, sizeof(key), "%s_bucket{le=\"", name);
+	while ((p = strstr(p, key))) {
+		if (p != text && p[-1] != '\n') {
+			p++;
+			continue;
+		}
+		p += strlen(key);
+		if (inf) {
+			snprintf(why, size, "a bucket after +Inf");
+			return -1;
+		}
+		if (!strncmp(p, "+Inf\"} ", 7)) {
+			inf = true;
+			le = 0;
+			p += 7;
+		} else if (sscanf(p, "%lf\"} ", &le) != 1 || le <= prev_le) {
+			snprintf(why, size, "le not ascending at %.40s", p);
+			return -1;
+		} else {
+			p = strchr(p, ' ') + 1;
+		}
+		if (sscanf(p, "%llu", &v) != 1 || v < prev) {
+			snprintf(why, size, "a bucket count that falls at %.40s", p);
+			return -1;
+		}
+		prev = v;
+		prev_le = le;
+		nb++;
+	}
+	snprintf(key, sizeof(key), "\n%s_sum ", name);
+	sum = strstr(text, key) != NULL;
+	snprintf(key, sizeof(key), "\n%s_count ", name);
+	p = strstr(text, key);
+	cnt = p && sscanf(p + strlen(key), "%llu", &v) == 1;
+	if (!nb || !inf || !sum || !cnt || v != prev) {
+		snprintf(why, size, "%d buckets, +Inf %s, _sum %s, _count %s%s",
+			 nb, inf ? "yes" : "no", sum ? "yes" : "no",
+			 cnt ? "yes" : "no", cnt && v != prev ?
+			 " differing from +Inf" : "");
+		return -1;
+	}
+	*count = v;
+	return 0;
+}
+
 /*
  * Check @text; 0, or -1 with @why. Also the conventions: counters end in
  * _total, no _ms but the one kept name.
@@ -144,7 +226,9 @@ static int exposition_check(const char *text, char *why, size_t size)
 		p = n;
 		while (isalnum((unsigned char)*p) || *p == '_' || *p == ':')
 			p++;
-		if (!name_ok(n, p - n, true) || !(f = family(fs, &nf, n, p - n))) {
+		f = histogram_of(fs, nf, n, p - n);
+		if (!name_ok(n, p - n, true) ||
+		    (!f && !(f = family(fs, &nf, n, p - n)))) {
 			snprintf(why, size, "bad sample name: %.200s", line);
 			return -1;
 		}
@@ -205,7 +289,8 @@ static int exposition_check(const char *text, char *why, size_t size)
 	return 0;
 }
 
-static char *render(const struct krep_snap *s)
+static char *render(const struct krep_snap *s,
+		    const struct krep_lat_hist *lat)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -213,7 +298,7 @@ static char *render(const struct krep_snap *s)
 
 	if (!f)
 		return NULL;
-	krep_metrics_render(f, s, 3, 2);
+	krep_metrics_render(f, s, 3, 2, lat);
 	fclose(f);
 	return buf;
 }
@@ -264,6 +349,8 @@ int main(void)
 		.log_memory_max = 1 << 20, .has_stats = true,
 	};
 	char why[512] = "", *text;
+	struct krep_lat_hist lat;
+	uint64_t n;
 
 	s.has_stat[KREP_A_STAT_RECORDS] = true;
 	s.stat[KREP_A_STAT_RECORDS] = 10;
@@ -271,7 +358,7 @@ int main(void)
 	s.stat[KREP_A_STAT_TX_ZEROCOPY_BYTES] = 123456;
 
 	printf("TAP version 13\n");
-	text = render(&s);
+	text = render(&s, NULL);
 	CHECK(text && !exposition_check(text, why, sizeof(why)),
 	      "a broker's exposition follows the text format and the naming conventions%s%s",
 	      text ? ": " : "", text ? why : "");
@@ -298,7 +385,7 @@ int main(void)
 	      "the health gauges of the snapshot");
 	free(text);
 
-	text = render(NULL);
+	text = render(NULL, NULL);
 	CHECK(text && !exposition_check(text, why, sizeof(why)) &&
 	      !strcmp(text, "# HELP krep_up Whether krepd could read the krep broker of its namespace.\n"
 			    "# TYPE krep_up gauge\nkrep_up 0\n"
@@ -308,6 +395,55 @@ int main(void)
 			    "# TYPE krep_isr_expands_total counter\nkrep_isr_expands_total 2\n"),
 	      "without a broker: krep_up 0 and the ISR counters only");
 	free(text);
+
+	/* the commit latency histogram, from trace_pipe lines */
+	memset(&lat, 0, sizeof(lat));
+	krep_lat_line("  kworker/0:1-42      [000] ..... 812.345678: krep_hw_advance: netns=4026531840 broker=1 orders-0 hw 10 -> 20 epoch=0 isr=3 oldest_append_ns=812345001234",
+		      &lat);	/* 676.766 us: (512, 1024] */
+	krep_lat_line("krepctl-7 [001] d..1. 5.000003: krep_hw_advance: netns=1 broker=2 a-1 hw 0 -> 1 epoch=0 isr=1 oldest_append_ns=5000002500",
+		      &lat);	/* 0.5 us: bucket 0 */
+	krep_lat_line("krepctl-7 [001] d..1. 5.000003: krep_hw_advance: netns=1 broker=2 a-1 hw 0 -> 1 epoch=0 isr=1 oldest_append_ns=-1",
+		      &lat);	/* a follower's: none */
+	krep_lat_line("CPU:1 [LOST 7 EVENTS]", &lat);
+	krep_lat_line("krepctl-7 [001] d..1. 5.000003: krep_leo_update: netns=1 broker=2 a-1 replica=2 0 -> 1",
+		      &lat);
+	CHECK(lat.count == 2 && lat.bucket[10] == 1 && lat.bucket[0] == 1 &&
+	      lat.sum_ns == 676766 + 500 && lat.lost == 7,
+	      "trace_pipe lines: 2 commits (676.766 us, 0.5 us), a follower's advance and another event skipped, 7 lost (count %llu, sum %llu ns)",
+	      (unsigned long long)lat.count, (unsigned long long)lat.sum_ns);
+	krep_lat_add(&lat, 2000);		/* 2 us: (1, 2] */
+	krep_lat_add(&lat, 3 * 1000000000ULL);	/* 3 s */
+	krep_lat_add(&lat, 5000ULL * 1000000000ULL); /* past 2^30 us: +Inf only */
+	text = render(&s, &lat);
+	CHECK(text && !exposition_check(text, why, sizeof(why)) &&
+	      !histogram_check(text, "krep_commit_latency_seconds", &n, why,
+			       sizeof(why)) && n == 5,
+	      "krep_commit_latency_seconds is a histogram by the text format's rules, 5 commits%s%s",
+	      why[0] ? ": " : "", why);
+	CHECK(text && has_line(text, "krep_commit_latency_seconds_bucket{le=\"0.000001\"} 1") &&
+	      has_line(text, "krep_commit_latency_seconds_bucket{le=\"0.000002\"} 2") &&
+	      has_line(text, "krep_commit_latency_seconds_bucket{le=\"0.000512\"} 2") &&
+	      has_line(text, "krep_commit_latency_seconds_bucket{le=\"0.001024\"} 3") &&
+	      has_line(text, "krep_commit_latency_seconds_bucket{le=\"4.194304\"} 4") &&
+	      has_line(text, "krep_commit_latency_seconds_bucket{le=\"1073.741824\"} 4") &&
+	      has_line(text, "krep_commit_latency_seconds_bucket{le=\"+Inf\"} 5") &&
+	      has_line(text, "krep_commit_latency_seconds_sum 5003.000679266") &&
+	      has_line(text, "krep_commit_latency_seconds_count 5") &&
+	      has_line(text, "krep_commit_latency_events_lost_total 7"),
+	      "its buckets (watch's, in seconds), _sum in seconds, _count, and the lost events");
+	free(text);
+	text = render(NULL, &lat);
+	CHECK(text && !exposition_check(text, why, sizeof(why)) &&
+	      has_line(text, "krep_up 0") &&
+	      has_line(text, "krep_commit_latency_seconds_count 5"),
+	      "without a broker the histogram stays (it counts since krepd started)");
+	free(text);
+	/* ... and the checker refuses broken ones */
+	CHECK(histogram_check("h_bucket{le=\"1\"} 2\nh_bucket{le=\"2\"} 1\nh_bucket{le=\"+Inf\"} 2\nh_sum 1\nh_count 2\n", "h", &n, why, sizeof(why)) &&
+	      histogram_check("h_bucket{le=\"1\"} 2\nh_bucket{le=\"+Inf\"} 3\nh_sum 1\nh_count 2\n", "h", &n, why, sizeof(why)) &&
+	      histogram_check("h_bucket{le=\"2\"} 1\nh_bucket{le=\"1\"} 1\nh_bucket{le=\"+Inf\"} 1\nh_sum 1\nh_count 1\n", "h", &n, why, sizeof(why)),
+	      "the histogram checker refuses a falling count, +Inf != _count, le not ascending");
+	why[0] = '\0';
 
 	/* the checker can fail */
 	CHECK(exposition_check("krep_x 1\n", why, sizeof(why)) &&
