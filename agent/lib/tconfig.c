@@ -36,17 +36,19 @@ static const struct {
 /*
  * What the kernel takes for each key: kmod/nl_topic.c's tcfg_policy, whose
  * refusal would carry no Kafka code (and would leave krepd --controller
- * with a topic no broker creates).
+ * with a topic no broker creates). A key without an entry here is not
+ * checked: the kernel's policy still refuses a bad value.
  */
 static const struct {
+	bool set;
 	int64_t min, max;
 } valid[KREP_TCFG_NKEYS] = {
-	[KREP_TCFG_MIN_INSYNC_REPLICAS] = { 1, KREP_PEERS_MAX + 1 },
-	[KREP_TCFG_REPLICA_LAG_TIME_MAX_MS] = { 10, 3600 * 1000 },
-	[KREP_TCFG_SEGMENT_BYTES] = { 4096, 1 << 30 },
-	[KREP_TCFG_RETENTION_BYTES] = { -1, INT64_MAX },
-	[KREP_TCFG_MAX_MESSAGE_BYTES] = { 64, 1048588 },
-	[KREP_TCFG_UNCLEAN_LEADER_ELECTION] = { 0, 1 },
+	[KREP_TCFG_MIN_INSYNC_REPLICAS] = { true, 1, KREP_PEERS_MAX + 1 },
+	[KREP_TCFG_REPLICA_LAG_TIME_MAX_MS] = { true, 10, 3600 * 1000 },
+	[KREP_TCFG_SEGMENT_BYTES] = { true, 4096, 1 << 30 },
+	[KREP_TCFG_RETENTION_BYTES] = { true, -1, INT64_MAX },
+	[KREP_TCFG_MAX_MESSAGE_BYTES] = { true, 64, 1048588 },
+	[KREP_TCFG_UNCLEAN_LEADER_ELECTION] = { true, 0, 1 },
 };
 
 int krep_tconfig_check(const struct krep_tconfig *tc, char *why,
@@ -55,7 +57,7 @@ int krep_tconfig_check(const struct krep_tconfig *tc, char *why,
 	int k;
 
 	for (k = 0; k < KREP_TCFG_NKEYS; k++) {
-		if (!tc->has[k] ||
+		if (!tc->has[k] || !valid[k].set ||
 		    (tc->v[k] >= valid[k].min && tc->v[k] <= valid[k].max))
 			continue;
 		snprintf(why, whylen,
