@@ -248,8 +248,8 @@ in_isr() { [ "$(part k1 0 | jqr '.isr | join(",")')" = 1,2,3 ]; }
 wait_for 60 "broker 3 rejoins the ISR" in_isr
 # broker 1, the leader of orders-0, took follower 3 out and back in
 isr_traced() {
-	grep -Eq '^[0-9]+ +1 +shrink +orders-0 +3 ' /tmp/demo-isr.out &&
-		grep -Eq '^[0-9]+ +1 +expand +orders-0 +3 ' /tmp/demo-isr.out
+	grep -Eq '^[0-9]+ +[0-9]+ +1 +shrink +orders-0 +3 ' /tmp/demo-isr.out &&
+		grep -Eq '^[0-9]+ +[0-9]+ +1 +expand +orders-0 +3 ' /tmp/demo-isr.out
 }
 wait_for 20 "isr-changes.bt shows broker 1 shrink and expand orders-0's ISR by follower 3" \
 	isr_traced
@@ -335,7 +335,8 @@ run k1 watch --once || fail "krepctl watch --once"
 bt_int lat
 bt_wait lat hw isr
 sed 's/^/    | /' /tmp/demo-lat.out
-grep -q '@commit_us\[orders' /tmp/demo-lat.out || fail "no commit latencies"
+grep -Eq '^@commit_us\[[0-9]+, orders, [0-9]+\]:' /tmp/demo-lat.out ||
+	fail "no commit latencies"
 
 say "tour done; cleaning up"
 kill "$KREPD_PID" "$RELAY2" "$RELAY3" 2>/dev/null

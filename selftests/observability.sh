@@ -3,8 +3,10 @@
 #
 # observability.sh - krep seen from outside: bpftrace on the krep:*
 # tracepoints, the ready scripts of tools/bpftrace, krepctl watch (BPF),
-# krepctl stats and krepd --metrics (Prometheus text), on three brokers
-# while records are produced and a follower is cut off and comes back.
+# krepctl stats and krepd --metrics (Prometheus text, the commit latency
+# histogram), on three brokers while records are produced and a follower
+# is cut off and comes back; then a krepd --metrics across rmmod and
+# insmod.
 #
 #   +- netns B1 (krep-ob1-*) -+  +- netns B2 (krep-ob2-*) -+  +- netns B3 (krep-ob3-*) -+
 #   | broker 1, cluster kobs  |  | broker 2                |  | broker 3                |
@@ -44,6 +46,7 @@ PORT=9092
 LAG=1000
 RECORDS=300		# produced to obs-0, in batches of 10, acks=all
 METRICS=127.0.0.1:9100
+METRICS0=127.0.0.1:9101	# krepd --metrics in the initial namespace
 
 tmp=$(mktemp -d)
 krep_cleanup_push rm -rf "$tmp"
@@ -181,6 +184,15 @@ scrape() {
 		awk -f "$tmp/prom.awk" "$tmp/scrape.raw" >"$tmp/metrics" 2>"$tmp/prom.err"
 }
 
+# scrape0: the same of the krepd in the initial namespace ($METRICS0)
+scrape0() {
+	bash -c '
+		exec 3<>"/dev/tcp/${1%:*}/${1##*:}" || exit 1
+		printf "GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n" "$1" >&3
+		cat <&3' scrape "$METRICS0" >"$tmp/scrape.raw" 2>"$tmp/prom.err" &&
+		awk -f "$tmp/prom.awk" "$tmp/scrape.raw" >"$tmp/metrics" 2>"$tmp/prom.err"
+}
+
 metric() { # SERIES: its value in the last scrape, or "absent"
 	awk -v k="$1" '$1 == k { v = $2 } END { print v == "" ? "absent" : v }' \
 		"$tmp/metrics"
@@ -190,7 +202,9 @@ metric() { # SERIES: its value in the last scrape, or "absent"
 # 0.0.4): status 200, Content-Type text/plain; in the body every line a
 # "# HELP", "# TYPE" or sample line, names and labels well formed, values
 # numbers, one TYPE per metric before its samples, counters named *_total,
-# no series twice. Prints the samples; the first problem exits 1.
+# no series twice; a histogram's NAME_bucket (with le, cumulative, +Inf
+# last and equal to NAME_count), NAME_sum and NAME_count samples. Prints
+# the samples; the first problem exits 1.
 cat >"$tmp/prom.awk" <<'EOF'
 function fail(msg) {
 	print "line " NR ": " msg ": " $0 >"/dev/stderr"
@@ -245,6 +259,23 @@ NR == 1 {
 		fail("not a sample")
 	m = $1
 	sub(/\{.*/, "", m)
+	h = m
+	if (sub(/_(bucket|sum|count)$/, "", h) && typeof[h] == "histogram") {
+		if (m ~ /_bucket$/) {
+			if ($1 !~ /le="[^"]+"/)
+				fail("a bucket without le")
+			if (h in inf)
+				fail("a bucket after le=\"+Inf\"")
+			if (h in cum && $2 + 0 < cum[h])
+				fail("a bucket count that falls")
+			cum[h] = $2 + 0
+			if ($1 ~ /le="\+Inf"/)
+				inf[h] = $2 + 0
+		} else if (m ~ /_count$/ && !((h in inf) && inf[h] == $2 + 0)) {
+			fail("_count is not the +Inf bucket")
+		}
+		m = h
+	}
 	if (!(m in typeof))
 		fail("no TYPE before the sample")
 	if (typeof[m] == "counter" && m !~ /_total$/)
@@ -265,7 +296,7 @@ END {
 }
 EOF
 
-ktap_plan 14
+ktap_plan 19
 
 # --- set-up ---------------------------------------------------------------
 
@@ -328,6 +359,9 @@ krep_wait_for 60 ready_all || setup_ok=1
 NS1=$(stat -L -c %i "/run/netns/$B1")
 bg_start krepd "$KREPD" --netns "$B1" --foreground --metrics "$METRICS"
 krep_wait_for 10 scrape || setup_ok=1
+# and one in the initial namespace, for section 5's rmmod and insmod
+bg_start krepd0 "$KREPD" --foreground --metrics "$METRICS0"
+krep_wait_for 10 scrape0 || setup_ok=1
 if [ "$setup_ok" = 0 ]; then
 	ktap_ok "3 brokers up, every ISR full; krepd --metrics $METRICS in broker 1's namespace"
 else
@@ -348,17 +382,21 @@ bg_start hw bpftrace -e "BEGIN { printf(\"ready\\n\"); }
 tracepoint:krep:krep_hw_advance
 /args->netns == $NS1 && args->partition == 0 && str(args->topic) == \"obs\"/
 { printf(\"hw %llu %llu\\n\", args->old_hw, args->new_hw); }"
-bg_start lat bpftrace "$BT/commit-latency.bt"
-# isr-changes.bt and the second watch are for section 4: attaching them
-# with the others saves time
-bg_start isr bpftrace "$BT/isr-changes.bt"
+bg_start lat bpftrace "$BT/commit-latency.bt" obs
+bg_start hwa bpftrace "$BT/hw-advance.bt" obs
+# isr-changes.bt, replica-lag.bt and the second watch are for section 4:
+# attaching them with the others saves time
+bg_start isr bpftrace "$BT/isr-changes.bt" obs
+bg_start rlag bpftrace "$BT/replica-lag.bt" obs
 bg_start watch1 "$KREPCTL" --netns "$B1" --json watch --interval 500
 bg_start watch2 "$KREPCTL" --netns "$B1" --json watch obs --interval 500
 bt_ok=0
 bt_wait hw '^ready' || bt_ok=1
 # BEGIN runs once every probe is attached; "Attaching" comes before
 bt_wait lat '^Tracing' || bt_ok=1
+bt_wait hwa '^TIME(ms)' || bt_ok=1
 bt_wait isr '^TIME(ms)' || bt_ok=1
+bt_wait rlag '^Tracing' || bt_ok=1
 # watch is attached once it prints its first refresh
 watch_wait() { # NAME
 	krep_wait_for 120 test -s "$tmp/$1.out" && return 0
@@ -385,7 +423,7 @@ krep_wait_for 60 refreshed watch1 $((n + 2)) || {
 	watch_ok=1
 }
 # done with these: they detach while the suite goes on
-bg_int hw lat watch1
+bg_int hw lat hwa watch1
 
 # every advance, in order: old < new, each starting where the last ended,
 # from the HW before the produce to the one PARTITION_GET reports after
@@ -432,23 +470,53 @@ else
 	ktap_fail "krepctl watch: counts the HW advances bpftrace saw, broker 1's partitions only, commit histogram"
 fi
 
-# "@commit_us[obs, 0, B]: N" lines and the count in the stats line, which
-# commit-latency.bt prints as it exits
-lat_check() {
-	local hist hsum hcount
+# krepd's krep_commit_latency_seconds (from the krep_hw_advance trace
+# event of broker 1's namespace) counts the commits watch counted
+wcommits=$(jq '.commit_latency_us.count' <<<"$w" 2>/dev/null)
+if scrape && [ -n "$wcommits" ] && [ "$wcommits" -gt 0 ] &&
+   [ "$(metric krep_commit_latency_seconds_count)" = "$wcommits" ] &&
+   [ "$(metric 'krep_commit_latency_seconds_bucket{le="+Inf"}')" = "$wcommits" ] &&
+   awk -v s="$(metric krep_commit_latency_seconds_sum)" 'BEGIN { exit !(s > 0) }' &&
+   [ "$(metric krep_commit_latency_events_lost_total)" = 0 ]; then
+	ktap_ok "krepd --metrics: krep_commit_latency_seconds, a histogram of the $wcommits commits watch counted, sum $(metric krep_commit_latency_seconds_sum) s"
+else
+	ktap_diag "watch counted ${wcommits:-nothing}"
+	ktap_diag_stdin <"$tmp/prom.err"
+	grep commit_latency "$tmp/metrics" | ktap_diag_stdin
+	grep -v '^$' "$tmp/krepd.out" "$tmp/krepd.err" | tail -n 5 | ktap_diag_stdin
+	ktap_fail "krepd --metrics: krep_commit_latency_seconds counts the commits watch counted"
+fi
 
-	# (and the one-liner, so that both are waited for soon after their
-	# SIGINT: see exit_wait)
-	bg_reap lat hw
-	hist=$(grep -E '^@commit_us\[obs, 0, [0-9]+\]: [0-9]+$' "$tmp/lat.out")
-	hsum=$(awk -F': ' '{ s += $2 } END { print s + 0 }' <<<"$hist")
-	hcount=$(sed -nE 's/^@commit_us_stats\[obs, 0\]: count ([0-9]+),.*/\1/p' "$tmp/lat.out")
+# The hist() of commit-latency.bt for [netns, obs, 0]: the bucket lines
+# ("[lo, hi)  N |@@|", or "[N]  N |@@|") below "@commit_us[NS, obs, 0]:",
+# whose counts add up to the count of its stats line; and hw-advance.bt's
+# lines for broker 1's obs-0, one per advance the one-liner saw.
+lat_check() {
+	local hist hsum hcount nhwa
+
+	# (and the one-liner and hw-advance.bt, so that all are waited for
+	# soon after their SIGINT: see exit_wait)
+	bg_reap lat hw hwa
+	hist=$(awk -v k="@commit_us[$NS1, obs, 0]:" '
+		$0 == k || $0 == k " " { on = 1; next }
+		on && /^\[/ { print; next }
+		on { on = 0 }' "$tmp/lat.out")
+	hsum=$(awk -F'|' '{ n = split($1, f, " "); s += f[n] } END { print s + 0 }' <<<"$hist")
+	hcount=$(sed -nE "s/^@commit_us_stats\[$NS1, obs, 0\]: count ([0-9]+),.*/\1/p" "$tmp/lat.out")
 	if [ -n "$hist" ] && [ "$hsum" -gt 0 ] && [ "$hsum" = "${hcount:-x}" ]; then
-		ktap_ok "commit-latency.bt: a histogram of $hsum commits of obs-0 in $(wc -l <<<"$hist") buckets"
+		ktap_ok "commit-latency.bt: hist() of $hsum commits of obs-0 in broker 1's namespace, $(wc -l <<<"$hist") bucket lines"
 	else
 		ktap_diag "commit-latency.bt: ${BG_RC_lat:-not reaped} (exit status)"
-		head -n 20 "$tmp/lat.out" "$tmp/lat.err" | ktap_diag_stdin
-		ktap_fail "commit-latency.bt: a non-empty histogram for obs-0"
+		head -n 30 "$tmp/lat.out" "$tmp/lat.err" | ktap_diag_stdin
+		ktap_fail "commit-latency.bt: a hist() for obs-0 in broker 1's namespace"
+	fi
+	nhwa=$(grep -Ec "^[0-9]+ +$NS1 +1 +obs-0 " "$tmp/hwa.out")
+	if [ "$nhwa" = "$nadv" ] && ! grep -Eq '^[0-9]+ .* (bin|other)-[0-9]+ ' "$tmp/hwa.out"; then
+		ktap_ok "hw-advance.bt obs: $nadv advances of obs-0 in broker 1's namespace (NETNS column), as the one-liner"
+	else
+		ktap_diag "hw-advance.bt: $nhwa lines of broker 1's obs-0, the one-liner saw $nadv"
+		head -n 10 "$tmp/hwa.out" "$tmp/hwa.err" | ktap_diag_stdin
+		ktap_fail "hw-advance.bt obs: the advances of obs-0 in broker 1's namespace, as the one-liner"
 	fi
 }
 
@@ -554,7 +622,7 @@ isr_is() { # JSON-ARRAY: obs-0's ISR on broker 1
 }
 krep_wait_for 20 isr_is '[1,2]' || isr_ok=1
 shrunk() {
-	grep -Eq '^[0-9]+ +1 +shrink +obs-0 +3 ' "$tmp/isr.out"
+	grep -Eq "^[0-9]+ +$NS1 +1 +shrink +obs-0 +3 " "$tmp/isr.out"
 }
 if [ "$isr_ok" = 0 ] && krep_wait_for 20 shrunk; then
 	ktap_ok "isr-changes.bt: broker 1 shrinks obs-0's ISR without follower 3 ($(grep -c shrink "$tmp/isr.out") shrink lines)"
@@ -581,6 +649,33 @@ else
 	ktap_fail "cut off: krep_under_replicated_partitions 1 and a shrink counted; stats agrees"
 fi
 
+# replica-lag.bt: the cut-off follower's lag grows with every append on
+# the leader, though it fetches nothing (two more produces, a print apart)
+rlag_vals() { # FROM-LINE: follower 3's printed lags on obs-0 (broker 1)
+	tail -n +"$1" "$tmp/rlag.out" |
+		sed -nE "s/^@lag\[$NS1, obs, 0, 3\]: ([0-9]+)\$/\1/p"
+}
+rlag_at_least() { # FROM-LINE N: a lag of N or more printed since FROM-LINE
+	rlag_vals "$1" | awk -v n="$2" '$1 >= n { f = 1 } END { exit !f }'
+}
+leo0=$(part "$B1" obs 0 | jq .leo)
+mark=$(lines rlag)
+seq 1 10 | kc "$B1" produce obs partition 0 acks 1 >/dev/null 2>&1
+krep_wait_for 10 rlag_at_least "$mark" 20
+mark2=$(lines rlag)
+seq 1 10 | kc "$B1" produce obs partition 0 acks 1 >/dev/null 2>&1
+f3=$(part "$B1" obs 0 | jq '.remotes[] | select(.id == 3) | .leo')
+want=$(($(part "$B1" obs 0 | jq .leo) - f3))
+if krep_wait_for 10 rlag_at_least "$mark2" "$want" &&
+   [ "$(rlag_vals "$mark" | head -n 1)" -lt "$want" ] && [ "$want" -ge 30 ]; then
+	ktap_ok "replica-lag.bt obs: follower 3 cut off, its lag grows with the leader's appends: $(rlag_vals "$mark" | uniq | tr '\n' ' ')(LEO $leo0 -> $((f3 + want)), follower at $f3)"
+else
+	ktap_diag "follower 3 at ${f3:-?}, leader from $leo0, want a lag of ${want:-?}"
+	tail -n 30 "$tmp/rlag.out" | ktap_diag_stdin
+	head -n 5 "$tmp/rlag.err" | ktap_diag_stdin
+	ktap_fail "replica-lag.bt obs: the cut-off follower's lag grows with the leader's appends"
+fi
+
 ip -n "$B3" link set kr0 up
 restored_ok=0
 krep_wait_for 90 isr_is '[1,2,3]' || restored_ok=1
@@ -592,8 +687,19 @@ else
 	ktap_fail "restored: broker 3 back in obs-0's ISR, krep_under_replicated_partitions 0, an expand counted"
 fi
 
+# once back, replica-lag.bt prints follower 3's lag as 0 again
+mark=$(lines rlag)
+caught_up3() { [ "$(rlag_vals "$mark" | tail -n 1)" = 0 ]; }
+if [ "$restored_ok" = 0 ] && krep_wait_for 20 caught_up3; then
+	ktap_ok "replica-lag.bt obs: follower 3 back, its lag printed as 0"
+else
+	tail -n 20 "$tmp/rlag.out" | ktap_diag_stdin
+	ktap_fail "replica-lag.bt obs: follower 3 back, its lag printed as 0"
+fi
+bg_int rlag
+
 expanded() {
-	grep -Eq '^[0-9]+ +1 +expand +obs-0 +3 ' "$tmp/isr.out"
+	grep -Eq "^[0-9]+ +$NS1 +1 +expand +obs-0 +3 " "$tmp/isr.out"
 }
 krep_wait_for 30 expanded || watch2_ok=1
 # two more refreshes, so that watch has read the maps after the expand
@@ -621,8 +727,11 @@ fi
 
 # --- 5. the end: no BPF left, module gone ----------------------------------
 
-section "5. shutdown"
+section "5. shutdown; krepd --metrics across rmmod and insmod"
 
+# all but krepd0, which stays up across the rmmod
+BG_ALL=("${BG_ALL[@]/krepd0}")
+read -ra BG_ALL <<<"${BG_ALL[*]}"
 bg_reap "${BG_ALL[@]}"
 exits=
 for n in "${BG_ALL[@]}"; do
@@ -655,6 +764,39 @@ if krep_wait_for 30 rmmod krep 2>/dev/null; then
 else
 	lsmod | grep krep | ktap_diag_stdin
 	ktap_fail "krep unloaded (nothing holds it)"
+fi
+
+# krepd0 traced krep_hw_advance in a tracefs instance of its own all
+# along, which held nothing: it answers krep_up 0 now, krep_up 1 once the
+# module is back, and leaves no instance behind when it stops
+up_is() { scrape0 && [ "$(metric krep_up)" = "$1" ]; }
+instances() { # the krepd-PID instances of tracefs, a line each
+	local d
+	for d in /sys/kernel/tracing/instances/krepd-*; do
+		[ -d "$d" ] && echo "${d##*/}"
+	done
+}
+k0_ok=0
+krep_wait_for 10 up_is 0 || { ktap_diag "not krep_up 0 after rmmod"; k0_ok=1; }
+count0=$(metric krep_commit_latency_seconds_count)
+# shellcheck disable=SC2119 # no module parameters
+krep_mod_load || k0_ok=1
+krep_wait_for 10 up_is 1 || { ktap_diag "not krep_up 1 after insmod"; k0_ok=1; }
+[ "$(metric krep_commit_latency_seconds_count)" = "$count0" ] || {
+	ktap_diag "the histogram's count went from $count0 to $(metric krep_commit_latency_seconds_count)"
+	k0_ok=1
+}
+during=$(instances)
+bg_int krepd0
+bg_reap krepd0
+# shellcheck disable=SC2154 # BG_RC_krepd0 is bg_reap's
+if [ "$k0_ok" = 0 ] && [ "$BG_RC_krepd0" = 0 ] && [ -n "$during" ] &&
+   [ -z "$(instances)" ] && rmmod krep; then
+	ktap_ok "krepd --metrics across rmmod and insmod: krep_up 0, then 1 (histogram kept), its tracefs instance $during gone at exit"
+else
+	ktap_diag "krepd0: exit ${BG_RC_krepd0:-?}; instances while it ran: '$during', after: '$(instances)'"
+	grep -v '^$' "$tmp/krepd0.out" "$tmp/krepd0.err" | tail -n 10 | ktap_diag_stdin
+	ktap_fail "krepd --metrics across rmmod and insmod: krep_up 0, then 1, its tracefs instance gone at exit"
 fi
 
 ktap_finish
