@@ -274,7 +274,12 @@ int krep_session_family(const struct krep_session *s)
 int krep_session_request(struct krep_session *s, struct nl_msg *req,
 			 krep_genl_reply_fn fn, void *arg, int timeout_ms)
 {
-	return s->ops->request(s, req, fn, arg, timeout_ms);
+	int err = s->ops->request(s, req, fn, arg, timeout_ms);
+
+	/* a refusal of the netlink policy: the Kafka code it would carry */
+	if (err && s->st.err)
+		krep_extack_infer(&s->st.ea, req);
+	return err;
 }
 
 const struct krep_genl_status *krep_session_status(const struct krep_session *s)
