@@ -197,6 +197,8 @@ ok $? "SIGTERM: exit 0, socket removed, state written (epoch 1, broker 1 fenced)
 cat >>"$tmp/krepd.state" <<EOF
 topic v min-isr 1 unclean 0 partitions 1 rf 1 config - held -
 partition v 0 leader none leader-epoch 0 partition-epoch 0 replicas 1 isr 1 elr -
+topic w min-isr 2 unclean 0 partitions 1 rf 2 config min_insync_replicas=2 held -
+partition w 0 leader none leader-epoch 0 partition-epoch 0 replicas 1,2 isr 1 elr -
 EOF
 # a session timeout this long fences no broker before the checks: fenced
 # can only come from the state file
@@ -208,25 +210,29 @@ ok $? "restarted: controller epoch 2 (the state file's + 1), broker 1 still fenc
 [ $rc = 0 ] || ktap_diag "exit $rc: $out"
 
 # topic describe --controller: the cluster as krepd sees it, filtered
-want="v 0 leader=- epoch=0 partition_epoch=0 replicas=1 isr=1 min_isr=1 elr=- offline=1"
+wv="v 0 leader=- epoch=0 partition_epoch=0 replicas=1 isr=1 min_isr=1 elr=- offline=1"
+ww="w 0 leader=- epoch=0 partition_epoch=0 replicas=1,2 isr=1 min_isr=2 elr=- offline=1"
+want="$wv
+$ww"
 out=$("$K" topic describe --socket "$tmp/krepd.sock" 2>&1)
 [ "$out" = "$want" ]
-ok $? "topic describe --controller: every partition, as krepd sees it"
+ok $? "topic describe --controller: every partition, as krepd sees it, min_isr included"
 [ "$out" = "$want" ] || ktap_diag "got: $out"
 out=$("$K" topic describe v --unavailable --socket "$tmp/krepd.sock" 2>&1)/$("$K" topic describe --under-replicated --socket "$tmp/krepd.sock" 2>&1)/$("$K" topic describe nosuch --socket "$tmp/krepd.sock" 2>&1)
-[ "$out" = "$want//" ]
+[ "$out" = "$wv/$ww/" ]
 ok $? "topic describe --controller --unavailable, --under-replicated, another topic"
-[ "$out" = "$want//" ] || ktap_diag "got: $out"
-out=$("$K" --json topic describe --socket "$tmp/krepd.sock" 2>&1)
+[ "$out" = "$wv/$ww/" ] || ktap_diag "got: $out"
+out=$("$K" --json topic describe v --socket "$tmp/krepd.sock" 2>&1)
 jwant='[{"topic":"v","partition":0,"leader":null,"leader_epoch":0,"partition_epoch":0,"replicas":[1],"isr":[1],"min_isr":1,"elr":[],"offline":true}]'
 [ "$out" = "$jwant" ]
 ok $? "topic describe --controller --json: krepd's objects in an array"
 [ "$out" = "$jwant" ] || ktap_diag "got: $out"
-# min ISR: v's ISR (1) is at min(min_isr 1, replicas 1), not under it
-out=$("$K" topic describe --at-min-isr --socket "$tmp/krepd.sock" 2>&1)/$("$K" topic describe --under-min-isr --socket "$tmp/krepd.sock" 2>&1)/$("$K" --json topic describe --at-min-isr --socket "$tmp/krepd.sock" 2>&1 | jq -c '[.[] | [.topic, .min_isr]]')
-[ "$out" = "$want//[[\"v\",1]]" ]
+# min ISR: v's ISR (1) is at min(min_isr 1, replicas 1); w's (1) is
+# under min(min_isr 2, replicas 2)
+out=$("$K" topic describe --at-min-isr --socket "$tmp/krepd.sock" 2>&1)/$("$K" topic describe --under-min-isr --socket "$tmp/krepd.sock" 2>&1)/$("$K" --json topic describe --under-min-isr --socket "$tmp/krepd.sock" 2>&1 | jq -c '[.[] | [.topic, .min_isr]]')
+[ "$out" = "$wv/$ww/[[\"w\",2]]" ]
 ok $? "topic describe --controller --at-min-isr, --under-min-isr: by krepd's min_isr (text and --json)"
-[ "$out" = "$want//[[\"v\",1]]" ] || ktap_diag "got: $out"
+[ "$out" = "$wv/$ww/[[\"w\",2]]" ] || ktap_diag "got: $out"
 
 viewed() {
 	grep -qF 'view {"topic":"v","partition":0,"leader":null,' "$tmp/krepd.out"
