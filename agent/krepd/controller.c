@@ -673,10 +673,10 @@ static void serve_standby(const char *request, FILE *out, void *arg)
 	if (strcmp(request, "brokers")) {
 		krep_ha_info(c->ha, &hi);
 		if (hi.known)
-			fprintf(out, "error this krepd is a standby: the active controller is %s (epoch %u)\n",
+			fprintf(out, "error NOT_CONTROLLER: this krepd is a standby: the active controller is %s (epoch %u)\n",
 				hi.active_name, hi.active_epoch);
 		else
-			fputs("error this krepd is a standby: no active controller known yet\n",
+			fputs("error NOT_CONTROLLER: this krepd is a standby: no active controller known yet\n",
 			      out);
 		return;
 	}
@@ -759,7 +759,7 @@ static void serve(const char *request, FILE *out, void *arg)
 	     p = strtok_r(NULL, " \t", &save))
 		w[n++] = p;
 	if (p) {
-		fputs("error too many words in the request\n", out);
+		fputs("error INVALID_REQUEST: too many words in the request\n", out);
 	} else if (n >= 1 && !strcmp(w[0], "topic-create")) {
 		krep_ctl_topic_create(c, w + 1, n - 1, out);
 	} else if (n == 2 && !strcmp(w[0], "topic-delete")) {
@@ -772,14 +772,14 @@ static void serve(const char *request, FILE *out, void *arg)
 		fputs("ok\n", out);
 	} else if (n >= 1 && n <= 3 && !strcmp(w[0], "elect-preferred")) {
 		if (n == 3 && krep_u32_parse(w[2], &part)) {
-			fprintf(out, "error '%s' is not a partition number\n",
+			fprintf(out, "error INVALID_REQUEST: '%s' is not a partition number\n",
 				w[2]);
 			return;
 		}
 		krep_view_preferred(c, n >= 2 ? w[1] : NULL,
 				    n == 3 ? (int64_t)part : -1, out);
 	} else {
-		fprintf(out, "error unknown request (status, brokers, elect-preferred [TOPIC [PARTITION]], topic-create NAME PARTITIONS RF [CONFIG], topic-delete NAME)\n");
+		fprintf(out, "error INVALID_REQUEST: unknown request (status, brokers, elect-preferred [TOPIC [PARTITION]], topic-create NAME PARTITIONS RF [CONFIG], topic-delete NAME)\n");
 	}
 }
 

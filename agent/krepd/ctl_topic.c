@@ -211,7 +211,7 @@ static int topic_build(struct ctl *c, const char *name, uint32_t np,
 	t = ar ? krep_view_topic_add(c, name) : NULL;
 	if (!t) {
 		free(ar);
-		*why = "out of memory";
+		*why = "UNKNOWN_SERVER_ERROR: out of memory";
 		return -ENOMEM;
 	}
 	if (getrandom(rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
@@ -230,7 +230,7 @@ static int topic_build(struct ctl *c, const char *name, uint32_t np,
 		if (!p) {
 			free(ar);
 			krep_view_topic_drop(c, name, false);
-			*why = "out of memory";
+			*why = "UNKNOWN_SERVER_ERROR: out of memory";
 			return -ENOMEM;
 		}
 		p->st.ps.ar.n = 0;
@@ -260,7 +260,7 @@ void krep_ctl_topic_create(struct ctl *c, char **w, int n, FILE *out)
 	int err;
 
 	if (n < 3 || n > 4) {
-		fputs("error usage: topic-create NAME PARTITIONS RF [CONFIG]\n",
+		fputs("error INVALID_REQUEST: usage: topic-create NAME PARTITIONS RF [CONFIG]\n",
 		      out);
 		return;
 	}
@@ -287,7 +287,7 @@ void krep_ctl_topic_create(struct ctl *c, char **w, int n, FILE *out)
 		return;
 	}
 	if (!c->started) {
-		fputs("error not the controller yet: no claims held\n", out);
+		fputs("error NOT_CONTROLLER: not the controller yet: no claims held\n", out);
 		return;
 	}
 	t = krep_view_topic(c, name);
@@ -311,7 +311,7 @@ void krep_ctl_topic_create(struct ctl *c, char **w, int n, FILE *out)
 	if (krep_view_save(c)) {
 		/* still dirty: what else was not written is written later */
 		krep_view_topic_drop(c, name, false);
-		fputs("error cannot write the state file: nothing was created\n",
+		fputs("error KAFKA_STORAGE_ERROR: cannot write the state file: nothing was created\n",
 		      out);
 		return;
 	}
@@ -356,11 +356,11 @@ void krep_ctl_topic_delete(struct ctl *c, const char *name, FILE *out)
 	int err;
 
 	if (!c->started) {
-		fputs("error not the controller yet: no claims held\n", out);
+		fputs("error NOT_CONTROLLER: not the controller yet: no claims held\n", out);
 		return;
 	}
 	if (t && t->deleting) {
-		fputs("error the topic is already being deleted\n", out);
+		fputs("error UNKNOWN_TOPIC_OR_PARTITION: the topic is already being deleted\n", out);
 		return;
 	}
 	known = t || krep_view_part(c, name, 0);
@@ -371,13 +371,13 @@ void krep_ctl_topic_delete(struct ctl *c, const char *name, FILE *out)
 	if (!t)
 		t = krep_view_topic_add(c, name);
 	if (!t) {
-		fputs("error out of memory\n", out);
+		fputs("error UNKNOWN_SERVER_ERROR: out of memory\n", out);
 		return;
 	}
 	t->deleting = true;
 	krep_view_topic_drop(c, name, true);
 	if (krep_view_save(c)) {
-		fputs("error cannot write the state file: nothing was deleted yet (krepd retries)\n",
+		fputs("error KAFKA_STORAGE_ERROR: cannot write the state file: nothing was deleted yet (krepd retries)\n",
 		      out);
 		return;
 	}

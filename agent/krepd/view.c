@@ -1084,9 +1084,9 @@ void krep_view_preferred(struct ctl *c, const char *topic, int64_t partition,
 	if (!out)
 		return;
 	if (!matched && topic)
-		fprintf(out, "error unknown topic or partition\n");
+		fprintf(out, "error UNKNOWN_TOPIC_OR_PARTITION: unknown topic or partition\n");
 	else if (c->dirty)
-		fprintf(out, "error cannot write the state file: nothing was sent\n");
+		fprintf(out, "error KAFKA_STORAGE_ERROR: cannot write the state file: nothing was sent\n");
 	else
 		fprintf(out, "%s\n", failed ? "fail" : "ok");
 }

@@ -34,8 +34,11 @@
  *                                    dealt with when they are
  *
  *   final line: "ok" (done, or nothing needed), "fail" (some partition
- *   was not eligible), or "error MESSAGE" (bad request, unknown topic or
- *   partition).
+ *   was not eligible), or "error KAFKA_ERROR: MESSAGE", Kafka's name of
+ *   the refusal first (INVALID_REQUEST for a bad request,
+ *   UNKNOWN_TOPIC_OR_PARTITION, NOT_CONTROLLER from a standby or before
+ *   the claims, INVALID_CONFIG, KAFKA_STORAGE_ERROR when the state cannot
+ *   be written, ...).
  *
  * Lines are at most KREP_CTLSOCK_LINE_MAX bytes; a client that sends no
  * complete line within a second is dropped.

@@ -136,7 +136,7 @@ rc=$?
 ok $? "elect --preferred on no partitions: nothing to do, exit 0"
 err=$("$K" elect --preferred orders 0 --socket "$tmp/krepd.sock" 2>&1)
 rc=$?
-[ $rc = 1 ] && [[ $err == *"krepd: unknown topic or partition"* ]]
+[ $rc = 1 ] && [[ $err == *"krepd: UNKNOWN_TOPIC_OR_PARTITION: unknown topic or partition"* ]]
 ok $? "elect --preferred on an unknown topic: exit 1, krepd says why"
 err=$("$K" topic create orders partitions 3 rf 1 --socket "$tmp/krepd.sock" 2>&1)
 rc=$?

@@ -52,7 +52,7 @@ B=(--broker "1@netns:krep-test-etcd-none-$$")
 LEASE=4000
 POLL=200
 
-ktap_plan 15
+ktap_plan 16
 
 usage "the etcd options need --etcd" --controller \
 	--etcd-prefix /x "${B[@]}"
@@ -100,6 +100,12 @@ ok $? "krepd --etcd (the first endpoint unreachable): the only one is elected"
 start 2
 krep_wait_for 20 names 2 1 && ! active 2
 ok $? "a second one is a standby, and says the first is active"
+err=$("$K" topic describe --socket "$tmp/k2.sock" 2>&1)
+rc=$?
+want="krepctl: krepd: NOT_CONTROLLER: this krepd is a standby: the active controller is k1 (epoch $(line 1 | jq -r .controller_epoch))"
+[ $rc = 1 ] && [ "$err" = "$want" ]
+ok $? "the standby refuses what only the active one does: NOT_CONTROLLER, naming it"
+[ "$err" = "$want" ] || ktap_diag "exit $rc: $err"
 e1=$(line 1 | jq -r .controller_epoch)
 c=$(ectl get --print-value-only /krep/t/controller)
 [ "$(jq -r .name <<<"$c")" = k1 ] &&
