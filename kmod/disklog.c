@@ -88,7 +88,8 @@ struct krep_disklog {
 	char *del_name;			/* renamed to this for deletion */
 	unsigned int nepochs;		/* the epochs last checkpointed */
 	struct krep_epoch_entry *epochs;
-	struct work_struct work;
+	u64 last_flush_ms;		/* flush.ms: when it last synced */
+	struct delayed_work work;	/* kicked at once, or for flush.ms */
 };
 
 /* the batches one round writes, as page pieces */
@@ -143,13 +144,14 @@ static void fail(struct krep_disklog *d, const char *what, int err)
 	if (!d->failed)
 		pr_err("%s-%u: log directory: %s failed (%d); the partition takes no more appends here\n",
 		       pname(d), d->p->index, what, err);
-	WRITE_ONCE(d->failed, true);
+	d->failed = true;
+	WRITE_ONCE(d->p->disk_failed, true);
 }
 
-/* p->lock held: did the partition's files fail? (appends are refused) */
+/* did the partition's files fail? (appends are refused) */
 bool krep_disk_failed(const struct krep_partition *p)
 {
-	return p->disk && READ_ONCE(p->disk->failed);
+	return READ_ONCE(p->disk_failed);
 }
 
 /* open the three files of @s for writing at their ends */
@@ -631,11 +633,15 @@ static bool disk_sync(struct krep_disklog *d, u32 max)
 	struct dcollect c = { .max = max };
 	struct krep_epoch_entry *snap = NULL;
 	unsigned int nsnap = 0, i;
-	u64 cut, start, from;
+	u64 cut, start, from, flush_req, now = krep_now_ms();
+	s64 flush_ms;
+	struct dseg *s;
 	long n = 0;
 	int err;
 
 	mutex_lock(&p->lock);
+	flush_req = p->flush_req;
+	flush_ms = p->topic->config.flush_ms;
 	cut = p->log.cut;
 	p->log.cut = U64_MAX;
 	start = p->log.start_offset;
@@ -668,6 +674,20 @@ static bool disk_sync(struct krep_disklog *d, u32 max)
 		if (err)
 			fail(d, "writing a segment", err);
 	}
+	/* flush.messages asked for a sync, or flush.ms is due */
+	s = tail(d);
+	if (!d->failed && s && s->log && d->end > d->recovery &&
+	    (flush_req > d->recovery ||
+	     (flush_ms != KREP_FLUSH_NEVER &&
+	      now - d->last_flush_ms >= (u64)flush_ms))) {
+		err = vfs_fsync(s->log, 1);
+		if (err) {
+			fail(d, "syncing a segment", err);
+		} else {
+			WRITE_ONCE(d->recovery, d->end);
+			d->last_flush_ms = now;
+		}
+	}
 	if (snap && !d->failed) {
 		err = write_epochs(d, snap, nsnap);
 		if (err) {
@@ -682,29 +702,51 @@ static bool disk_sync(struct krep_disklog *d, u32 max)
 out:
 	kfree(snap);
 	collect_release(&c);
+	/* what is synced now, for producers waiting on flush.messages */
+	mutex_lock(&p->lock);
+	if (p->flushed != d->recovery) {
+		WRITE_ONCE(p->flushed, d->recovery);
+		wake_up_all(&p->commit_wq);
+	} else if (d->failed) {
+		wake_up_all(&p->commit_wq);
+	}
+	mutex_unlock(&p->lock);
 	return c.full && !d->failed;
 }
 
 static void disk_work(struct work_struct *work)
 {
-	struct krep_disklog *d = container_of(work, struct krep_disklog, work);
+	struct krep_disklog *d = container_of(to_delayed_work(work),
+					      struct krep_disklog, work);
+	s64 flush_ms = d->p->topic->config.flush_ms;
+	u64 since;
 	bool more;
 
 	mutex_lock(&d->lock);
 	more = disk_sync(d, KREP_DISK_CHUNK);
-	mutex_unlock(&d->lock);
+	since = krep_now_ms() - d->last_flush_ms;
 	if (more)
-		queue_work(krep_disk_wq, &d->work);
+		mod_delayed_work(krep_disk_wq, &d->work, 0);
+	else if (flush_ms != KREP_FLUSH_NEVER && !d->failed &&
+		 d->end > d->recovery)
+		/* unsynced data: come back when flush.ms is due */
+		queue_delayed_work(krep_disk_wq, &d->work,
+				   msecs_to_jiffies(since < (u64)flush_ms ?
+						    flush_ms - since : 0));
+	mutex_unlock(&d->lock);
+}
+
+/* the disk work should look now (p->lock held) */
+void krep_disk_kick(struct krep_partition *p)
+{
+	if (p->disk)
+		mod_delayed_work(krep_disk_wq, &p->disk->work, 0);
 }
 
 /* log->changed: called under p->lock */
 static void disk_changed(struct krep_log *log)
 {
-	struct krep_partition *p = container_of(log, struct krep_partition,
-						log);
-
-	if (p->disk)
-		queue_work(krep_disk_wq, &p->disk->work);
+	krep_disk_kick(container_of(log, struct krep_partition, log));
 }
 
 /* write everything now and sync the tail (a clean shutdown) */
@@ -820,7 +862,7 @@ void krep_disk_close(struct krep_partition *p, bool remove)
 	mutex_unlock(&p->lock);
 	if (!d)
 		return;
-	cancel_work_sync(&d->work);
+	cancel_delayed_work_sync(&d->work);
 	if (!remove) {
 		disk_flush(d);
 		disk_free(d);
@@ -1160,7 +1202,7 @@ int krep_disk_open(struct krep_partition *p, struct krep_logdir *ld,
 	d->p = p;
 	mutex_init(&d->lock);
 	INIT_LIST_HEAD(&d->segs);
-	INIT_WORK(&d->work, disk_work);
+	INIT_DELAYED_WORK(&d->work, disk_work);
 	d->segment_bytes = p->topic->config.segment_bytes;
 	snprintf(name, sizeof(name), "%s-%u", p->topic->name, p->index);
 	err = krep_vfs_mkdir(&ld->root, name, &d->dir);
@@ -1177,7 +1219,9 @@ int krep_disk_open(struct krep_partition *p, struct krep_logdir *ld,
 		p->disk = d;
 		p->log.changed = disk_changed;
 		/* the first round writes leader-epoch-checkpoint */
-		queue_work(krep_disk_wq, &d->work);
+		p->flushed = d->recovery;
+		d->last_flush_ms = krep_now_ms();
+		mod_delayed_work(krep_disk_wq, &d->work, 0);
 	}
 	mutex_unlock(&p->lock);
 	mutex_unlock(&d->lock);

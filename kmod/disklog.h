@@ -30,6 +30,7 @@ int krep_disk_open(struct krep_partition *p, struct krep_logdir *ld,
 		   struct krep_status *st);
 int krep_disk_flush(struct krep_partition *p);
 void krep_disk_detach_dir(struct krep_partition *p);
+void krep_disk_kick(struct krep_partition *p);
 void krep_disk_close(struct krep_partition *p, bool remove);
 u64 krep_disk_recovery_point(struct krep_partition *p);
 bool krep_disk_failed(const struct krep_partition *p);

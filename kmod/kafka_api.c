@@ -518,21 +518,28 @@ static int kprod_resume(struct krep_kpark *kp, bool final)
 
 		if (!pp->pending)
 			continue;
-		err = krep_partition_commit_check(pp->p, pp->res.last, &st);
+		err = pr->acks == -1 ?
+		      krep_partition_commit_check(pp->p, pp->res.last, &st) : 0;
+		if (!err && pp->res.flush)
+			err = krep_partition_flush_check(pp->p, pp->res.last,
+							 &st);
 		if (err == -EINPROGRESS && !final) {
 			waiting = true;
 			continue;
 		}
 		if (err == -EINPROGRESS) {
 			pp->kerr = KREP_KERR_REQUEST_TIMED_OUT;
-			pp->why = "timed out waiting for the ISR to replicate";
+			pp->why = pp->res.flush && pr->acks != -1 ?
+				  "timed out waiting for the log to be flushed" :
+				  "timed out waiting for the ISR to replicate";
 		} else if (err) {
 			pp->kerr = st.kerr;
 			pp->why = st.why;
 		}
 		pp->pending = false;
-		krep_partition_trace_produce(pp->p, &pp->res, pp->len,
-					     pp->kerr);
+		if (pr->acks == -1)
+			krep_partition_trace_produce(pp->p, &pp->res, pp->len,
+						     pp->kerr);
 	}
 	if (waiting)
 		return 0;
@@ -654,8 +661,8 @@ static int produce(struct kreq *q, const char **why)
 		if (err) {
 			pp->kerr = st.kerr;
 			pp->why = st.why;
-		} else if (pr->acks == -1) {
-			pp->pending = true;
+		} else if (pr->acks == -1 || pp->res.flush) {
+			pp->pending = true;	/* committed, or synced */
 			pending = true;
 		}
 	}

@@ -39,6 +39,8 @@ static const struct nla_policy tcfg_policy[KREP_A_TCFG_MAX + 1] = {
 	[KREP_A_TCFG_MAX_MESSAGE_BYTES] =
 		NLA_POLICY_FULL_RANGE(NLA_U32, &msg_range),
 	[KREP_A_TCFG_UNCLEAN_LEADER_ELECTION] = NLA_POLICY_MAX(NLA_U8, 1),
+	[KREP_A_TCFG_FLUSH_MESSAGES] = NLA_POLICY_MIN(NLA_S64, 1),
+	[KREP_A_TCFG_FLUSH_MS] = NLA_POLICY_MIN(NLA_S64, 0),
 };
 
 /*
@@ -99,6 +101,11 @@ static int parse_tcfg(struct nlattr *nest, struct krep_topic_config *tc,
 	if (tb[KREP_A_TCFG_UNCLEAN_LEADER_ELECTION])
 		tc->unclean_leader_election =
 			nla_get_u8(tb[KREP_A_TCFG_UNCLEAN_LEADER_ELECTION]);
+	if (tb[KREP_A_TCFG_FLUSH_MESSAGES])
+		tc->flush_messages =
+			nla_get_s64(tb[KREP_A_TCFG_FLUSH_MESSAGES]);
+	if (tb[KREP_A_TCFG_FLUSH_MS])
+		tc->flush_ms = nla_get_s64(tb[KREP_A_TCFG_FLUSH_MS]);
 	return 0;
 }
 
@@ -273,7 +280,11 @@ static int put_tcfg(struct sk_buff *skb, const struct krep_topic_config *tc)
 	    nla_put_u32(skb, KREP_A_TCFG_MAX_MESSAGE_BYTES,
 			tc->max_message_bytes) ||
 	    nla_put_u8(skb, KREP_A_TCFG_UNCLEAN_LEADER_ELECTION,
-		       tc->unclean_leader_election))
+		       tc->unclean_leader_election) ||
+	    nla_put_s64(skb, KREP_A_TCFG_FLUSH_MESSAGES, tc->flush_messages,
+			KREP_A_TCFG_PAD) ||
+	    nla_put_s64(skb, KREP_A_TCFG_FLUSH_MS, tc->flush_ms,
+			KREP_A_TCFG_PAD))
 		return -EMSGSIZE;
 	nla_nest_end(skb, nest);
 	return 0;

@@ -495,11 +495,13 @@ int krep_partition_append(struct krep_partition *p, const u8 *batch, u32 len,
 	struct krep_batch b;
 	const char *why;
 	u64 old_hw;
+	bool due;
 	int err;
 
 	res->base = 0;
 	res->last = 0;
 	res->count = 0;
+	res->flush = false;
 	if (len > cfg->max_message_bytes)
 		return krep_fail(st, KREP_KERR_MESSAGE_TOO_LARGE, -EMSGSIZE,
 				 "batch larger than max_message_bytes");
@@ -543,6 +545,8 @@ int krep_partition_append(struct krep_partition *p, const u8 *batch, u32 len,
 	if (err)
 		goto out;
 	res->last = res->base + b.last_delta;
+	due = krep_partition_flush_due(p);
+	res->flush = acks != 0 && due;
 	if (p->hw != old_hw)
 		wake_hw(p);
 	if (acks != -1) {
@@ -590,6 +594,86 @@ int krep_partition_commit_check(struct krep_partition *p, u64 last,
 	return err;
 }
 
+/*
+ * flush.messages: has the log grown that much past what is synced? Then
+ * the disk work is asked to sync up to the log end (p->lock held)
+ */
+bool krep_partition_flush_due(struct krep_partition *p)
+{
+	s64 n = p->topic->config.flush_messages;
+
+	lockdep_assert_held(&p->lock);
+	if (!p->disk || n == KREP_FLUSH_NEVER ||
+	    p->log.end_offset - min(p->flushed, p->log.end_offset) < (u64)n)
+		return false;
+	p->flush_req = max(p->flush_req, p->log.end_offset);
+	krep_disk_kick(p);
+	return true;
+}
+
+/*
+ * Under p->lock: 0 when the records through @last are synced to disk,
+ * -EINPROGRESS while not, or the error that ends the wait
+ */
+static int flush_state(struct krep_partition *p, u64 last,
+		       struct krep_status *st)
+{
+	if (p->flushed > last)
+		return 0;
+	if (p->dead || krep_exiting())
+		return krep_fail(st, KREP_KERR_UNKNOWN_TOPIC_OR_PARTITION,
+				 -ENOENT, "topic was deleted");
+	if (!p->disk || krep_disk_failed(p))
+		return krep_fail(st, KREP_KERR_KAFKA_STORAGE_ERROR, -EIO,
+				 "the partition's log directory failed (see the kernel log)");
+	if (p->log.end_offset <= last)
+		return krep_fail(st, KREP_KERR_NOT_LEADER_OR_FOLLOWER, -EREMOTE,
+				 "the record was truncated while waiting for the flush");
+	return -EINPROGRESS;
+}
+
+/* Kafka's produce: where a flush.messages append's sync stands */
+int krep_partition_flush_check(struct krep_partition *p, u64 last,
+			       struct krep_status *st)
+{
+	int err;
+
+	mutex_lock(&p->lock);
+	err = flush_state(p, last, st);
+	mutex_unlock(&p->lock);
+	return err;
+}
+
+static bool flushed_past(const struct krep_partition *p, u64 last)
+{
+	return READ_ONCE(p->flushed) > last || READ_ONCE(p->dead) ||
+	       krep_disk_failed(p) || krep_exiting();
+}
+
+/* flush.messages: wait until the disk work synced @last, up to @deadline */
+static int wait_flush(struct krep_partition *p, u64 last,
+		      unsigned long deadline, struct krep_status *st)
+{
+	long left;
+	int err;
+
+	for (;;) {
+		err = krep_partition_flush_check(p, last, st);
+		if (err != -EINPROGRESS)
+			return err;
+		left = (long)(deadline - jiffies);
+		if (left <= 0)
+			break;
+		left = wait_event_interruptible_timeout(p->commit_wq,
+							flushed_past(p, last),
+							left);
+		if (left < 0)
+			break;		/* a signal: answer as a timeout */
+	}
+	return krep_fail(st, KREP_KERR_REQUEST_TIMED_OUT, -ETIMEDOUT,
+			 "timed out waiting for the log to be flushed (flush.messages)");
+}
+
 /**
  * krep_partition_produce - append a producer's batch as leader and, for
  * acks=all, wait for it to commit
@@ -608,16 +692,21 @@ int krep_partition_produce(struct krep_partition *p, const u8 *batch, u32 len,
 			   s16 acks, u32 timeout_ms, s64 leader_epoch, u64 *base,
 			   struct krep_status *st)
 {
+	unsigned long deadline = jiffies + msecs_to_jiffies(timeout_ms);
 	struct krep_append_result res;
 	int err;
 
 	err = krep_partition_append(p, batch, len, acks, leader_epoch, &res,
 				    st);
 	*base = res.base;
-	if (err || acks != -1)
+	if (err || (acks != -1 && !res.flush))
 		return err;
-	err = wait_commit(p, res.last, timeout_ms, st);
-	krep_partition_trace_produce(p, &res, len, err ? st->kerr : 0);
+	if (acks == -1)
+		err = wait_commit(p, res.last, timeout_ms, st);
+	if (!err && res.flush)
+		err = wait_flush(p, res.last, deadline, st);
+	if (acks == -1)
+		krep_partition_trace_produce(p, &res, len, err ? st->kerr : 0);
 	return err;
 }
 
@@ -1370,6 +1459,7 @@ static void follower_catch_up(struct krep_partition *p,
 	if (p->log.start_offset > p->low_watermark)
 		WRITE_ONCE(p->low_watermark, p->log.start_offset);
 	krep_producer_prune(p);
+	krep_partition_flush_due(p);	/* followers flush as Kafka's do */
 	krep_partition_wake(p);
 }
 

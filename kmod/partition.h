@@ -74,6 +74,9 @@ struct krep_partition {
 	struct krep_remote remotes[KREP_RF_MAX];
 	struct krep_log log;
 	struct krep_disklog *disk;	/* its files, with a log directory */
+	u64 flushed;			/* synced to disk below this offset */
+	bool disk_failed;		/* its files failed: no more appends */
+	u64 flush_req;			/* flush.messages: sync up to here */
 	u64 hw;
 	u64 lso;
 	u64 low_watermark;
@@ -144,6 +147,7 @@ struct krep_append_result {
 	u64 base;
 	u64 last;
 	u32 count;
+	bool flush;			/* flush.messages: answer once synced */
 };
 
 /* a consumer read's watermarks */
@@ -158,6 +162,9 @@ int krep_partition_append(struct krep_partition *p, const u8 *batch, u32 len,
 			  struct krep_append_result *res, struct krep_status *st);
 int krep_partition_commit_check(struct krep_partition *p, u64 last,
 				struct krep_status *st);
+int krep_partition_flush_check(struct krep_partition *p, u64 last,
+			       struct krep_status *st);
+bool krep_partition_flush_due(struct krep_partition *p);
 void krep_partition_trace_produce(struct krep_partition *p,
 				  const struct krep_append_result *res,
 				  u32 len, s16 kerr);

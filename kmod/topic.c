@@ -31,6 +31,8 @@ void krep_topic_config_default(struct krep_topic_config *tc)
 	tc->retention_bytes = -1;
 	tc->max_message_bytes = 1048588;
 	tc->unclean_leader_election = false;
+	tc->flush_messages = KREP_FLUSH_NEVER;
+	tc->flush_ms = KREP_FLUSH_NEVER;
 }
 
 struct topic_key {
@@ -53,6 +55,8 @@ static const struct topic_key topic_keys[] = {
 	TOPIC_KEY(retention_bytes, -1, S64_MAX),
 	TOPIC_KEY(max_message_bytes, 64, 1048588),
 	TOPIC_KEY(unclean_leader_election, 0, 1),
+	TOPIC_KEY(flush_messages, 1, KREP_FLUSH_NEVER),
+	TOPIC_KEY(flush_ms, 0, KREP_FLUSH_NEVER),
 };
 
 /**

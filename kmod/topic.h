@@ -22,7 +22,11 @@ struct krep_topic_config {
 	s64 retention_bytes;		/* -1: unlimited */
 	u32 max_message_bytes;
 	bool unclean_leader_election;
+	s64 flush_messages;		/* KREP_FLUSH_NEVER: no forced fsync */
+	s64 flush_ms;
 };
+
+#define KREP_FLUSH_NEVER	S64_MAX	/* Kafka's Long.MAX_VALUE */
 
 /* a topic as requested by the topics= module parameter */
 struct krep_topic_spec {

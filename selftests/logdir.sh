@@ -8,6 +8,7 @@
 # 1. insmod log_dir= broker_id=1 topics=t:2:1 (16 KiB segments):
 #    meta.properties names broker 1; 600 produced records reach the
 #    segment files (several segments, indexes, epoch checkpoint).
+#    flush.messages=1 and flush.ms move the recovery point; nothing else.
 # 2. rmmod: a clean shutdown writes the checkpoints (HW 600) and the
 #    marker; insmod again: t-0 comes back from the files, byte for byte.
 # 3. a crash: no marker and a torn last batch; insmod: the torn tail is
@@ -48,7 +49,7 @@ mnt=$tmp/mnt
 krep_cleanup_push rm -rf "$tmp"
 mark=logdir-$$
 
-ktap_plan 33
+ktap_plan 34
 
 values() { # PREFIX COUNT
 	seq -f "$1-%05g-abcdefghijklmnopqrstuvwxyz0123456789" 0 $(($2 - 1))
@@ -77,7 +78,8 @@ truncate -s 128M "$tmp/disk.img" &&
 krep_cleanup_push umount "$mnt"
 D1=$mnt/b1
 mkdir -p "$D1"
-LOAD=(log_dir="$D1" broker_id=1 "topics=t:2:1:segment_bytes=$SEG"
+LOAD=(log_dir="$D1" broker_id=1
+      "topics=t:2:1:segment_bytes=$SEG,fl:1:1:flush_messages=1,fm:1:1:flush_ms=200"
       log_checkpoint_ms=500)
 
 # --- 1. write ------------------------------------------------------------------
@@ -137,6 +139,20 @@ else
 fi
 ktap_check "leader-epoch-checkpoint holds epoch 0 from offset 0" \
 	eval '[ "$(cat "$D1/t-0/leader-epoch-checkpoint")" = "$(printf "0\n1\n0 0")" ]'
+
+# flush.messages=1: each produce is answered once its records are synced,
+# so fl's recovery point follows it; flush.ms=200: fm's is synced within
+# 200 ms; t (neither) is synced only when a segment rolls
+values f 30 | "$KREPCTL" produce fl acks 1 batch 1 >/dev/null &&
+	values m 10 | "$KREPCTL" produce fm acks 1 >/dev/null ||
+	ktap_bail "produce fl, fm failed"
+rp() { awk -v t="$1" '$1 == t && $2 == 0 { print $3 }' "$D1/recovery-point-offset-checkpoint"; }
+synced() { [ "$(rp fl)" = 30 ] && [ "$(rp fm)" = 10 ]; }
+if krep_wait_for 30 synced && [ "$(rp t)" -lt "$N" ]; then
+	ktap_ok "recovery points: fl (flush_messages=1) 30, fm (flush_ms=200) 10, t (no flush policy) $(rp t) of $N"
+else
+	ktap_fail "recovery points: fl (flush_messages=1) 30, fm (flush_ms=200) 10, t below $N ($(rp fl), $(rp fm), $(rp t))"
+fi
 
 # --- 2. clean restart ------------------------------------------------------------
 krep_mod_unload

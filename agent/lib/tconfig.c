@@ -31,6 +31,10 @@ static const struct {
 		KREP_A_TCFG_MAX_MESSAGE_BYTES, 0, UINT32_MAX },
 	[KREP_TCFG_UNCLEAN_LEADER_ELECTION] = { "unclean_leader_election",
 		KREP_A_TCFG_UNCLEAN_LEADER_ELECTION, 0, UINT8_MAX },
+	[KREP_TCFG_FLUSH_MESSAGES] = { "flush_messages",
+		KREP_A_TCFG_FLUSH_MESSAGES, INT64_MIN, INT64_MAX },
+	[KREP_TCFG_FLUSH_MS] = { "flush_ms",
+		KREP_A_TCFG_FLUSH_MS, INT64_MIN, INT64_MAX },
 };
 
 /*
@@ -49,6 +53,8 @@ static const struct {
 	[KREP_TCFG_RETENTION_BYTES] = { true, -1, INT64_MAX },
 	[KREP_TCFG_MAX_MESSAGE_BYTES] = { true, 64, 1048588 },
 	[KREP_TCFG_UNCLEAN_LEADER_ELECTION] = { true, 0, 1 },
+	[KREP_TCFG_FLUSH_MESSAGES] = { true, 1, INT64_MAX },
+	[KREP_TCFG_FLUSH_MS] = { true, 0, INT64_MAX },
 };
 
 int krep_tconfig_check(const struct krep_tconfig *tc, char *why,
@@ -165,6 +171,8 @@ int krep_tconfig_put(struct nl_msg *msg, const struct krep_tconfig *tc)
 			continue;
 		switch (k) {
 		case KREP_TCFG_RETENTION_BYTES:
+		case KREP_TCFG_FLUSH_MESSAGES:
+		case KREP_TCFG_FLUSH_MS:
 			ret = nla_put_u64(msg, keys[k].attr, (uint64_t)tc->v[k]);
 			break;
 		case KREP_TCFG_UNCLEAN_LEADER_ELECTION:

@@ -20,6 +20,8 @@ enum krep_tcfg_key {
 	KREP_TCFG_RETENTION_BYTES,
 	KREP_TCFG_MAX_MESSAGE_BYTES,
 	KREP_TCFG_UNCLEAN_LEADER_ELECTION,
+	KREP_TCFG_FLUSH_MESSAGES,
+	KREP_TCFG_FLUSH_MS,
 	KREP_TCFG_NKEYS
 };
 
@@ -49,7 +51,8 @@ int krep_tconfig_parse(const char *s, struct krep_tconfig *tc, char *why,
  * Whether the kernel takes every value of @tc (min_insync_replicas 1..65,
  * replica_lag_time_max_ms 10..3600000, segment_bytes 4096..2^30,
  * retention_bytes -1 or more, max_message_bytes 64..1048588,
- * unclean_leader_election 0..1). Returns 0, or -ERANGE with "KEY must be
+ * unclean_leader_election 0..1, flush_messages 1 or more, flush_ms 0 or
+ * more). Returns 0, or -ERANGE with "KEY must be
  * MIN..MAX, not V" in @why: Kafka's INVALID_CONFIG.
  */
 int krep_tconfig_check(const struct krep_tconfig *tc, char *why,

@@ -994,6 +994,17 @@ static void test_policy_kafka_error(void)
 	      !strcmp(why, "min_insync_replicas must be 1..65, not 0"),
 	      "krep_tconfig_check: min_insync_replicas=0 (%s)", why);
 	memset(&cfg, 0, sizeof(cfg));
+	CHECK(!krep_tconfig_parse("flush.messages=1,flush.ms=0", &cfg, why,
+				  sizeof(why)) &&
+	      !krep_tconfig_check(&cfg, why, sizeof(why)) &&
+	      cfg.has[KREP_TCFG_FLUSH_MESSAGES] &&
+	      cfg.v[KREP_TCFG_FLUSH_MESSAGES] == 1 &&
+	      !krep_tconfig_parse("flush_messages=0", &cfg, why, sizeof(why)) &&
+	      krep_tconfig_check(&cfg, why, sizeof(why)) == -ERANGE &&
+	      strstr(why, "flush_messages must be 1.."),
+	      "krep_tconfig: flush.messages=1, flush.ms=0 taken; flush_messages=0 refused (%s)",
+	      why);
+	memset(&cfg, 0, sizeof(cfg));
 	CHECK(!krep_tconfig_parse("retention_bytes=-2", &cfg, why, sizeof(why)) &&
 	      krep_tconfig_check(&cfg, why, sizeof(why)) == -ERANGE &&
 	      strstr(why, "retention_bytes must be -1..") &&

@@ -410,6 +410,8 @@ enum krep_tcfg_attr {
 	KREP_A_TCFG_MAX_MESSAGE_BYTES,		/* u32, 64..1048588 (default) */
 	KREP_A_TCFG_UNCLEAN_LEADER_ELECTION,	/* u8, 0 or 1 */
 	KREP_A_TCFG_PAD,			/* 64-bit alignment */
+	KREP_A_TCFG_FLUSH_MESSAGES,		/* s64, >= 1; default never */
+	KREP_A_TCFG_FLUSH_MS,			/* s64, >= 0; default never */
 
 	__KREP_A_TCFG_MAX,
 	KREP_A_TCFG_MAX = __KREP_A_TCFG_MAX - 1
