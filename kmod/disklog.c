@@ -895,7 +895,7 @@ static int seg_entry(void *arg, const char *name, int len, unsigned int type)
 {
 	struct seg_names *sn = arg;
 	char digits[21];
-	u64 base, *more;
+	u64 base;
 
 	if (len != 24 || strcmp(name + 20, ".log") || type == DT_DIR)
 		return 0;
@@ -904,17 +904,10 @@ static int seg_entry(void *arg, const char *name, int len, unsigned int type)
 	if (strspn(digits, "0123456789") != 20 || kstrtou64(digits, 10, &base) ||
 	    base >= S64_MAX)
 		return 0;
-	if (sn->n == sn->cap) {
-		more = sn->n >= KREP_VFS_LIST_MAX ? NULL :
-		       kvrealloc(sn->base, sn->cap * sizeof(*more),
-				 (sn->cap * 2 + 8) * sizeof(*more), GFP_KERNEL);
-		if (!more) {
-			sn->err = sn->n >= KREP_VFS_LIST_MAX ? -E2BIG : -ENOMEM;
-			return 1;
-		}
-		sn->base = more;
-		sn->cap = sn->cap * 2 + 8;
-	}
+	sn->err = krep_vfs_grow((void **)&sn->base, &sn->cap, sn->n,
+				sizeof(*sn->base), KREP_VFS_LIST_MAX);
+	if (sn->err)
+		return 1;
 	sn->base[sn->n++] = base;
 	return 0;
 }

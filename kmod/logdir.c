@@ -236,17 +236,9 @@ static int load_ckpt(struct krep_logdir *ld, int which, unsigned int *cap)
 		    krep_topic_name_check(topic, strlen(topic), &why) ||
 		    ++n > count)
 			goto bad;
-		if (ld->nckpt == *cap) {
-			e = ld->nckpt >= KREP_CKPT_MAX ? NULL :
-			    kvrealloc(ld->ckpt, *cap * sizeof(*e),
-				      (*cap * 2 + 64) * sizeof(*e), GFP_KERNEL);
-			if (!e) {
-				kvfree(buf);
-				return -ENOMEM;
-			}
-			ld->ckpt = e;
-			*cap = *cap * 2 + 64;
-		}
+		if (krep_vfs_grow((void **)&ld->ckpt, cap, ld->nckpt,
+				  sizeof(*e), KREP_CKPT_MAX))
+			goto bad;	/* too many lines, or no memory */
 		e = &ld->ckpt[ld->nckpt++];
 		memset(e, 0, sizeof(*e));
 		strscpy(e->topic, topic, sizeof(e->topic));
@@ -517,17 +509,11 @@ struct root_scan {
 static int add_name(char ***arr, unsigned int *n, unsigned int *cap,
 		    const char *name, int len)
 {
-	char **more;
+	int err = krep_vfs_grow((void **)arr, cap, *n, sizeof(**arr),
+				KREP_VFS_LIST_MAX);
 
-	if (*n == *cap) {
-		more = *n >= KREP_VFS_LIST_MAX ? NULL :
-		       kvrealloc(*arr, *cap * sizeof(*more),
-				 (*cap * 2 + 16) * sizeof(*more), GFP_KERNEL);
-		if (!more)
-			return -ENOMEM;
-		*arr = more;
-		*cap = *cap * 2 + 16;
-	}
+	if (err)
+		return err;
 	(*arr)[*n] = kmemdup_nul(name, len, GFP_KERNEL);
 	if (!(*arr)[*n])
 		return -ENOMEM;

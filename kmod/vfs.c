@@ -30,6 +30,58 @@ static struct dentry *lookup(const struct path *dir, const char *name)
 	return lookup_one(userns(dir), name, dir->dentry, strlen(name));
 }
 
+static void unlock_dir(const struct path *dir)
+{
+	inode_unlock(d_inode(dir->dentry));
+	mnt_drop_write(dir->mnt);
+}
+
+/* write access, @dir locked and @name's dentry; unlock_dir() undoes it */
+static struct dentry *lock_lookup(const struct path *dir, const char *name)
+{
+	struct dentry *d;
+	int err;
+
+	err = mnt_want_write(dir->mnt);
+	if (err)
+		return ERR_PTR(err);
+	inode_lock_nested(d_inode(dir->dentry), I_MUTEX_PARENT);
+	d = lookup(dir, name);
+	if (IS_ERR(d))
+		unlock_dir(dir);
+	return d;
+}
+
+/**
+ * krep_vfs_grow - room for one more element in a growing array
+ * @arr: the array (kvmalloc'ed, or NULL)
+ * @cap: its capacity in elements
+ * @n: the elements it holds
+ * @size: an element's size
+ * @max: the most it may hold
+ *
+ * Return: 0, -E2BIG at @max elements, or -ENOMEM.
+ */
+int krep_vfs_grow(void **arr, unsigned int *cap, unsigned int n, size_t size,
+		  unsigned int max)
+{
+	unsigned int want;
+	void *more;
+
+	if (n < *cap)
+		return 0;
+	if (n >= max)
+		return -E2BIG;
+	want = min(max, *cap * 2 + 16);
+	more = kvrealloc(*arr, (size_t)*cap * size, (size_t)want * size,
+			 GFP_KERNEL);
+	if (!more)
+		return -ENOMEM;
+	*arr = more;
+	*cap = want;
+	return 0;
+}
+
 /**
  * krep_vfs_mkdir - the subdirectory @name of @dir, made if absent
  * @dir: the parent
@@ -43,17 +95,11 @@ static int subdir(const struct path *dir, const char *name,
 {
 	struct inode *inode = d_inode(dir->dentry);
 	struct dentry *d;
-	int err;
+	int err = 0;
 
-	err = mnt_want_write(dir->mnt);
-	if (err)
-		return err;
-	inode_lock_nested(inode, I_MUTEX_PARENT);
-	d = lookup(dir, name);
-	if (IS_ERR(d)) {
-		err = PTR_ERR(d);
-		goto out;
-	}
+	d = lock_lookup(dir, name);
+	if (IS_ERR(d))
+		return PTR_ERR(d);
 	if (d_really_is_negative(d))
 		err = create ? vfs_mkdir(userns(dir), inode, d, 0755) : -ENOENT;
 	if (!err && d_unhashed(d)) {
@@ -74,8 +120,7 @@ static int subdir(const struct path *dir, const char *name,
 		child->dentry = d;
 	}
 out:
-	inode_unlock(inode);
-	mnt_drop_write(dir->mnt);
+	unlock_dir(dir);
 	return err;
 }
 
@@ -121,15 +166,9 @@ static int remove_at(const struct path *dir, const char *name, bool is_dir)
 	struct dentry *d;
 	int err;
 
-	err = mnt_want_write(dir->mnt);
-	if (err)
-		return err;
-	inode_lock_nested(inode, I_MUTEX_PARENT);
-	d = lookup(dir, name);
-	if (IS_ERR(d)) {
-		err = PTR_ERR(d);
-		goto out;
-	}
+	d = lock_lookup(dir, name);
+	if (IS_ERR(d))
+		return PTR_ERR(d);
 	if (d_really_is_negative(d))
 		err = -ENOENT;
 	else if (is_dir)
@@ -137,9 +176,7 @@ static int remove_at(const struct path *dir, const char *name, bool is_dir)
 	else
 		err = vfs_unlink(userns(dir), inode, d, NULL);
 	dput(d);
-out:
-	inode_unlock(inode);
-	mnt_drop_write(dir->mnt);
+	unlock_dir(dir);
 	return err;
 }
 
@@ -158,21 +195,13 @@ static int collect_name(void *arg, const char *name, int len,
 			unsigned int type)
 {
 	struct name_list *nl = arg;
-	char **more;
 
 	if (type == DT_DIR)
 		return 0;
-	if (nl->n == nl->cap) {
-		more = nl->n >= KREP_VFS_LIST_MAX ? NULL :
-		       kvrealloc(nl->names, nl->cap * sizeof(*more),
-				 (nl->cap * 2 + 16) * sizeof(*more), GFP_KERNEL);
-		if (!more) {
-			nl->err = nl->n >= KREP_VFS_LIST_MAX ? -E2BIG : -ENOMEM;
-			return 1;
-		}
-		nl->names = more;
-		nl->cap = nl->cap * 2 + 16;
-	}
+	nl->err = krep_vfs_grow((void **)&nl->names, &nl->cap, nl->n,
+				sizeof(*nl->names), KREP_VFS_LIST_MAX);
+	if (nl->err)
+		return 1;
 	nl->names[nl->n] = kmemdup_nul(name, len, GFP_KERNEL);
 	if (!nl->names[nl->n]) {
 		nl->err = -ENOMEM;

@@ -33,6 +33,8 @@ char *krep_vfs_read_file(const struct path *dir, const char *name, size_t max,
 int krep_vfs_write_all(struct file *f, const void *buf, size_t len,
 		       loff_t *pos);
 int krep_vfs_truncate(struct file *f, loff_t len);
+int krep_vfs_grow(void **arr, unsigned int *cap, unsigned int n, size_t size,
+		  unsigned int max);
 
 /* one name of a directory; return nonzero to stop the listing */
 typedef int (*krep_vfs_entry_t)(void *arg, const char *name, int len,

@@ -91,7 +91,7 @@ fi
 tmp_err=$(mktemp)
 krep_cleanup_push rm -f "$tmp_err"
 
-FRESH='{"broker_id":null,"cluster_id":null,"listen":null,"kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"generation":0,"peers":[]}'
+FRESH='{"broker_id":null,"cluster_id":null,"listen":null,"kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"log_dir":null,"generation":0,"peers":[]}'
 same "a new namespace starts with an empty broker" "$FRESH" "$(show "$NSA")"
 
 # namespace A, with krepctl --netns
@@ -107,9 +107,9 @@ ktap_check "set namespace B's peers" \
 	ip netns exec "$NSB" "$KREPCTL" broker set \
 	peers '1@10.0.0.1:9092,3@[fd00::3]:9094'
 
-A='{"broker_id":1,"cluster_id":"alpha","listen":"10.0.0.1:9092","kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"generation":1,
+A='{"broker_id":1,"cluster_id":"alpha","listen":"10.0.0.1:9092","kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"log_dir":null,"generation":1,
     "peers":[{"id":2,"addr":"10.0.0.2:9092"}]}'
-B='{"broker_id":2,"cluster_id":"beta","listen":"[fd00::2]:9093","kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"generation":2,
+B='{"broker_id":2,"cluster_id":"beta","listen":"[fd00::2]:9093","kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"log_dir":null,"generation":2,
     "peers":[{"id":1,"addr":"10.0.0.1:9092"},{"id":3,"addr":"[fd00::3]:9094"}]}'
 same "namespace A sees its own broker" "$A" "$(show "$NSA")"
 same "namespace B sees its own broker" "$B" "$(show "$NSB")"
@@ -202,7 +202,7 @@ same "the initial namespace is still unaffected" "$INIT" "$(show)"
 
 # rmmod while configured namespaces exist (B, and C set just before);
 # delete them afterwards
-C='{"broker_id":3,"cluster_id":null,"listen":null,"kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"generation":1,
+C='{"broker_id":3,"cluster_id":null,"listen":null,"kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"log_dir":null,"generation":1,
     "peers":[{"id":4,"addr":"10.4.0.1:9092"}]}'
 if ! out=$("$KREPCTL" --netns "$NSC" broker set id 3 peers 4@10.4.0.1:9092 2>&1); then
 	ktap_diag "broker set in namespace C: $out"

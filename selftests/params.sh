@@ -351,7 +351,7 @@ P64=$(peer_list 64)
 P65=$(peer_list 65)
 PEER2='{"id":2,"addr":"10.0.0.2:9092"}'
 PEER3='{"id":3,"addr":"[fd00::3]:9092"}'
-NONE='{"broker_id":null,"cluster_id":null,"listen":null,"kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"peers":[]}'
+NONE='{"broker_id":null,"cluster_id":null,"listen":null,"kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"log_dir":null,"peers":[]}'
 
 ktap_plan 90
 
@@ -365,38 +365,38 @@ SYS="hello_timeout_ms=5000 fetch_timeout_ms=3000 reconnect_backoff_max_ms=5000
 good "empty values mean unset" "$NONE" broker_id=-1 cluster_id= listen= \
 	peers= topics=
 good "broker_id=0" \
-	'{"broker_id":0,"cluster_id":null,"listen":null,"kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"peers":[]}' broker_id=0
+	'{"broker_id":0,"cluster_id":null,"listen":null,"kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"log_dir":null,"peers":[]}' broker_id=0
 good "broker_id=2147483647" \
-	'{"broker_id":2147483647,"cluster_id":null,"listen":null,"kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"peers":[]}' \
+	'{"broker_id":2147483647,"cluster_id":null,"listen":null,"kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"log_dir":null,"peers":[]}' \
 	broker_id=2147483647
 good "cluster_id" \
-	'{"broker_id":null,"cluster_id":"prod-1_A","listen":null,"kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"peers":[]}' \
+	'{"broker_id":null,"cluster_id":"prod-1_A","listen":null,"kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"log_dir":null,"peers":[]}' \
 	cluster_id=prod-1_A
 good "cluster_id of 64 characters" \
-	"{\"broker_id\":null,\"cluster_id\":\"$CID64\",\"listen\":null,\"kafka_listen\":null,\"kafka_advertised\":null,\"cluster_secret\":false,\"peers\":[]}" \
+	"{\"broker_id\":null,\"cluster_id\":\"$CID64\",\"listen\":null,\"kafka_listen\":null,\"kafka_advertised\":null,\"cluster_secret\":false,\"log_dir\":null,\"peers\":[]}" \
 	cluster_id="$CID64"
 good "listen IPv4" \
-	'{"broker_id":null,"cluster_id":null,"listen":"127.0.0.1:9092","kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"peers":[]}' \
+	'{"broker_id":null,"cluster_id":null,"listen":"127.0.0.1:9092","kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"log_dir":null,"peers":[]}' \
 	listen=127.0.0.1:9092
 good "listen IPv6, not a local address" \
-	'{"broker_id":null,"cluster_id":null,"listen":"[fd00::1]:65535","kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"peers":[]}' \
+	'{"broker_id":null,"cluster_id":null,"listen":"[fd00::1]:65535","kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"log_dir":null,"peers":[]}' \
 	'listen=[fd00::1]:65535'
 good "listen IPv6 loopback, port 1" \
-	'{"broker_id":null,"cluster_id":null,"listen":"[::1]:1","kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"peers":[]}' \
+	'{"broker_id":null,"cluster_id":null,"listen":"[::1]:1","kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"log_dir":null,"peers":[]}' \
 	'listen=[::1]:1'
 good "peers, IPv4 and IPv6" \
-	"{\"broker_id\":1,\"cluster_id\":null,\"listen\":null,\"kafka_listen\":null,\"kafka_advertised\":null,\"cluster_secret\":false,\"peers\":[$PEER2,$PEER3]}" \
+	"{\"broker_id\":1,\"cluster_id\":null,\"listen\":null,\"kafka_listen\":null,\"kafka_advertised\":null,\"cluster_secret\":false,\"log_dir\":null,\"peers\":[$PEER2,$PEER3]}" \
 	broker_id=1 'peers=2@10.0.0.2:9092,3@[fd00::3]:9092'
 good "64 peers" \
-	"{\"broker_id\":0,\"cluster_id\":null,\"listen\":null,\"kafka_listen\":null,\"kafka_advertised\":null,\"cluster_secret\":false,\"peers\":$(peer_json 64)}" \
+	"{\"broker_id\":0,\"cluster_id\":null,\"listen\":null,\"kafka_listen\":null,\"kafka_advertised\":null,\"cluster_secret\":false,\"log_dir\":null,\"peers\":$(peer_json 64)}" \
 	broker_id=0 peers="$P64"
 good "the example of kmod/param.c" \
-	"{\"broker_id\":1,\"cluster_id\":\"prod\",\"listen\":\"10.0.0.1:9092\",\"kafka_listen\":null,\"kafka_advertised\":null,\"cluster_secret\":false,\"peers\":[$PEER2,$PEER3]}" \
+	"{\"broker_id\":1,\"cluster_id\":\"prod\",\"listen\":\"10.0.0.1:9092\",\"kafka_listen\":null,\"kafka_advertised\":null,\"cluster_secret\":false,\"log_dir\":null,\"peers\":[$PEER2,$PEER3]}" \
 	broker_id=1 cluster_id=prod listen=10.0.0.1:9092 \
 	'peers=2@10.0.0.2:9092,3@[fd00::3]:9092' \
 	topics=orders:3:3:min_insync_replicas=2,audit:1:1
 good "topics with a single broker" \
-	'{"broker_id":4,"cluster_id":null,"listen":null,"kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"peers":[]}' \
+	'{"broker_id":4,"cluster_id":null,"listen":null,"kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"log_dir":null,"peers":[]}' \
 	broker_id=4 topics=t:1:1
 topics "topics of the example, with a default and a given config" \
 	'length == 2 and
@@ -410,16 +410,17 @@ topics "topics: every config key at its lowest" \
 	'length == 1 and t("t").config == {"min_insync_replicas": 1,
 	 "replica_lag_time_max_ms": 10, "segment_bytes": 4096,
 	 "retention_bytes": -1, "max_message_bytes": 64,
-	 "unclean_leader_election": 0}' \
+	 "unclean_leader_election": 0, "flush_messages": 1, "flush_ms": 0}' \
 	broker_id=1 \
-	topics=t:1:1:min_insync_replicas=1:replica_lag_time_max_ms=10:segment_bytes=4096:retention_bytes=-1:max_message_bytes=64:unclean_leader_election=0
+	topics=t:1:1:min_insync_replicas=1:replica_lag_time_max_ms=10:segment_bytes=4096:retention_bytes=-1:max_message_bytes=64:unclean_leader_election=0:flush_messages=1:flush_ms=0
 topics "topics: every config key at its highest" \
 	'length == 1 and t("t").config == {"min_insync_replicas": 65,
 	 "replica_lag_time_max_ms": 3600000, "segment_bytes": 1073741824,
 	 "retention_bytes": 9223372036854775807, "max_message_bytes": 1048588,
-	 "unclean_leader_election": 1}' \
+	 "unclean_leader_election": 1, "flush_messages": 9223372036854775807,
+	 "flush_ms": 9223372036854775807}' \
 	broker_id=1 \
-	topics=t:1:1:min_insync_replicas=65:replica_lag_time_max_ms=3600000:segment_bytes=1073741824:retention_bytes=9223372036854775807:max_message_bytes=1048588:unclean_leader_election=1
+	topics=t:1:1:min_insync_replicas=65:replica_lag_time_max_ms=3600000:segment_bytes=1073741824:retention_bytes=9223372036854775807:max_message_bytes=1048588:unclean_leader_election=1:flush_messages=9223372036854775807:flush_ms=9223372036854775807
 topics "topics: names of [a-zA-Z0-9._-], 249 characters" \
 	"length == 3 and t(\"a.b_c-D9\") and t(\"...\") and t(\"$T249\")" \
 	broker_id=1 topics="a.b_c-D9:1:1,...:1:1,$T249:1:1"
@@ -548,7 +549,7 @@ bad "65 peers" "bad peers: more than 64 peers" broker_id=0 peers="$P65"
 
 # the Kafka listener
 good "kafka_listen and kafka_advertised" \
-	'{"broker_id":1,"cluster_id":null,"listen":null,"kafka_listen":"127.0.0.1:9192","kafka_advertised":"kafka-1.example:9192","cluster_secret":false,"peers":[]}' \
+	'{"broker_id":1,"cluster_id":null,"listen":null,"kafka_listen":"127.0.0.1:9192","kafka_advertised":"kafka-1.example:9192","cluster_secret":false,"log_dir":null,"peers":[]}' \
 	broker_id=1 kafka_listen=127.0.0.1:9192 kafka_advertised=kafka-1.example:9192
 bad "kafka_listen on a wildcard address without kafka_advertised" \
 	"bad kafka_listen '0.0.0.0:9192': a Kafka listener on a wildcard address needs an advertised address" \
