@@ -545,6 +545,7 @@ static void fencing(struct ctl *c, int64_t now)
 			 b->id, now - b->last_ok_ms);
 		b->fenced = true;
 		c->dirty = true;
+		c->n->fencings++;
 	}
 	for (;;) {
 		best = -1;
@@ -567,6 +568,7 @@ static void fencing(struct ctl *c, int64_t now)
 			 timeout);
 		b->fenced = true;
 		c->dirty = true;
+		c->n->fencings++;
 	}
 	for (i = 0; i < c->nb; i++) {
 		b = &c->b[i];
@@ -960,15 +962,41 @@ static int start(struct ctl *c, bool *had_state)
 /* run()'s result besides 0 (stopped by a signal) and 1 (error) */
 #define RUN_STEP_DOWN	2
 
+/*
+ * --metrics: its fds after the @n of @pfd (room for KREP_METRICS_NFDS
+ * more), and *@timeout (ms, -1: none) lowered to its own. Returns the
+ * new count.
+ */
+static nfds_t metrics_fds(struct ctl *c, struct pollfd *pfd, nfds_t n,
+			  int *timeout)
+{
+	int t;
+
+	if (!c->metrics)
+		return n;
+	t = krep_metrics_timeout(c->metrics);
+	if (*timeout < 0 || t < *timeout)
+		*timeout = t;
+	return n + krep_metrics_pollfds(c->metrics, pfd + n);
+}
+
+/* --metrics: serve what poll() said of its fds, from @base to @n. */
+static void metrics_serve(struct ctl *c, struct pollfd *pfd, nfds_t base,
+			  nfds_t n)
+{
+	if (c->metrics)
+		krep_metrics_handle(c->metrics, pfd + base, n - base);
+}
+
 static int run(struct ctl *c)
 {
-	struct pollfd pfd[2 + KREP_CTL_BROKERS];
+	struct pollfd pfd[2 + KREP_CTL_BROKERS + KREP_METRICS_NFDS];
 	struct cbroker *who[2 + KREP_CTL_BROKERS];
 	struct krep_view_from from;
 	int64_t now;
-	nfds_t n;
+	nfds_t n, nev;
 	size_t i;
-	int err, fd;
+	int err, fd, timeout;
 
 	c->next_poll_ms = krep_ctl_now();
 	c->next_pref_ms = c->next_poll_ms + c->cfg->preferred_ms;
@@ -984,9 +1012,11 @@ static int run(struct ctl *c)
 			who[n] = &c->b[i];
 			pfd[n++] = (struct pollfd){ .fd = fd, .events = POLLIN };
 		}
+		nev = n;
 		now = krep_ctl_now();
-		if (poll(pfd, n, c->next_poll_ms > now ?
-			 (int)(c->next_poll_ms - now) : 0) < 0 &&
+		timeout = c->next_poll_ms > now ? (int)(c->next_poll_ms - now) : 0;
+		n = metrics_fds(c, pfd, nev, &timeout);
+		if (poll(pfd, n, timeout) < 0 &&
 		    errno != EINTR) {
 			krep_log(LOG_ERR, "poll: %s", strerror(errno));
 			return 1;
@@ -996,7 +1026,8 @@ static int run(struct ctl *c)
 		/* --etcd: nothing more unless the lease surely runs */
 		if (c->ha && krep_ha_tick(c->ha))
 			return RUN_STEP_DOWN;
-		for (i = 2; i < n; i++) {
+		metrics_serve(c, pfd, nev, n);
+		for (i = 2; i < nev; i++) {
 			if (!pfd[i].revents || !who[i]->s)
 				continue;
 			from = (struct krep_view_from){ c, who[i] };
@@ -1011,7 +1042,7 @@ static int run(struct ctl *c)
 				session_close(c, who[i]);
 			}
 		}
-		if (n > 2)
+		if (nev > 2)
 			krep_view_propagate(c);	/* commits from events */
 		if (pfd[1].revents)
 			krep_ctlsock_serve(c->cs, serve, c);
@@ -1030,6 +1061,59 @@ static int run(struct ctl *c)
 	}
 }
 
+/*
+ * What --metrics reads at a scrape: the controller of the current term
+ * (run_etcd() makes a new one for each) and the counters of them all.
+ */
+struct ctl_run {
+	struct ctl *c;
+	struct krep_ctl_counters n;
+	struct krep_metrics *metrics;
+};
+
+static struct ctl_run the_run;
+
+static void figures(void *arg, struct krep_ctl_figures *cf)
+{
+	static const struct krep_tconf dflt = { .min_isr = 1 };
+	const struct krep_state_topic *t;
+	struct ctl_run *r = arg;
+	const struct krep_pstate *ps;
+	struct ctl *c = r->c;
+	struct krep_ha_info hi;
+	size_t i;
+
+	cf->n = r->n;
+	if (!c)
+		return;
+	cf->active = c->started && !c->step_down;
+	if (!cf->active) {
+		if (c->ha) {
+			krep_ha_info(c->ha, &hi);
+			cf->has_epoch = hi.known;
+			cf->epoch = hi.active_epoch;
+		}
+		return;
+	}
+	cf->has_epoch = true;
+	cf->epoch = c->epoch;
+	cf->has_view = true;
+	cf->brokers = c->nb;
+	for (i = 0; i < c->nb; i++) {
+		cf->fenced_brokers += c->b[i].fenced;
+		cf->unreachable_brokers += !c->b[i].reachable;
+	}
+	cf->partitions = c->np;
+	for (i = 0; i < c->np; i++) {
+		ps = &c->parts[i].st.ps;
+		t = krep_view_topic(c, c->parts[i].st.topic);
+		cf->offline_partitions += ps->leader == KREP_NO_LEADER;
+		cf->under_replicated_partitions += ps->isr.n < ps->ar.n;
+		cf->under_min_isr_partitions +=
+			ps->isr.n < krep_elect_min_isr(ps, t ? &t->tc : &dflt);
+	}
+}
+
 static struct ctl *ctl_new(struct krep_cluster *cfg)
 {
 	struct ctl *c;
@@ -1041,6 +1125,9 @@ static struct ctl *ctl_new(struct krep_cluster *cfg)
 		return NULL;
 	}
 	c->cfg = cfg;
+	c->n = &the_run.n;
+	c->metrics = the_run.metrics;
+	the_run.c = c;
 	c->lockfd = c->sfd = -1;
 	c->req_timeout_ms = cfg->session_timeout_ms / 4;
 	if (c->req_timeout_ms < 200)
@@ -1073,6 +1160,8 @@ static void ctl_free(struct ctl *c)
 		close(c->lockfd);
 	free(c->parts);
 	free(c->topics);
+	if (the_run.c == c)
+		the_run.c = NULL;
 	free(c);
 }
 
@@ -1136,17 +1225,27 @@ out:
  */
 static int standby(struct ctl *c)
 {
-	struct pollfd pfd[2];
-	int ret;
+	struct pollfd pfd[2 + KREP_METRICS_NFDS] = { { .fd = -1 } };
+	int64_t next = 0, now;
+	int ret, timeout;
+	nfds_t n;
 
 	for (;;) {
-		ret = krep_ha_round(c->ha, c->owner);
-		if (ret)
-			return ret;
+		/* a request woke it: a round too; not a scrape or its timer */
+		now = krep_ctl_now();
+		if (now >= next || pfd[1].revents) {
+			ret = krep_ha_round(c->ha, c->owner);
+			if (ret)
+				return ret;
+			now = krep_ctl_now();
+			next = now + c->cfg->poll_ms;
+		}
 		pfd[0] = (struct pollfd){ .fd = c->sfd, .events = POLLIN };
 		pfd[1] = (struct pollfd){ .fd = krep_ctlsock_fd(c->cs),
 					  .events = POLLIN };
-		if (poll(pfd, 2, c->cfg->poll_ms) < 0 && errno != EINTR) {
+		timeout = next > now ? (int)(next - now) : 0;
+		n = metrics_fds(c, pfd, 2, &timeout);
+		if (poll(pfd, n, timeout) < 0 && errno != EINTR) {
 			krep_log(LOG_ERR, "poll: %s", strerror(errno));
 			return -1;
 		}
@@ -1154,6 +1253,7 @@ static int standby(struct ctl *c)
 			return 0;
 		if (pfd[1].revents)
 			krep_ctlsock_serve(c->cs, serve_standby, c);
+		metrics_serve(c, pfd, 2, n);
 	}
 }
 
@@ -1257,8 +1357,12 @@ out:
 	return ret;
 }
 
-int krep_controller_run(struct krep_cluster *cfg, bool foreground)
+int krep_controller_run(struct krep_cluster *cfg, bool foreground,
+			struct krep_metrics *metrics)
 {
+	the_run.metrics = metrics;
+	if (metrics)
+		krep_metrics_controller(metrics, figures, &the_run);
 	if (cfg->ha.endpoints[0])
 		return run_etcd(cfg, foreground);
 	return run_one_host(cfg, foreground);

@@ -52,9 +52,14 @@
 /*
  * Run the controller of @cfg (finished) until a stop signal. With
  * @foreground the log goes to stdout/stderr; otherwise krepd becomes a
- * daemon once it holds its claims and logs to syslog. Returns the exit
- * status: 0 after a stop signal, 1 on an error.
+ * daemon once it holds its claims and logs to syslog. With @metrics
+ * (krepd --metrics, opened), its endpoint is served from the controller's
+ * poll loops, active or standby, and carries the controller's figures
+ * (krep_metrics_controller()). Returns the exit status: 0 after a stop
+ * signal, 1 on an error.
  */
-int krep_controller_run(struct krep_cluster *cfg, bool foreground);
+struct krep_metrics;
+int krep_controller_run(struct krep_cluster *cfg, bool foreground,
+			struct krep_metrics *metrics);
 
 #endif

@@ -5,7 +5,8 @@
  * krepd --controller (controller.h) is the cluster's controller: it
  * claims every broker of its configuration (cluster.h), fences and
  * unfences them, elects leaders, commits or turns down ISR changes, and
- * answers krepctl elect on its control socket (ctlsock.h).
+ * answers krepctl elect on its control socket (ctlsock.h). With --metrics
+ * it serves an observer's metrics and its own (krep_controller_*).
  *
  * Without --controller it is an observer of the broker of its network
  * namespace: it joins the "events" multicast group of the krep family and
@@ -71,6 +72,7 @@ static void usage(FILE *f)
 	      "             [--session-timeout-ms N] [--poll-ms N] [--lease-ms N]\n"
 	      "             [--preferred-interval-ms N] [--state-file PATH]\n"
 	      "             [--socket PATH] [--netns NAME] [--foreground]\n"
+	      "             [--metrics ADDR:PORT]\n"
 	      "             [--etcd URL[,URL...] [--etcd-prefix P] [--name NAME]\n"
 	      "              [--etcd-cacert FILE] [--etcd-cert FILE] [--etcd-key FILE]\n"
 	      "              [--etcd-user NAME] [--etcd-password-file FILE]]\n"
@@ -115,6 +117,11 @@ static void usage(FILE *f)
 	      "      --name NAME       this krepd in etcd and krepctl (HOST:PID)\n"
 	      "      --etcd-cacert FILE, --etcd-cert FILE, --etcd-key FILE  TLS\n"
 	      "      --etcd-user NAME, --etcd-password-file FILE  etcd authentication\n"
+	      "  -m, --metrics ADDR:PORT  what an observer serves (below), and the\n"
+	      "                     controller's own: krep_controller_active (0 on\n"
+	      "                     a standby), krep_controller_epoch, elections by\n"
+	      "                     reason, fenced and unreachable brokers, offline,\n"
+	      "                     under-replicated and under-min-ISR partitions\n"
 	      "\n"
 	      "Observer options:\n"
 	      "      --etcd URL[,URL...]  register this namespace's broker in etcd\n"
@@ -599,9 +606,8 @@ static int parse_args(struct krepd *d, int argc, char **argv)
 			config ? "config" : flags[0].name);
 		goto usage;
 	}
-	if (d->controller && (d->once || d->metrics_addr)) {
-		fprintf(stderr, "krepd: %s is not a controller option\n",
-			d->once ? "--once" : "--metrics");
+	if (d->controller && d->once) {
+		fprintf(stderr, "krepd: --once is not a controller option\n");
 		goto usage;
 	}
 	if (d->metrics_addr &&
@@ -657,8 +663,17 @@ int main(int argc, char **argv)
 
 	if (d.netns && krep_netns_enter(d.netns))
 		return 1;
-	if (d.controller)
-		return krep_controller_run(&d.cluster, d.foreground);
+	if (d.controller) {
+		/* its figures beside the broker's (krep_up 0 without one) */
+		if (d.metrics_addr) {
+			d.metrics = krep_metrics_open(d.metrics_addr, krep_log);
+			if (!d.metrics)
+				return 1;
+		}
+		ret = krep_controller_run(&d.cluster, d.foreground, d.metrics);
+		krep_metrics_close(d.metrics);
+		return ret;
+	}
 	/* Block signals first so none is lost before the signalfd exists. */
 	if (signals_open(&d))
 		return 1;

@@ -79,6 +79,8 @@ struct krep_metrics {
 	bool lat_tried;		/* since the module (re)appeared */
 	bool lat_seen;		/* traced once: export the histogram */
 	struct krep_lat_hist lat_hist;
+	krep_metrics_ctl_fn ctl_fn;	/* krepd --controller: its figures */
+	void *ctl_arg;
 };
 
 static uint64_t now_ms(void)
@@ -388,8 +390,95 @@ static const char *stat_help(const char *name)
 
 static void render(struct krep_metrics *m, FILE *f)
 {
+	struct krep_ctl_figures cf;
+
 	krep_metrics_render(f, m->up ? &m->snap : NULL, m->shrinks,
 			    m->expands, m->lat_seen ? &m->lat_hist : NULL);
+	if (m->ctl_fn) {
+		memset(&cf, 0, sizeof(cf));
+		m->ctl_fn(m->ctl_arg, &cf);
+		krep_metrics_render_controller(f, &cf);
+	}
+}
+
+const char *krep_ctl_elect_reason_name(enum krep_ctl_elect_reason r)
+{
+	static const char *const names[KREP_CTL_ELECT_REASONS] = {
+		[KREP_CTL_ELECT_LEADER_FENCED]		= "leader_fenced",
+		[KREP_CTL_ELECT_LEADER_RESTARTED]	= "leader_restarted",
+		[KREP_CTL_ELECT_LEADER_LEFT_ISR]	= "leader_left_isr",
+		[KREP_CTL_ELECT_OFFLINE]		= "offline",
+		[KREP_CTL_ELECT_REPLICA_LOST]		= "replica_lost",
+		[KREP_CTL_ELECT_PREFERRED]		= "preferred",
+	};
+
+	return (unsigned int)r < KREP_CTL_ELECT_REASONS ? names[r] : "?";
+}
+
+/*
+ * krepd --controller: whether it is the active controller, its epoch, its
+ * decisions since krepd started (every reason's counter, at 0 too), and
+ * while active the view's gauges. A standby has no view: no gauges.
+ */
+void krep_metrics_render_controller(FILE *f, const struct krep_ctl_figures *cf)
+{
+	int r;
+
+	metric(f, "krep_controller_active", "gauge",
+	       "1 on the active controller, 0 on a standby (krepd --controller --etcd waiting to be elected).",
+	       cf->active);
+	if (cf->has_epoch)
+		metric(f, "krep_controller_epoch", "gauge",
+		       "The controller epoch: this krepd's while active; on a standby, the active controller's as etcd tells it.",
+		       cf->epoch);
+	head(f, "krep_controller_elections_total", "counter",
+	     "Leaders this krepd elected while active, since it started, by reason: the old leader fenced, restarted without its logs, out of the ISR, no leader (offline), its replica lost, or a preferred election.");
+	for (r = 0; r < KREP_CTL_ELECT_REASONS; r++)
+		fprintf(f, "krep_controller_elections_total{reason=\"%s\"} %" PRIu64 "\n",
+			krep_ctl_elect_reason_name(r), cf->n.elections[r]);
+	metric(f, "krep_controller_elr_elections_total", "counter",
+	       "Of krep_controller_elections_total: leaders elected from the ELR (eligible leader replicas, KIP-966), the ISR having none live.",
+	       cf->n.elr_elections);
+	metric(f, "krep_controller_unclean_elections_total", "counter",
+	       "Of krep_controller_elections_total: unclean elections, of a live replica outside ISR and ELR (topics with unclean_leader_election only).",
+	       cf->n.unclean_elections);
+	metric(f, "krep_controller_partitions_offlined_total", "counter",
+	       "Partitions whose leader this krepd took away with no replica eligible to replace it (they went offline), since it started.",
+	       cf->n.offline_transitions);
+	metric(f, "krep_controller_isr_commits_total", "counter",
+	       "ALTER_ISR requests of the leaders this krepd committed while active, since it started.",
+	       cf->n.isr_commits);
+	metric(f, "krep_controller_fencings_total", "counter",
+	       "Brokers this krepd fenced while active, since it started.",
+	       cf->n.fencings);
+	if (!cf->has_view)
+		return;
+	metric(f, "krep_controller_brokers", "gauge",
+	       "Brokers in the controller's configuration.", cf->brokers);
+	metric(f, "krep_controller_fenced_brokers", "gauge",
+	       "Brokers the controller holds fenced: out of every ISR, no leader.",
+	       cf->fenced_brokers);
+	metric(f, "krep_controller_unreachable_brokers", "gauge",
+	       "Brokers the controller's last poll could not read.",
+	       cf->unreachable_brokers);
+	metric(f, "krep_controller_partitions", "gauge",
+	       "Partitions in the controller's view.", cf->partitions);
+	metric(f, "krep_controller_offline_partitions", "gauge",
+	       "Partitions in the controller's view without a leader.",
+	       cf->offline_partitions);
+	metric(f, "krep_controller_under_replicated_partitions", "gauge",
+	       "Partitions in the controller's view whose ISR is smaller than their replica list.",
+	       cf->under_replicated_partitions);
+	metric(f, "krep_controller_under_min_isr_partitions", "gauge",
+	       "Partitions in the controller's view whose ISR is below min(min_insync_replicas, replicas).",
+	       cf->under_min_isr_partitions);
+}
+
+void krep_metrics_controller(struct krep_metrics *m, krep_metrics_ctl_fn fn,
+			     void *arg)
+{
+	m->ctl_fn = fn;
+	m->ctl_arg = arg;
 }
 
 void krep_metrics_render(FILE *f, const struct krep_snap *s, uint64_t shrinks,

@@ -17,6 +17,7 @@
 #define KREP_AGENT_METRICS_H
 
 #include <poll.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -45,6 +46,55 @@ void krep_metrics_poke(struct krep_metrics *m);
 /* Serve what poll() reported in the @n entries of @pfd, poll when due. */
 void krep_metrics_handle(struct krep_metrics *m, const struct pollfd *pfd,
 			 int n);
+
+/*
+ * krepd --controller --metrics: what the controller exports beside the
+ * broker's figures. Why a leader was elected, as the controller tells it
+ * (view.c's why_elect()): its leader fenced (or not a configured broker:
+ * it counts as fenced), its leader restarted without its logs, its leader
+ * out of the ISR, no leader (offline), the leader's replica lost (its
+ * topic created again there), a preferred election.
+ */
+enum krep_ctl_elect_reason {
+	KREP_CTL_ELECT_LEADER_FENCED,
+	KREP_CTL_ELECT_LEADER_RESTARTED,
+	KREP_CTL_ELECT_LEADER_LEFT_ISR,
+	KREP_CTL_ELECT_OFFLINE,
+	KREP_CTL_ELECT_REPLICA_LOST,
+	KREP_CTL_ELECT_PREFERRED,
+	KREP_CTL_ELECT_REASONS
+};
+
+/* Counted since krepd started, over every term as the active controller. */
+struct krep_ctl_counters {
+	uint64_t elections[KREP_CTL_ELECT_REASONS];
+	uint64_t elr_elections;		/* of those: from the ELR */
+	uint64_t unclean_elections;	/* of those: unclean */
+	uint64_t offline_transitions;	/* leader lost, nobody eligible */
+	uint64_t isr_commits;		/* ALTER_ISR committed */
+	uint64_t fencings;		/* brokers fenced */
+};
+
+struct krep_ctl_figures {
+	bool active;			/* the active controller, not a standby */
+	bool has_epoch;
+	uint32_t epoch;			/* its own; a standby's: the active's */
+	struct krep_ctl_counters n;
+	bool has_view;			/* active: the gauges below are real */
+	uint32_t brokers, fenced_brokers, unreachable_brokers;
+	uint64_t partitions, offline_partitions;
+	uint64_t under_replicated_partitions, under_min_isr_partitions;
+};
+
+/* The controller's figures at each scrape; @arg is krep_metrics_controller()'s. */
+typedef void (*krep_metrics_ctl_fn)(void *arg, struct krep_ctl_figures *cf);
+/* Export the controller's figures too (krepd --controller --metrics). */
+void krep_metrics_controller(struct krep_metrics *m, krep_metrics_ctl_fn fn,
+			     void *arg);
+/* The controller's families alone; for the tests too. */
+void krep_metrics_render_controller(FILE *f, const struct krep_ctl_figures *cf);
+/* "leader_fenced", ...: the reason label's value. */
+const char *krep_ctl_elect_reason_name(enum krep_ctl_elect_reason r);
 
 struct krep_snap;
 struct krep_lat_hist;

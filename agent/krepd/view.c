@@ -554,6 +554,50 @@ static const char *why_elect(struct ctl *c, const struct krep_pstate *ps,
 	return buf;
 }
 
+/* why_elect()'s reason, for krep_controller_elections_total. */
+static enum krep_ctl_elect_reason elect_reason(struct ctl *c,
+					       const struct krep_pstate *ps)
+{
+	struct cbroker *b;
+
+	if (ps->leader == KREP_NO_LEADER)
+		return KREP_CTL_ELECT_OFFLINE;
+	b = krep_ctl_broker(c, ps->leader);
+	if (!b)
+		return KREP_CTL_ELECT_LEADER_FENCED;	/* counts as fenced */
+	if (b->reborn)
+		return KREP_CTL_ELECT_LEADER_RESTARTED;
+	if (b->fenced)
+		return KREP_CTL_ELECT_LEADER_FENCED;
+	return KREP_CTL_ELECT_LEADER_LEFT_ISR;
+}
+
+/* Count what krep_elect_step() decided on @old (the metrics' counters). */
+static void count_step(struct ctl *c, const struct krep_pstate *old,
+		       const struct krep_elect_out *out,
+		       enum krep_ctl_elect_reason reason)
+{
+	struct krep_ctl_counters *n = c->n;
+
+	switch (out->how) {
+	case KREP_ELECT_ELR:
+		n->elr_elections++;
+		break;
+	case KREP_ELECT_UNCLEAN:
+		n->unclean_elections++;
+		break;
+	case KREP_ELECT_ISR:
+		break;
+	case KREP_ELECT_OFFLINE:
+		if (old->leader != KREP_NO_LEADER)
+			n->offline_transitions++;
+		return;
+	default:
+		return;
+	}
+	n->elections[reason]++;
+}
+
 static void log_change(struct ctl *c, const struct cpart *p,
 		       const struct krep_pstate *old,
 		       const struct krep_pstate *new,
@@ -634,6 +678,7 @@ void krep_view_decide(struct ctl *c)
 					 "fenced brokers out";
 		log_change(c, p, &p->st.ps, &next, krep_elect_how_name(out.how),
 			   why);
+		count_step(c, &p->st.ps, &out, elect_reason(c, &p->st.ps));
 		p->st.ps = next;
 		c->dirty = true;
 		if (out.bumped)
@@ -662,6 +707,9 @@ void krep_view_replica_lost(struct ctl *c, const char *topic, uint32_t id)
 			continue;
 		log_change(c, p, &p->st.ps, &next, krep_elect_how_name(out.how),
 			   why);
+		count_step(c, &p->st.ps, &out, p->st.ps.leader == id ?
+			   KREP_CTL_ELECT_REPLICA_LOST :
+			   elect_reason(c, &p->st.ps));
 		p->st.ps = next;
 		c->dirty = true;
 		if (out.bumped)
@@ -902,6 +950,7 @@ static void alter(struct ctl *c, struct cbroker *b, const char *topic,
 		p->st.ps = next;
 		p->last_reject[0] = '\0';
 		part_changed(c, p);
+		c->n->isr_commits++;
 		return;
 	}
 	/*
@@ -1078,6 +1127,7 @@ void krep_view_preferred(struct ctl *c, const char *topic, int64_t partition,
 		if (res == KREP_PREF_ELECTED) {
 			p->st.ps = next;
 			part_changed(c, p);
+			c->n->elections[KREP_CTL_ELECT_PREFERRED]++;
 		}
 	}
 	krep_view_propagate(c);

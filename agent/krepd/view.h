@@ -17,6 +17,7 @@
 #include "ctlsock.h"
 #include "elect.h"
 #include "ha.h"
+#include "metrics.h"
 #include "session.h"
 #include "snap.h"
 #include "state.h"
@@ -79,6 +80,9 @@ struct ctl {
 	int sfd;			/* signalfd */
 	struct krep_ctlsock *cs;
 	int64_t next_poll_ms, next_pref_ms;
+	/* what --metrics exports: counted over every term since krepd started */
+	struct krep_ctl_counters *n;
+	struct krep_metrics *metrics;	/* --metrics, or NULL */
 };
 
 /* controller.c */

@@ -15,6 +15,11 @@
 #                            (after a check: "[ ... ]; ok $? DESC")
 #   help PROG [ARGS...]      "PROG ARGS --help" exits 0 with "Usage:..." on
 #                            stdout; the check is named after PROG's basename
+#   scrape ADDR              GET /metrics from ADDR (A.B.C.D:PORT) over
+#                            bash's /dev/tcp: the whole response
+#   scrape_body ADDR FILE    the same, the body alone into FILE, if the
+#                            answer is a 200
+#   free_port                a TCP port of 127.0.0.1 nothing listens on
 
 [ -n "${KREP_AGENT_TESTS_LIB_SH:-}" ] && return 0
 KREP_AGENT_TESTS_LIB_SH=1
@@ -37,4 +42,22 @@ help() {
 	rc=$?
 	[ $rc = 0 ] && [[ $out == Usage:* ]]
 	ok $? "${1##*/}${2:+ ${*:2}} --help exits 0 with its usage"
+}
+
+scrape() {
+	exec 3<>"/dev/tcp/${1%:*}/${1##*:}" || return 1
+	printf 'GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n' "$1" >&3
+	cat <&3
+	exec 3<&-
+}
+
+scrape_body() {
+	local out
+
+	out=$(scrape "$1" 2>/dev/null) && [[ $out == "HTTP/1.0 200 OK"* ]] || return 1
+	sed '1,/^\r$/d' <<<"$out" >"$2"
+}
+
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }

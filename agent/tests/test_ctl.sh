@@ -8,7 +8,10 @@
 # be reached (a network namespace that does not exist), so no module is
 # needed and no broker is touched: status, brokers, elect, the state file
 # lock, a second controller on the same socket, SIGUSR1, SIGTERM and the
-# controller epoch across restarts. The controller's work on real brokers
+# controller epoch across restarts; --metrics: the controller's families
+# (active, epoch, a broker fenced, elections by reason from a state file
+# that calls for them, a preferred election) by the text format's rules
+# (tests/test_metrics --check). The controller's work on real brokers
 # runs in the VM (selftests/epochs.sh and failover.sh). KTAP (selftests/lib.sh).
 #
 # Usage: agent/tests/test_ctl.sh [KREPCTL [KREPD]]
@@ -38,7 +41,7 @@ NS=krep-test-ctl-none-$$
 B=(--broker "1@netns:$NS")
 S=(--state-file "$tmp/krepd.state" --socket "$tmp/krepd.sock")
 
-ktap_plan 52
+ktap_plan 56
 
 # --- command lines ---------------------------------------------------------
 
@@ -54,7 +57,7 @@ ok $? "krepctl help lists elect"
 usage "--broker needs --controller" "$D" --broker 1@local
 usage "--config needs --controller" "$D" --config /nonexistent
 usage "--once is not a controller option" "$D" --controller --once "${B[@]}"
-usage "--metrics is not a controller option" "$D" --controller --metrics 127.0.0.1:9 "${B[@]}"
+usage "--metrics '127.0.0.1:0': port 0" "$D" --controller --metrics 127.0.0.1:0 "${B[@]}"
 usage "no brokers" "$D" --controller
 usage "'x' is not a broker id" "$D" --controller --broker x@local
 usage "expected ID@local, ID@netns:NAME" "$D" --controller --broker 1@bogus
@@ -101,9 +104,10 @@ listening() { # the socket is there, or krepd is gone
 	[ -S "$tmp/krepd.sock" ] || ! kill -0 "$pid" 2>/dev/null
 }
 
+M=()	# --metrics ADDR, or nothing
 start() { # SESSION_TIMEOUT_MS: start krepd --controller in the background; waits for its socket
 	"$D" --controller --foreground "${B[@]}" "${S[@]}" --poll-ms 50 \
-		--session-timeout-ms "$1" >>"$tmp/krepd.out" 2>&1 &
+		--session-timeout-ms "$1" "${M[@]}" >>"$tmp/krepd.out" 2>&1 &
 	pid=$!
 	krep_wait_for 30 listening && [ -S "$tmp/krepd.sock" ]
 }
@@ -118,10 +122,31 @@ fenced() { # broker 1 is fenced
 	[ $rc = 0 ] && [[ $out == *'{"id":1,"reachable":false,"fenced":true,'* ]]
 }
 
+# --metrics ADDR: the scrapes' bodies go to $tmp/metrics
+MADDR=127.0.0.1:$(free_port)
+M=(--metrics "$MADDR")
+metrics() { scrape_body "$MADDR" "$tmp/metrics"; }
+has() { # LINE...: the last scrape has every LINE
+	local l
+
+	for l; do
+		grep -qxF -- "$l" "$tmp/metrics" || return 1
+	done
+}
+scraped() { metrics && has "$@"; }	# LINE...: scrape until they are there
+
 start 300
 ok $? "krepd --controller starts with an unreachable broker and listens"
 # the session timeout (300 ms) passes, and broker 1 is fenced
 krep_wait_for 30 fenced
+krep_wait_for 10 scraped "krep_controller_fenced_brokers 1" &&
+	has "krep_controller_active 1" "krep_controller_epoch 1" \
+		"krep_controller_fencings_total 1" "krep_controller_brokers 1" \
+		"krep_controller_unreachable_brokers 1" "krep_up 0" &&
+	"$here/test_metrics" --check "$tmp/metrics"
+rc=$?
+ok $rc "krepd --controller --metrics: active 1, epoch 1, broker 1 fenced (gauge and counter), the broker's krep_up 0, by the text format's rules"
+[ $rc = 0 ] || { [ -s "$tmp/metrics" ] && ktap_diag_stdin <"$tmp/metrics"; }
 [ $rc = 0 ] && [[ $(head -n 1 <<<"$out") == '{"controller_epoch":1,"owner":"'* ]] &&
 	[[ $out == *'{"id":1,"reachable":false,"fenced":true,"claimed":false,"incarnation":null}'* ]]
 ok $? "elect --brokers: epoch 1, broker 1 unreachable and fenced after the session timeout"
@@ -202,6 +227,7 @@ partition w 0 leader none leader-epoch 0 partition-epoch 0 replicas 1,2 isr 1 el
 EOF
 # a session timeout this long fences no broker before the checks: fenced
 # can only come from the state file
+M=()
 start 600000
 brokers
 [ $rc = 0 ] && [[ $out == '{"controller_epoch":2,'* ]] &&
@@ -247,6 +273,66 @@ pid=
 [ $rc = 0 ] && grep -qx "controller-epoch 2" "$tmp/krepd.state" &&
 	grep -qx "partition v 0 leader none leader-epoch 0 partition-epoch 0 replicas 1 isr 1 elr -" "$tmp/krepd.state"
 ok $? "SIGTERM again: exit 0, epoch 2 and the partition written"
+
+# --metrics: elections move the counters. Brokers 1 and 3 live (never
+# reached, but not fenced before a session timeout this long), 2 fenced
+# in the state file: v and e had no leader and get one (from the ISR, from
+# the ELR), u's leader 2 is fenced and only an unclean election finds one,
+# o's is fenced with nobody to replace it (offline); p's leader moves to
+# its preferred replica when krepctl elect --preferred asks.
+cat >"$tmp/m.state" <<EOF
+version 1
+controller-epoch 3
+broker 1 incarnation - fenced 0
+broker 2 incarnation - fenced 1
+broker 3 incarnation - fenced 0
+topic v min-isr 1 unclean 0 partitions 1 rf 1 config - held -
+partition v 0 leader none leader-epoch 0 partition-epoch 0 replicas 1 isr 1 elr -
+topic e min-isr 2 unclean 0 partitions 1 rf 2 config - held -
+partition e 0 leader none leader-epoch 1 partition-epoch 1 replicas 2,1 isr 2 elr 1
+topic u min-isr 1 unclean 1 partitions 1 rf 2 config - held -
+partition u 0 leader 2 leader-epoch 3 partition-epoch 3 replicas 2,1 isr 2 elr -
+topic o min-isr 1 unclean 0 partitions 1 rf 1 config - held -
+partition o 0 leader 2 leader-epoch 0 partition-epoch 0 replicas 2 isr 2 elr -
+topic p min-isr 1 unclean 0 partitions 1 rf 2 config - held -
+partition p 0 leader 3 leader-epoch 0 partition-epoch 0 replicas 1,3 isr 1,3 elr -
+EOF
+MADDR=127.0.0.1:$(free_port)
+"$D" --controller --foreground --broker "1@netns:$NS-1" --broker "2@netns:$NS-2" \
+	--broker "3@netns:$NS-3" --state-file "$tmp/m.state" --socket "$tmp/m.sock" \
+	--poll-ms 50 --session-timeout-ms 600000 --preferred-interval-ms 0 \
+	--metrics "$MADDR" >>"$tmp/m.out" 2>&1 &
+pid=$!
+reason() { echo "krep_controller_elections_total{reason=\"$1\"} $2"; }
+krep_wait_for 30 scraped "krep_controller_active 1" &&
+	has "krep_controller_epoch 4" "$(reason offline 2)" \
+		"$(reason leader_fenced 1)" "$(reason leader_left_isr 0)" \
+		"$(reason leader_restarted 0)" "$(reason replica_lost 0)" \
+		"$(reason preferred 0)" "krep_controller_elr_elections_total 1" \
+		"krep_controller_unclean_elections_total 1" \
+		"krep_controller_partitions_offlined_total 1" \
+		"krep_controller_fencings_total 0" \
+		"krep_controller_fenced_brokers 1" "krep_controller_brokers 3" \
+		"krep_controller_partitions 5" \
+		"krep_controller_offline_partitions 1" \
+		"krep_controller_under_min_isr_partitions 1" &&
+	"$here/test_metrics" --check "$tmp/metrics"
+rc=$?
+ok $rc "--metrics: elections by reason (2 of leaderless partitions, 1 of a fenced leader), 1 from the ELR, 1 unclean, 1 partition offline, broker 2 fenced"
+[ $rc = 0 ] || { ktap_diag_stdin <"$tmp/metrics"; ktap_diag_stdin <"$tmp/m.out"; }
+out=$("$K" elect --preferred p 0 --socket "$tmp/m.sock" 2>&1)
+rc=$?
+[ $rc = 0 ] && krep_wait_for 10 scraped "$(reason preferred 1)" &&
+	has "$(reason offline 2)" "krep_controller_offline_partitions 1" &&
+	"$here/test_metrics" --check "$tmp/metrics"
+ok $? "--metrics: krepctl elect --preferred p 0 moves reason=\"preferred\" to 1"
+[ $rc = 0 ] || ktap_diag "exit $rc: $out"
+kill -TERM "$pid"
+wait "$pid"
+rc=$?
+pid=
+[ $rc = 0 ] && ! scrape "$MADDR" >/dev/null 2>&1
+ok $? "--metrics: SIGTERM: exit 0, the endpoint closed"
 
 echo "broker 1 netns x" >"$tmp/corrupt.state"
 err=$("$D" --controller --foreground "${B[@]}" --state-file "$tmp/corrupt.state" \

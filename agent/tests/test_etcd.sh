@@ -10,7 +10,8 @@
 # controller epoch and a broker's state in etcd; the active one killed:
 # the standby takes over within the lease and a round at the next epoch;
 # SIGSTOP past the lease: the stopped one steps down when it runs again;
-# SIGTERM revokes the lease: the other takes over at once. The VM suite
+# SIGTERM revokes the lease: the other takes over at once. --metrics:
+# krep_controller_active 1 on the active one, 0 on the standby. The VM suite
 # selftests/controller_ha.sh does this with a three-member etcd and real
 # brokers. KTAP (selftests/lib.sh).
 #
@@ -52,7 +53,7 @@ B=(--broker "1@netns:krep-test-etcd-none-$$")
 LEASE=4000
 POLL=200
 
-ktap_plan 16
+ktap_plan 18
 
 usage "the etcd options need --etcd" --controller \
 	--etcd-prefix /x "${B[@]}"
@@ -79,12 +80,26 @@ out=$("$here/test_etcd" "$EP" 2>&1)
 ok $? "etcd_store: 150 partitions in transactions of 64, read back, deleted; fenced and compare-and-set writes refused ($(tail -n 1 <<<"$out"))"
 grep "^not ok" <<<"$out" | ktap_diag_stdin
 
+# krepd I's --metrics
+MADDR=("" "127.0.0.1:$(free_port)" "127.0.0.1:$(free_port)")
 start() { # I
 	"$D" --controller --foreground --etcd "http://127.0.0.1:1,$EP" \
 		--etcd-prefix /krep/t --name "k$1" --socket "$tmp/k$1.sock" \
 		--lease-ms $LEASE --poll-ms $POLL --session-timeout-ms $LEASE \
-		"${B[@]}" >"$tmp/k$1.log" 2>&1 &
+		--metrics "${MADDR[$1]}" "${B[@]}" >"$tmp/k$1.log" 2>&1 &
 	PID[$1]=$!
+}
+# scraped I LINE...: krepd I's metrics (into $tmp/mI) have every LINE and
+# pass the text format's checks
+scraped() {
+	local i=$1 l
+
+	shift
+	scrape_body "${MADDR[$i]}" "$tmp/m$i" || return 1
+	for l; do
+		grep -qxF -- "$l" "$tmp/m$i" || return 1
+	done
+	"$here/test_metrics" --check "$tmp/m$i" 2>/dev/null
 }
 line() { # I: krepd I's controller line
 	local l
@@ -107,6 +122,12 @@ want="krepctl: krepd: NOT_CONTROLLER: this krepd is a standby: the active contro
 ok $? "the standby refuses what only the active one does: NOT_CONTROLLER, naming it"
 [ "$err" = "$want" ] || ktap_diag "exit $rc: $err"
 e1=$(line 1 | jq -r .controller_epoch)
+krep_wait_for 20 scraped 1 "krep_controller_active 1" "krep_controller_epoch $e1" \
+	"krep_controller_fenced_brokers 1" "krep_controller_fencings_total 1" &&
+	krep_wait_for 20 scraped 2 "krep_controller_active 0" \
+		"krep_controller_epoch $e1" "krep_controller_fencings_total 0" &&
+	! grep -q "^krep_controller_fenced_brokers" "$tmp/m2"
+ok $? "--metrics: k1 active 1 at epoch $e1, broker 1 fenced; the standby k2 active 0, the active's epoch, no view"
 c=$(ectl get --print-value-only /krep/t/controller)
 [ "$(jq -r .name <<<"$c")" = k1 ] &&
 	[ "$(ectl get --print-value-only /krep/t/controller_epoch)" = "$e1" ] &&
@@ -125,6 +146,9 @@ e2=$(line 2 | jq -r .controller_epoch)
 ok $? "k1 killed: k2 takes over in $ms ms (lease $LEASE ms), at epoch $e2 (k1's: $e1)"
 grep -q "state from etcd: controller epoch $e2, 1 brokers" "$tmp/k2.log"
 ok $? "k2 reads the state from etcd"
+krep_wait_for 20 scraped 2 "krep_controller_active 1" "krep_controller_epoch $e2" \
+	"krep_controller_fenced_brokers 1"
+ok $? "--metrics: k2, elected, active 1 at epoch $e2"
 
 start 1
 krep_wait_for 20 names 1 2

@@ -9,10 +9,14 @@
  * conventions: counters end in _total, durations are in seconds (the one
  * exception, krep_max_follower_lag_ms, is kept for existing dashboards
  * beside krep_max_follower_lag_seconds). Then the values: per-follower
- * lags, seconds, each counter's own HELP, and krep_up 0 without a broker.
+ * lags, seconds, each counter's own HELP, and krep_up 0 without a broker;
+ * the controller's families (krepd --controller --metrics), active and
+ * standby. With --check FILE it checks a scraped exposition instead
+ * (tests/test_ctl.sh, test_etcd.sh).
  * Output is TAP; the exit status is 1 if any check failed.
  */
 #include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -316,7 +320,114 @@ static bool has_line(const char *text, const char *line)
 	return false;
 }
 
-int main(void)
+/*
+ * test_metrics --check FILE: check an exposition scraped from a krepd
+ * (the shell tests' krepd --controller --metrics) by the same rules;
+ * exit 0, or 1 with why.
+ */
+static int check_file(const char *path)
+{
+	char why[512] = "", *text = NULL;
+	size_t len = 0;
+	FILE *f = fopen(path, "r"), *m;
+	int ch;
+
+	if (!f) {
+		fprintf(stderr, "test_metrics: %s: %s\n", path, strerror(errno));
+		return 2;
+	}
+	m = open_memstream(&text, &len);
+	if (!m) {
+		fclose(f);
+		return 2;
+	}
+	while ((ch = getc(f)) != EOF)
+		putc(ch, m);
+	fclose(f);
+	fclose(m);
+	if (!len || exposition_check(text, why, sizeof(why))) {
+		fprintf(stderr, "test_metrics: %s: %s\n", path,
+			len ? why : "empty");
+		free(text);
+		return 1;
+	}
+	free(text);
+	return 0;
+}
+
+static char *render_ctl(const struct krep_snap *s,
+			const struct krep_ctl_figures *cf)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	krep_metrics_render(f, s, 0, 0, NULL);
+	krep_metrics_render_controller(f, cf);
+	fclose(f);
+	return buf;
+}
+
+/* The controller's families: active with its view, and a standby. */
+static void controller_checks(void)
+{
+	struct krep_ctl_figures cf = {
+		.active = true, .has_epoch = true, .epoch = 7,
+		.n = { .elections = { [KREP_CTL_ELECT_LEADER_FENCED] = 3,
+				      [KREP_CTL_ELECT_PREFERRED] = 2 },
+		       .elr_elections = 1, .fencings = 4, .isr_commits = 9 },
+		.has_view = true, .brokers = 3, .fenced_brokers = 1,
+		.unreachable_brokers = 2, .partitions = 5,
+		.offline_partitions = 1, .under_replicated_partitions = 2,
+		.under_min_isr_partitions = 1,
+	};
+	char why[512] = "", *text;
+	int r;
+
+	text = render_ctl(NULL, &cf);
+	CHECK(text && !exposition_check(text, why, sizeof(why)),
+	      "the active controller's exposition follows the text format and the naming conventions%s%s",
+	      why[0] ? ": " : "", why);
+	CHECK(text && has_line(text, "krep_controller_active 1") &&
+	      has_line(text, "krep_controller_epoch 7") &&
+	      has_line(text, "krep_controller_elections_total{reason=\"leader_fenced\"} 3") &&
+	      has_line(text, "krep_controller_elections_total{reason=\"preferred\"} 2") &&
+	      has_line(text, "krep_controller_elections_total{reason=\"leader_restarted\"} 0") &&
+	      has_line(text, "krep_controller_elr_elections_total 1") &&
+	      has_line(text, "krep_controller_unclean_elections_total 0") &&
+	      has_line(text, "krep_controller_fencings_total 4") &&
+	      has_line(text, "krep_controller_isr_commits_total 9") &&
+	      has_line(text, "krep_controller_fenced_brokers 1") &&
+	      has_line(text, "krep_controller_offline_partitions 1") &&
+	      has_line(text, "krep_controller_under_min_isr_partitions 1") &&
+	      strstr(text, "# TYPE krep_controller_elections_total counter\n") &&
+	      strstr(text, "# TYPE krep_controller_fenced_brokers gauge\n"),
+	      "active: krep_controller_active 1, its epoch, the counters (every reason, 0 too), the view's gauges");
+	for (r = 0; text && r < KREP_CTL_ELECT_REASONS; r++)
+		if (!strstr(text, krep_ctl_elect_reason_name(r)))
+			break;
+	CHECK(r == KREP_CTL_ELECT_REASONS &&
+	      !strcmp(krep_ctl_elect_reason_name(KREP_CTL_ELECT_REASONS), "?"),
+	      "every election reason has a label value");
+	free(text);
+
+	memset(&cf, 0, sizeof(cf));
+	cf.n.elections[KREP_CTL_ELECT_OFFLINE] = 1;	/* from an earlier term */
+	text = render_ctl(NULL, &cf);
+	CHECK(text && !exposition_check(text, why, sizeof(why)) &&
+	      has_line(text, "krep_controller_active 0") &&
+	      !strstr(text, "krep_controller_epoch") &&
+	      has_line(text, "krep_controller_elections_total{reason=\"offline\"} 1") &&
+	      !strstr(text, "krep_controller_fenced_brokers") &&
+	      !strstr(text, "krep_controller_offline_partitions"),
+	      "a standby: active 0, no epoch while none is known, its counters, no view gauges%s%s",
+	      why[0] ? ": " : "", why);
+	free(text);
+}
+
+int main(int argc, char **argv)
 {
 	static uint32_t ar[] = { 1, 2, 3 }, isr[] = { 1, 2 }, ar1[] = { 2, 1, 3 };
 	struct krep_snap_remote rem[2] = {
@@ -351,6 +462,13 @@ int main(void)
 	char why[512] = "", *text;
 	struct krep_lat_hist lat;
 	uint64_t n;
+
+	if (argc == 3 && !strcmp(argv[1], "--check"))
+		return check_file(argv[2]);
+	if (argc != 1) {
+		fprintf(stderr, "usage: test_metrics [--check FILE]\n");
+		return 2;
+	}
 
 	s.has_stat[KREP_A_STAT_RECORDS] = true;
 	s.stat[KREP_A_STAT_RECORDS] = 10;
@@ -454,6 +572,7 @@ int main(void)
 	      exposition_check("# HELP a a\n# TYPE a gauge\na 1\na 2\n", why, sizeof(why)) &&
 	      exposition_check("# HELP a a\n# TYPE a gauge\na one\n", why, sizeof(why)),
 	      "the checker refuses a sample without TYPE, a counter without _total, _ms, a bad label, interleaving, a sample twice, a bad value");
+	controller_checks();
 	printf("1..%d\n", tap_ntests);
 	printf("# %d passed, %d failed\n", tap_ntests - tap_nfailed, tap_nfailed);
 	return tap_nfailed ? 1 : 0;

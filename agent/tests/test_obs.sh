@@ -31,14 +31,6 @@ usage() {
 	ok $? "${1##*/} ${*:2} exits 2: $msg"
 }
 
-# scrape ADDR: GET /metrics over bash's /dev/tcp, the whole response
-scrape() {
-	exec 3<>"/dev/tcp/${1%:*}/${1##*:}" || return 1
-	printf 'GET /metrics HTTP/1.0\r\nHost: %s\r\n\r\n' "$1" >&3
-	cat <&3
-	exec 3<&-
-}
-
 # krepd --metrics without the module: krep_up 0, still answering, and a
 # clean exit. (Skipped as passed where krep is loaded on the host.)
 metrics_down() {
