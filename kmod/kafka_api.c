@@ -36,6 +36,7 @@
 #include "net.h"
 #include "partition.h"
 #include "topic.h"
+#include "topic_meta.h"
 #include "trace.h"
 
 #define KAFKA_MAX_PARTS		4096	/* partitions named in one request */
@@ -239,22 +240,24 @@ static void put_ids(struct krep_kw *w, const u32 *ids, unsigned int n)
 
 /*
  * A partition this broker does not host: its assignment from the topic's
- * creation. Without a controller (a topic not created leaderless, on a
- * broker never claimed) the preferred replica leads at epoch 0, as on
- * its replicas; the ISR is then given as the assignment, which this
- * broker cannot check. Under a controller the leader moves where only
- * the replicas hear of it: LEADER_NOT_AVAILABLE, so that the client asks
- * another broker.
+ * creation, and the leader, epoch and ISR the controller last sent here
+ * (topic_meta.c). Without a controller (a topic not created leaderless,
+ * on a broker never claimed) the preferred replica leads at epoch 0, as
+ * on its replicas; the ISR is then given as the assignment, which this
+ * broker cannot check. A controller's partition it has not heard of yet:
+ * LEADER_NOT_AVAILABLE, so that the client asks again.
  */
-static void guess_partition(const struct krep_topic *t, u32 index,
-			    u32 *replicas, unsigned int *nr, u32 *isr,
-			    unsigned int *nisr, s64 *leader)
+static void guess_partition(struct krep_topic *t, u32 index, u32 *replicas,
+			    unsigned int *nr, u32 *isr, unsigned int *nisr,
+			    s64 *leader, u32 *epoch)
 {
 	unsigned int i;
 
 	*nr = t->replication_factor;
 	for (i = 0; i < *nr; i++)
 		replicas[i] = t->replicas[index * *nr + i];
+	if (krep_topic_meta_get(t, index, leader, epoch, isr, nisr))
+		return;
 	if (t->leaderless || READ_ONCE(t->kn->ctrl.epoch))
 		return;
 	*leader = replicas[0];
@@ -262,8 +265,8 @@ static void guess_partition(const struct krep_topic *t, u32 index,
 	*nisr = *nr;
 }
 
-static void put_partition(struct krep_kw *w, s16 ver,
-			  const struct krep_topic *t, u32 index)
+static void put_partition(struct krep_kw *w, s16 ver, struct krep_topic *t,
+			  u32 index)
 {
 	u32 isr[KREP_RF_MAX], replicas[KREP_RF_MAX];
 	struct krep_partition *p = t->parts[index];
@@ -272,7 +275,8 @@ static void put_partition(struct krep_kw *w, s16 ver,
 	u32 epoch = 0;
 
 	if (!p)
-		guess_partition(t, index, replicas, &nr, isr, &nisr, &leader);
+		guess_partition(t, index, replicas, &nr, isr, &nisr, &leader,
+				&epoch);
 	if (p) {
 		mutex_lock(&p->lock);
 		leader = p->dead ? -1 : p->leader;

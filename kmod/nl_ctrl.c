@@ -15,6 +15,7 @@
 #include "netlink.h"
 #include "partition.h"
 #include "topic.h"
+#include "topic_meta.h"
 
 #define PART_POLICY							\
 	[KREP_A_TOPIC] = { .type = NLA_NUL_STRING,			\
@@ -58,8 +59,8 @@ int krep_nl_leader_and_isr(struct sk_buff *skb, struct genl_info *info)
 	struct krep_partition *p;
 	struct krep_topic *t;
 	struct krep_lai lai;
+	u32 leader, index;
 	s64 follow;
-	u32 leader;
 	int err;
 
 	if (!krep_nl_require_partition(info) ||
@@ -94,10 +95,22 @@ int krep_nl_leader_and_isr(struct sk_buff *skb, struct genl_info *info)
 				    &st);
 	if (err)
 		return krep_nl_status(info, err, &st);
-	p = krep_nl_partition(info, &t, &st);
-	if (IS_ERR(p))
-		return krep_nl_status(info, PTR_ERR(p), &st);
-	err = krep_partition_leader_and_isr(p, &lai, &follow, &st);
+	t = krep_topic_get(kn, nla_data(attrs[KREP_A_TOPIC]));
+	if (!t) {
+		err = krep_fail(&st, KREP_KERR_UNKNOWN_TOPIC_OR_PARTITION,
+				-ENOENT, "no such topic");
+		return krep_nl_status(info, err, &st);
+	}
+	index = nla_get_u32(attrs[KREP_A_PARTITION]);
+	follow = -1;
+	if (index < t->npartitions && !t->parts[index]) {
+		/* not hosted here: kept for Metadata only */
+		err = krep_topic_meta_set(t, index, &lai, &st);
+	} else {
+		p = krep_topic_partition(t, index, &st);
+		err = IS_ERR(p) ? PTR_ERR(p) :
+		      krep_partition_leader_and_isr(p, &lai, &follow, &st);
+	}
 	krep_topic_put(t);
 	if (err)
 		return krep_nl_status(info, err, &st);

@@ -21,6 +21,7 @@
 #include "isr.h"
 #include "partition.h"
 #include "topic.h"
+#include "topic_meta.h"
 
 /* Kafka's defaults, except segment_bytes: 8 MiB fits a memory log */
 void krep_topic_config_default(struct krep_topic_config *tc)
@@ -201,6 +202,7 @@ static void topic_free(struct krep_topic *t)
 	for (i = 0; i < t->npartitions; i++)
 		krep_partition_free(t->parts[i]);
 	kvfree(t->replicas);
+	krep_topic_meta_free(t);
 	kfree(t);
 	krep_obj_put(KREP_OBJ_TOPIC);
 }
@@ -405,6 +407,11 @@ int krep_topic_create(struct krep_net *kn, const char *name, u32 npartitions,
 			return krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR,
 					 -ENOMEM, "out of memory");
 		}
+	}
+	if (krep_topic_meta_init(t)) {
+		topic_free(t);
+		return krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR, -ENOMEM,
+				 "out of memory");
 	}
 
 	mutex_lock(&kn->topics_lock);

@@ -8,6 +8,7 @@
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/rcupdate.h>
+#include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/krep.h>
 
@@ -39,6 +40,7 @@ struct krep_topic_spec {
 
 struct krep_net;
 struct krep_partition;
+struct krep_pmeta_slot;
 struct krep_status;
 
 /*
@@ -58,6 +60,9 @@ struct krep_topic {
 	struct krep_topic_config config;
 	bool leaderless;		/* a controller names the leaders */
 	u32 *replicas;			/* every partition's AR, as created */
+	spinlock_t meta_lock;
+	/* per partition, the leader of those not hosted here (topic_meta.c) */
+	struct krep_pmeta_slot *meta;
 	struct krep_partition *parts[];	/* NULL where not hosted here */
 };
 

@@ -121,7 +121,7 @@ same_logs() { # TOPIC N...: identical dumps (records up to HW) on all
 	done
 }
 
-ktap_plan 32
+ktap_plan 33
 
 # --- set-up ---------------------------------------------------------------
 
@@ -225,6 +225,26 @@ else
 	describe "$(bns 1)" a 2>&1 | ktap_diag_stdin
 	ktap_fail "TOPIC_NEW with an assignment: bad ones refused; broker 1 hosts a-0 only, 2 preferred"
 fi
+# a-1 is not hosted on broker 1: its LEADER_AND_ISR is kept for Metadata,
+# with a replica's checks
+out=$(
+	ctl 1 lai $CE a 1 1 0 0 1,2	# ISR member outside a-1's replicas
+	ctl 1 lai $CE a 1 2 0 0 3	# leader outside the ISR
+	ctl 1 lai $CE a 1 3 2 5 2,3	# leader 3 at leader epoch 2
+	ctl 1 lai $CE a 1 2 1 9 2,3	# an older leader epoch
+	ctl 1 lai $CE a 1 3 2 4 3	# an older partition epoch
+	ctl 1 lai $CE a 1 3 2 5 2,3	# the same again
+	ctl 1 lai $CE a 1 2 3 0 2	# a newer leader epoch
+)
+want="error 22 Invalid argument: ISR member outside the assigned replicas
+error 22 Invalid argument: leader outside the ISR
+ok
+error 116 Stale file handle: leader or partition epoch older than the broker's
+error 116 Stale file handle: leader or partition epoch older than the broker's
+ok
+ok"
+expect "LEADER_AND_ISR for a partition broker 1 does not host: the same checks, epochs never back" \
+	"$want" echo "$out"
 kc "$(bns 1)" topic delete a
 
 # the controller's own topic: no leader until its LEADER_AND_ISR

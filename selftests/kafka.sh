@@ -23,6 +23,9 @@
 #                     refused), pipelining, malformed and oversized
 #                     requests
 #   a parked Fetch    woken by a produce, not by its 20 s max wait
+#   krepd             every broker names the leader of partitions it does
+#                     not host (km: 3 partitions, RF 2), also after a
+#                     leader is cut off and krepd elects another
 #
 # Prints KTAP; leaves the module unloaded.
 
@@ -45,7 +48,7 @@ tmp=$(mktemp -d)
 krep_cleanup_push rm -rf "$tmp"
 krep_cleanup_push krep_mod_unload
 
-ktap_plan 51
+ktap_plan 53
 
 krep_mod_unload || ktap_bail "krep is loaded and rmmod fails"
 mark=kafka-$$
@@ -228,6 +231,76 @@ ktap_check "a consumer at the end gets the next record (fetch.wait.max.ms 20000)
 	grep -qx late-record "$tmp/late"
 ktap_check "... before its Fetch's 20 s max wait ran out ($took s)" \
 	test "$took" -lt 20
+
+# 6b. under krepd: every broker names every partition's leader, epoch
+# and ISR, hosted there or not, and hears when the leader moves (krepd
+# sends its LEADER_AND_ISR to the brokers without a replica too, as
+# Kafka's controller sends UpdateMetadata)
+SOCK=$tmp/krepd.sock
+"$KREPD" --controller --foreground --session-timeout-ms 3000 --poll-ms 250 \
+	--preferred-interval-ms 0 --state-file "$tmp/krepd.state" \
+	--socket "$SOCK" --broker "1@netns:$B1" --broker "2@netns:$B2" \
+	--broker "3@netns:$B3" >"$tmp/krepd.log" 2>&1 &
+KREPD_PID=$!
+krep_cleanup_push "kill $KREPD_PID 2>/dev/null; wait $KREPD_PID 2>/dev/null"
+# shellcheck disable=SC2317 # the conditions krep_wait_for polls
+km_create() {
+	"$KREPCTL" topic create km partitions 3 rf 2 --socket "$SOCK" \
+		>"$tmp/km.create" 2>&1
+}
+# shellcheck disable=SC2317
+km_view() { # ISR: krepd's view of km, [{p, l, e, i}] by partition, when
+	# each of the 3 has a leader and an ISR of at least ISR replicas
+	"$KREPCTL" elect --status --socket "$SOCK" 2>/dev/null |
+		jq -c -s --argjson isr "$1" '
+		[.[] | select(.topic == "km")] | sort_by(.partition) |
+		select(length == 3 and all(.[]; (.isr | length) >= $isr and
+			.leader != null)) |
+		map({p: .partition, l: .leader, e: .leader_epoch,
+		     i: (.isr | sort)})' | grep .
+}
+# shellcheck disable=SC2317
+km_meta_is() { # VIEW N ADDR...: each ADDR, asked from broker N's namespace,
+	# answers km's Metadata as VIEW has it, every partition without error
+	bx "$2" python3 "$here/kafka_raw.py" --metadata km "${@:3}" \
+		>"$tmp/km.meta" || return 1
+	jq -e -s --argjson v "$1" --argjson n $(($# - 2)) '
+		group_by(.broker) | length == $n and all(.[];
+			all(.[]; .error == 0) and
+			(map({p: .partition, l: .leader, e: .leader_epoch,
+			      i: (.isr | sort)}) | sort_by(.p)) == $v)' \
+		"$tmp/km.meta" >/dev/null
+}
+# shellcheck disable=SC2317
+km_agreed() { # N ADDR...: as km_meta_is, with krepd's current view
+	local v
+	v=$(km_view 2) && km_meta_is "$v" "$@"
+}
+krep_wait_for 60 km_create || ktap_diag_stdin <"$tmp/km.create"
+ktap_check "under krepd, brokers 1, 2 and 3 each name the leader, epoch and ISR of km's 3 partitions (RF 2) as krepd has them" \
+	krep_wait_for 60 km_agreed 1 "$(boot 1)" "$(boot 2)" "$(boot 3)"
+v0=$(km_view 2) || v0='[]'
+a=$(jq '.[0].l' <<<"$v0")
+e0=$(jq '.[0].e' <<<"$v0")
+c=$("$KREPCTL" elect --status --socket "$SOCK" 2>/dev/null |
+	jq -s '[.[] | select(.topic == "km" and .partition == 0)][0].replicas |
+		([1, 2, 3] - .)[0]')
+ktap_diag "km-0: leader $a at epoch $e0; broker $c has no replica of it"
+link_down "$a"
+# shellcheck disable=SC2317
+km0_moved() { # km-0 has a new leader, and broker C, not a replica, says so
+	local v
+	v=$(km_view 1) || return 1
+	jq -e --argjson a "$a" --argjson e "$e0" \
+		'.[0].l != $a and .[0].e > $e' <<<"$v" >/dev/null &&
+		km_meta_is "$v" "$c" "$(boot "$c")"
+}
+ktap_check "km-0's leader $a cut off: broker $c, which hosts no replica of it, names the new leader and epoch" \
+	krep_wait_for 90 km0_moved
+link_up "$a"
+kill "$KREPD_PID" 2>/dev/null
+wait "$KREPD_PID" 2>/dev/null
+grep -E 'km|fenced' "$tmp/krepd.log" | tail -n 12 | ktap_diag_stdin
 
 # 7. the limits, on one broker in the VM's own namespace
 krep_mod_unload || ktap_diag "rmmod before the limits failed"

@@ -7,6 +7,7 @@ malformed and oversized requests. Run inside a broker's namespace:
 
   kafka_raw.py HOST:PORT TOPIC LEADER_ID FOLLOWER_HOST:PORT
   kafka_raw.py --limits HOST:PORT MAX_CONNECTIONS MAX_REQUEST IDLE_MS
+  kafka_raw.py --metadata TOPIC HOST:PORT...
 
 TOPIC must exist with partition 0 led by LEADER_ID (served at HOST:PORT)
 and replicated to the broker at FOLLOWER_HOST:PORT. With --limits, the
@@ -14,8 +15,13 @@ broker at HOST:PORT was loaded with kafka_max_connections,
 kafka_max_request_bytes and kafka_idle_ms as given and has no other
 client. Prints one line per check, "ok DESCRIPTION" or "not ok
 DESCRIPTION: WHAT", and exits 0 when every check passed, 1 otherwise.
+With --metadata, asks each broker for TOPIC's Metadata (v7, with leader
+epochs) and prints one JSON line per broker and partition: {"broker":
+HOST:PORT, "partition", "error", "leader", "leader_epoch", "replicas",
+"isr"}, or {"broker": HOST:PORT, "failed": WHY}; it exits 0.
 """
 
+import json
 import socket
 import struct
 import sys
@@ -377,7 +383,49 @@ def limits(addr, max_conns, max_req, idle_ms):
     s.close()
 
 
+def metadata_of(addr, topic):
+    """TOPIC's partitions as broker ADDR answers Metadata v7."""
+    s = connect(addr)
+    s.sendall(request(3, 7, 1, s32(1) + string(topic) + b"\0"))
+    buf = response(s)
+    s.close()
+    if buf is None:
+        raise OSError("connection closed")
+    r = Reader(buf)
+    r.i32(), r.i32()                    # corr, throttle
+    for _ in range(r.i32()):
+        r.i32(), r.string(), r.i32(), r.string()
+    r.string(), r.i32()                 # cluster id, controller
+    parts = []
+    for _ in range(r.i32()):
+        terr, name = r.i16(), r.string()
+        r.i8()
+        for _ in range(r.i32()):
+            p = {"error": r.i16(), "partition": r.i32(), "leader": r.i32(),
+                 "leader_epoch": r.i32()}
+            p["replicas"] = [r.i32() for _ in range(r.i32())]
+            p["isr"] = [r.i32() for _ in range(r.i32())]
+            [r.i32() for _ in range(r.i32())]   # offline replicas
+            if name == topic:
+                parts.append(p)
+        if name == topic and terr:
+            parts.append({"error": terr, "partition": -1})
+    return parts
+
+
+def metadata(topic, addrs):
+    for addr in addrs:
+        try:
+            for p in metadata_of(addr, topic):
+                print(json.dumps(dict(broker=addr, **p)))
+        except (OSError, struct.error) as e:
+            print(json.dumps({"broker": addr, "failed": str(e)}))
+    return 0
+
+
 def main(argv):
+    if len(argv) >= 4 and argv[1] == "--metadata":
+        return metadata(argv[2], argv[3:])
     if len(argv) == 6 and argv[1] == "--limits":
         limits(argv[2], int(argv[3]), int(argv[4]), int(argv[5]))
         return 1 if FAILED else 0

@@ -460,6 +460,7 @@ static bool topic_reconcile(struct ctl *c, struct krep_state_topic *t)
 			continue;
 		}
 		b->topic_err[0] = '\0';
+		krep_view_topic_unknown(c, t->name, k);
 		/* its replicas wait: LEADER_AND_ISR after the next poll */
 		krep_log(LOG_NOTICE, "topic %s: created on broker %u (it had missed it)",
 			 t->name, b->id);

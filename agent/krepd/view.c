@@ -3,7 +3,9 @@
  * krepd --controller's view of the partitions (view.h): adopted from the
  * brokers' reports, changed only by the rules of elect.h, written to the
  * state file before any broker hears of a change, and pushed to the
- * replicas with LEADER_AND_ISR until each reports it.
+ * replicas with LEADER_AND_ISR until each reports it. The brokers that
+ * have the topic but not the partition get the same LEADER_AND_ISR once
+ * per change (and again when they come back new), for Kafka's Metadata.
  *
  * Log lines, one per decision:
  *   TOPIC-P: leader OLD -> NEW (HOW, why; leader epoch E, partition epoch P,
@@ -273,6 +275,16 @@ void krep_view_forget_broker(struct ctl *c, size_t bi)
 
 	for (i = 0; i < c->np; i++)
 		c->parts[i].known[bi] = false;
+}
+
+/* Broker (index) @bi has @topic afresh: it knows nothing of its partitions. */
+void krep_view_topic_unknown(struct ctl *c, const char *topic, size_t bi)
+{
+	size_t i;
+
+	for (i = 0; i < c->np; i++)
+		if (!strcmp(c->parts[i].st.topic, topic))
+			c->parts[i].known[bi] = false;
 }
 
 /* ---- the state file ---------------------------------------------------- */
@@ -805,6 +817,16 @@ bool krep_view_can_send(const struct cbroker *b)
 	return b && b->s && b->reachable && b->claimed;
 }
 
+/*
+ * A broker that has @p's topic but not @p keeps its leader for Kafka's
+ * Metadata only (Kafka's UpdateMetadata): it hears every change too.
+ */
+static bool meta_only(const struct cbroker *b, const struct cpart *p)
+{
+	return krep_view_can_send(b) && !krep_ids_has(&p->st.ps.ar, b->id) &&
+	       b->has_snap && krep_snap_topic(&b->snap, p->st.topic);
+}
+
 void krep_view_propagate(struct ctl *c)
 {
 	struct cbroker *b;
@@ -831,6 +853,9 @@ void krep_view_propagate(struct ctl *c)
 			if (krep_view_can_send(b))
 				send_lai(c, b, p);
 		}
+		for (k = 0; k < c->nb; k++)
+			if (meta_only(&c->b[k], p))
+				send_lai(c, &c->b[k], p);
 	}
 }
 
@@ -848,6 +873,9 @@ void krep_view_reconcile(struct ctl *c)
 	for (i = 0; i < c->np; i++) {
 		p = &c->parts[i];
 		ps = &p->st.ps;
+		for (k = 0; k < c->nb; k++)	/* they report nothing of it */
+			if (meta_only(&c->b[k], p) && !p->known[k])
+				send_lai(c, &c->b[k], p);
 		for (k = 0; k < ps->ar.n; k++) {
 			b = krep_ctl_broker(c, ps->ar.id[k]);
 			if (!krep_view_can_send(b) || p->known[broker_index(c, b)])

@@ -145,6 +145,7 @@ void krep_view_preferred(struct ctl *c, const char *topic, int64_t partition,
 void krep_view_status(struct ctl *c, FILE *out);
 /* Forget what was delivered to broker (index) @bi: it lost it. */
 void krep_view_forget_broker(struct ctl *c, size_t bi);
+void krep_view_topic_unknown(struct ctl *c, const char *topic, size_t bi);
 
 /* For ctl_topic.c: the records of the view and changes to them. */
 struct krep_state_topic *krep_view_topic(struct ctl *c, const char *name);

@@ -231,6 +231,9 @@
  *   The same leader and partition epochs again re-states the committed
  *   ISR: it ends a pending ALTER_ISR that the controller turned down.
  *   With KREP_NO_LEADER the ISR may be empty and every replica waits.
+ *   On a broker that has the topic but does not host the partition, the
+ *   leader, epochs and ISR are kept (with the same checks) for Kafka's
+ *   Metadata only.
  *   errors:   ESTALE: STALE_CONTROLLER_EPOCH (an older controller),
  *             FENCED_LEADER_EPOCH (an older leader epoch, or an older
  *             partition epoch in the same leader epoch);
