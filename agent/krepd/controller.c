@@ -1302,8 +1302,9 @@ static int run_etcd(struct krep_cluster *cfg, bool foreground)
 		}
 		krep_log_syslog("krepd");
 	}
-	krep_log(LOG_NOTICE, "krepd controller on etcd %s, prefix %s: standby until elected",
-		 cfg->ha.endpoints, cfg->ha.prefix);
+	krep_log(LOG_NOTICE, "krepd controller on etcd %s, prefix %s, request timeout %u ms: standby until elected",
+		 cfg->ha.endpoints, cfg->ha.prefix,
+		 krep_ha_timeout_ms(&cfg->ha, cfg->lease_ms));
 	for (;;) {
 		c->owner = owner_draw();
 		ret = standby(c);

@@ -31,10 +31,19 @@ struct krep_etcd {
 	char *token;			/* from /v3/auth/authenticate */
 	struct curl_slist *hdrs;
 	int timeout_ms;
+	char note[640];			/* krep_etcd_note()'s, or "" */
+};
+
+/* A put (@value) or a delete (@value NULL), kept to be read back. */
+struct txn_op {
+	char *key, *value;
+	int64_t lease;
 };
 
 struct krep_etcd_txn {
 	json_object *cmp, *ops;
+	struct txn_op *op;
+	size_t nop;
 	bool oom;
 };
 
@@ -299,11 +308,29 @@ static int gw_error(json_object *o, int64_t *code, const char **msg)
 static int authenticate(struct krep_etcd *e, char *err, size_t errlen);
 
 /*
- * POST @body to @path on the current endpoint, then the next ones. *@out
- * is the parsed answer (0) or NULL (-errno, @err says why).
+ * The request went out but no answer came back (a timeout, a dropped
+ * connection, a gateway's 5xx, or etcd's own "request timed out"): etcd
+ * may have applied it. -ETIMEDOUT then, -EHOSTUNREACH when it surely did
+ * not get there.
+ */
+static int lost_or_unreachable(struct krep_etcd *e, bool reached)
+{
+	long sent = 0;
+
+	if (!reached)
+		curl_easy_getinfo(e->curl, CURLINFO_REQUEST_SIZE, &sent);
+	return reached || sent > 0 ? -ETIMEDOUT : -EHOSTUNREACH;
+}
+
+/*
+ * POST @body to @path on the current endpoint. *@out is the parsed answer
+ * (0) or NULL (-errno, @err says why; -ETIMEDOUT: lost_or_unreachable()).
+ * @fresh: on a new connection, for a request that must not be sent twice
+ * (libcurl sends a request again, unasked, when a connection it reuses
+ * turns out closed before any answer, even if etcd got it).
  */
 static int post_once(struct krep_etcd *e, const char *path, const char *body,
-		     json_object **out, int64_t *gcode, char *err,
+		     bool fresh, json_object **out, int64_t *gcode, char *err,
 		     size_t errlen)
 {
 	char url[512];
@@ -322,17 +349,19 @@ static int post_once(struct krep_etcd *e, const char *path, const char *body,
 	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, e->hdrs);
 	curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(e->curl, CURLOPT_FRESH_CONNECT, fresh ? 1L : 0L);
 	cc = curl_easy_perform(e->curl);
 	if (cc != CURLE_OK) {
-		ret = krep_errf(err, errlen, b.full ? -EMSGSIZE : -EHOSTUNREACH,
-			   "%s: %s", url, b.full ? "answer too large" :
-			   curl_easy_strerror(cc));
+		ret = krep_errf(err, errlen, b.full ? -EMSGSIZE :
+			   lost_or_unreachable(e, false), "%s: %s", url,
+			   b.full ? "answer too large" : curl_easy_strerror(cc));
 		goto out;
 	}
 	curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
 	*out = b.p ? json_tokener_parse_verbose(b.p, &jerr) : NULL;
 	if (!*out || !json_object_is_type(*out, json_type_object)) {
-		ret = krep_errf(err, errlen, status >= 500 ? -EHOSTUNREACH : -EPROTO,
+		ret = krep_errf(err, errlen, status >= 500 ?
+			   lost_or_unreachable(e, true) : -EPROTO,
 			   "%s: HTTP %ld, %s", url, status,
 			   b.p ? "the answer is not a JSON object" :
 			   "an empty answer");
@@ -341,7 +370,8 @@ static int post_once(struct krep_etcd *e, const char *path, const char *body,
 	if (gw_error(*out, &code, &msg) || status != 200) {
 		*gcode = code;
 		ret = krep_errf(err, errlen, code == GRPC_UNAVAILABLE ||
-			   code == GRPC_DEADLINE ? -EHOSTUNREACH : -EIO,
+			   code == GRPC_DEADLINE ?
+			   lost_or_unreachable(e, true) : -EIO,
 			   "%s: HTTP %ld, etcd error %" PRId64 ": %s", url,
 			   status, code, msg ? msg : "(no message)");
 		goto out;
@@ -355,8 +385,14 @@ out:
 	return ret;
 }
 
+/*
+ * POST @req to @path on the current endpoint, then the next ones (each
+ * once) while they cannot be reached. With @once (a write), not after it
+ * may have been applied: -ETIMEDOUT then, the next request going to the
+ * next endpoint. Without, -ETIMEDOUT is not returned (-EHOSTUNREACH).
+ */
 static int post(struct krep_etcd *e, const char *path, json_object *req,
-		json_object **out, char *err, size_t errlen)
+		bool once, json_object **out, char *err, size_t errlen)
 {
 	const char *body = json_object_to_json_string_ext(req,
 							  JSON_C_TO_STRING_PLAIN);
@@ -373,7 +409,7 @@ static int post(struct krep_etcd *e, const char *path, json_object *req,
 			return ret;
 	}
 	for (tries = 0; tries < e->nep; tries++) {
-		ret = post_once(e, path, body, out, &code, err, errlen);
+		ret = post_once(e, path, body, once, out, &code, err, errlen);
 		if (ret == -EIO && code == GRPC_UNAUTHENTICATED && e->user &&
 		    reauth && strcmp(path, "/v3/auth/authenticate")) {
 			reauth = false;
@@ -385,6 +421,12 @@ static int post(struct krep_etcd *e, const char *path, json_object *req,
 			tries--;
 			continue;
 		}
+		if (ret == -ETIMEDOUT && once) {
+			e->cur = (e->cur + 1) % e->nep;
+			return ret;
+		}
+		if (ret == -ETIMEDOUT)
+			ret = -EHOSTUNREACH;
 		if (ret != -EHOSTUNREACH)
 			return ret;
 		e->cur = (e->cur + 1) % e->nep;
@@ -407,7 +449,7 @@ static int authenticate(struct krep_etcd *e, char *err, size_t errlen)
 		json_object_put(req);
 		return krep_errf(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
 	}
-	ret = post(e, "/v3/auth/authenticate", req, &ans, err, errlen);
+	ret = post(e, "/v3/auth/authenticate", req, false, &ans, err, errlen);
 	json_object_put(req);
 	if (ret)
 		return ret;
@@ -588,7 +630,7 @@ int krep_etcd_range(struct krep_etcd *e, const char *key, bool prefix,
 		json_object_put(req);
 		return krep_errf(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
 	}
-	ret = post(e, "/v3/kv/range", req, &ans, err, errlen);
+	ret = post(e, "/v3/kv/range", req, false, &ans, err, errlen);
 	json_object_put(req);
 	if (ret)
 		return ret;
@@ -623,10 +665,17 @@ struct krep_etcd_txn *krep_etcd_txn_new(void)
 
 void krep_etcd_txn_free(struct krep_etcd_txn *t)
 {
+	size_t i;
+
 	if (!t)
 		return;
 	json_object_put(t->cmp);
 	json_object_put(t->ops);
+	for (i = 0; i < t->nop; i++) {
+		free(t->op[i].key);
+		free(t->op[i].value);
+	}
+	free(t->op);
 	free(t);
 }
 
@@ -664,6 +713,31 @@ int krep_etcd_txn_cmp(struct krep_etcd_txn *t, const char *key,
 	return txn_add(t, t->cmp, c);
 }
 
+/* Keep a put (@value) or a delete (@value NULL) to read it back. */
+static int op_keep(struct krep_etcd_txn *t, const char *key,
+		   const char *value, int64_t lease)
+{
+	struct txn_op *v = realloc(t->op, (t->nop + 1) * sizeof(*v));
+
+	if (!v)
+		goto oom;
+	t->op = v;
+	v = &t->op[t->nop];
+	v->key = strdup(key);
+	v->value = value ? strdup(value) : NULL;
+	v->lease = lease;
+	if (!v->key || (value && !v->value)) {
+		free(v->key);
+		free(v->value);
+		goto oom;
+	}
+	t->nop++;
+	return 0;
+oom:
+	t->oom = true;
+	return -ENOMEM;
+}
+
 static json_object *wrap(const char *name, json_object *inner)
 {
 	json_object *o = inner ? json_object_new_object() : NULL;
@@ -688,7 +762,8 @@ int krep_etcd_txn_put(struct krep_etcd_txn *t, const char *key,
 		t->oom = true;
 		return -ENOMEM;
 	}
-	return txn_add(t, t->ops, wrap("request_put", p));
+	return txn_add(t, t->ops, wrap("request_put", p)) ?:
+	       op_keep(t, key, value, lease);
 }
 
 int krep_etcd_txn_del(struct krep_etcd_txn *t, const char *key)
@@ -700,7 +775,105 @@ int krep_etcd_txn_del(struct krep_etcd_txn *t, const char *key)
 		t->oom = true;
 		return -ENOMEM;
 	}
-	return txn_add(t, t->ops, wrap("request_delete_range", d));
+	return txn_add(t, t->ops, wrap("request_delete_range", d)) ?:
+	       op_keep(t, key, NULL, 0);
+}
+
+/*
+ * Does @kvs (the read of @op's key) show @op applied? A put's key holds
+ * its value and lease, at the mod_revision *@at of the transaction's
+ * other puts (0: none seen yet); a delete's key is gone.
+ */
+static bool op_shows(const struct txn_op *op, const struct krep_etcd_kvs *kvs,
+		     int64_t *at)
+{
+	const struct krep_etcd_kv *kv = kvs->n ? &kvs->kv[0] : NULL;
+
+	if (!op->value)
+		return !kv;
+	if (!kv || kv->lease != op->lease || kv->vlen != strlen(op->value) ||
+	    memcmp(kv->value, op->value, kv->vlen) ||
+	    (*at && kv->mod_rev != *at))
+		return false;
+	*at = kv->mod_rev;
+	return true;
+}
+
+/*
+ * @t was sent but its answer was lost: read its keys back. 1: every one
+ * shows it applied (*@rev: its revision, 0 if it put nothing); 0: one does
+ * not (nothing of @t was applied, a transaction being all or nothing; the
+ * caller's compares keep anyone else from having written these keys
+ * since); -errno: a read failed, with the reason in @err.
+ */
+static int txn_read_back(struct krep_etcd *e, const struct krep_etcd_txn *t,
+			 int64_t *rev, char *err, size_t errlen)
+{
+	struct krep_etcd_kvs kvs;
+	int64_t at = 0;
+	bool shows;
+	size_t i;
+	int ret;
+
+	if (!t->nop)
+		return krep_errf(err, errlen, -EINVAL, "no operation to read back");
+	for (i = 0; i < t->nop; i++) {
+		ret = krep_etcd_range(e, t->op[i].key, false, &kvs, err, errlen);
+		if (ret)
+			return ret;
+		shows = op_shows(&t->op[i], &kvs, &at);
+		krep_etcd_kvs_free(&kvs);
+		if (!shows)
+			return 0;
+	}
+	*rev = at;
+	return 1;
+}
+
+/*
+ * Send @req (@t's). An answer lost on the way back is not a failure yet:
+ * read the keys back; applied, it counts as committed (noted for
+ * krep_etcd_note()); not applied, @req goes to the next endpoint, each
+ * once. Returns 0 with the answer in *@ans, or with *@ans NULL when read
+ * back applied (*@rev set); else -errno (-ETIMEDOUT: nobody knows).
+ */
+static int txn_send(struct krep_etcd *e, const struct krep_etcd_txn *t,
+		    json_object *req, json_object **ans, int64_t *rev,
+		    char *err, size_t errlen)
+{
+	char lost[sizeof(e->note) - 128], why[256];
+	size_t tries;
+	int ret;
+
+	lost[0] = '\0';
+	for (tries = 0; tries < e->nep; tries++) {
+		ret = post(e, "/v3/kv/txn", req, true, ans, err, errlen);
+		if (ret != -ETIMEDOUT)
+			return ret;
+		snprintf(lost, sizeof(lost), "%s", err);
+		ret = txn_read_back(e, t, rev, why, sizeof(why));
+		if (ret < 0)
+			return krep_errf(err, errlen, -ETIMEDOUT,
+				    "%s; its outcome is unknown: cannot read its keys back: %s",
+				    lost, why);
+		if (ret) {
+			snprintf(e->note, sizeof(e->note),
+				 "a transaction's answer was lost (%s); its keys read back show it applied (revision %" PRId64 ")",
+				 lost, *rev);
+			return 0;
+		}
+	}
+	return krep_errf(err, errlen, -EHOSTUNREACH,
+		    "%s; its keys read back show it was not applied", lost);
+}
+
+bool krep_etcd_note(struct krep_etcd *e, char *buf, size_t len)
+{
+	if (!e->note[0])
+		return false;
+	snprintf(buf, len, "%s", e->note);
+	e->note[0] = '\0';
+	return true;
 }
 
 int krep_etcd_txn_commit(struct krep_etcd *e, struct krep_etcd_txn *t,
@@ -719,10 +892,14 @@ int krep_etcd_txn_commit(struct krep_etcd *e, struct krep_etcd_txn *t,
 		json_object_put(req);
 		return krep_errf(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
 	}
-	ret = post(e, "/v3/kv/txn", req, &ans, err, errlen);
+	ret = txn_send(e, t, req, &ans, rev, err, errlen);
 	json_object_put(req);
 	if (ret)
 		return ret;
+	if (!ans) {
+		*ok = true;	/* read back */
+		return 0;
+	}
 	if (header_rev(ans, rev) ||
 	    (json_object_object_get_ex(ans, "succeeded", &s) &&
 	     !json_object_is_type(s, json_type_boolean))) {
@@ -748,7 +925,7 @@ static int lease_call(struct krep_etcd *e, const char *path, const char *f,
 		json_object_put(req);
 		return krep_errf(err, errlen, -ENOMEM, "%s", strerror(ENOMEM));
 	}
-	ret = post(e, path, req, ans, err, errlen);
+	ret = post(e, path, req, false, ans, err, errlen);
 	json_object_put(req);
 	return ret;
 }

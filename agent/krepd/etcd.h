@@ -12,6 +12,12 @@
  * bounded by the client's timeout per endpoint. Every answer is checked:
  * a missing or mistyped field is an error (-EPROTO) with a message, never
  * a crash.
+ *
+ * A write (a transaction) whose answer is lost after it went out (the
+ * timeout, a dropped connection, a 5xx, codes 4 and 14) may have been
+ * applied: it is never sent again blindly (nor by libcurl: each goes on
+ * a connection of its own). Its keys are read back first
+ * (krep_etcd_txn_commit()).
  */
 #ifndef KREP_AGENT_ETCD_H
 #define KREP_AGENT_ETCD_H
@@ -81,11 +87,26 @@ size_t krep_etcd_txn_ops(const struct krep_etcd_txn *t);
 /*
  * Send @t. Returns 0 with *@ok (the compares held and the operations were
  * applied) and *@rev (the store's revision: every key @t put now has this
- * mod_revision), or -errno with the reason in @err (then nobody knows
- * whether it was applied).
+ * mod_revision), or -errno with the reason in @err: then @t was not
+ * applied, except for -ETIMEDOUT, its outcome unknown.
+ *
+ * When @t's answer is lost, its keys are read back: every put key holding
+ * its value and lease at one mod_revision, every deleted key gone, it was
+ * applied (0, *@ok, that revision as *@rev, 0 when @t put nothing; and a
+ * krep_etcd_note()); otherwise it was not (the caller's compares must
+ * keep anyone else from writing the same values to these keys meanwhile),
+ * and @t goes to the next endpoint. -ETIMEDOUT when a read fails too. A
+ * lost answer's transaction that etcd applies only after the read back
+ * said no fails the compares of whatever is written next.
  */
 int krep_etcd_txn_commit(struct krep_etcd *e, struct krep_etcd_txn *t,
 			 bool *ok, int64_t *rev, char *err, size_t errlen);
+
+/*
+ * True once after a transaction counted as committed on its keys read
+ * back (its answer was lost), with what happened in @buf, for the log.
+ */
+bool krep_etcd_note(struct krep_etcd *e, char *buf, size_t len);
 
 /* A lease of @ttl_s seconds: its id and the TTL etcd granted. */
 int krep_etcd_lease_grant(struct krep_etcd *e, int64_t ttl_s, int64_t *id,

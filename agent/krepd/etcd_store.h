@@ -48,10 +48,14 @@ int krep_estore_load(struct krep_estore *s, struct krep_state *st, char *err,
 
 /*
  * Write @st's changes since the last load or save, fenced by
- * @fence_key's create_revision == @fence_rev. Returns 0; -ESTALE when a
- * compare failed (another controller was elected, or changed a key under
- * us: nothing of that transaction was written); another -errno (etcd
- * unreachable, ...) with the reason in @err.
+ * @fence_key's create_revision == @fence_rev. Returns 0 (also when a
+ * transaction's answer was lost but its keys read back show it applied:
+ * krep_etcd_note()); -ESTALE when a compare failed (another controller was
+ * elected, or changed a key under us: nothing of that transaction was
+ * written); another -errno (etcd unreachable, ...) with the reason in
+ * @err; -ETIMEDOUT: a transaction's outcome is unknown (the store keeps
+ * the revisions it knew: if it was applied, the next save's compares
+ * fail).
  */
 int krep_estore_save(struct krep_estore *s, const struct krep_state *st,
 		     const char *fence_key, int64_t fence_rev, char *err,

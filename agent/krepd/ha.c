@@ -14,6 +14,20 @@
  *   etcd: cannot reach etcd: ...            (once per reason)
  *   etcd: reachable again (URL)
  *   etcd: the lease ended ...: stepping down
+ *   etcd: a transaction's answer was lost (...); its keys read back show
+ *         it applied (revision R)
+ *   etcd: campaign (the next round's read of the election key settles
+ *         it): ...; its outcome is unknown: cannot read its keys back: ...
+ *   etcd: P/controller is this krepd's own (owner O, lease L): its
+ *         campaign won though the answer was lost: taking office
+ *   etcd: P/controller names this krepd (owner O) under lease L, not its
+ *         lease M: revoking that one, then campaigning again
+ *
+ * A campaign whose answer is lost is read back (etcd.h). When even that
+ * fails, the next round's read of P/controller settles it: this krepd's
+ * owner id and lease there mean it won; its owner id under another lease
+ * (one it gave up, still running in etcd) is revoked, then it campaigns
+ * again. A standby never names itself as the active controller.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -95,6 +109,15 @@ static int read_password(const char *path, char *buf, size_t size)
 	return 0;
 }
 
+uint32_t krep_ha_timeout_ms(const struct krep_ha_opts *o, uint32_t lease_ms)
+{
+	uint32_t ms = lease_ms / 4;
+
+	if (o->timeout_ms)
+		return o->timeout_ms;
+	return ms < 100 ? 100 : ms > 1000 ? 1000 : ms;
+}
+
 struct krep_etcd *krep_ha_etcd_open(const struct krep_ha_opts *o,
 				    uint32_t lease_ms)
 {
@@ -119,12 +142,7 @@ struct krep_etcd *krep_ha_etcd_open(const struct krep_ha_opts *o,
 		}
 		eo.password = password;
 	}
-	/* a request may take a quarter of the lease, on each endpoint */
-	eo.timeout_ms = lease_ms / 4;
-	if (eo.timeout_ms > 1000)
-		eo.timeout_ms = 1000;
-	if (eo.timeout_ms < 100)
-		eo.timeout_ms = 100;
+	eo.timeout_ms = krep_ha_timeout_ms(o, lease_ms);
 	e = krep_etcd_open(&eo, err, sizeof(err));
 	memset(password, 0, sizeof(password));
 	if (!e)
@@ -271,6 +289,28 @@ out:
 	json_object_put(o);
 }
 
+/* A write counted on its keys read back: say so. */
+static void etcd_noted(struct krep_ha *ha)
+{
+	char note[640];
+
+	if (krep_etcd_note(ha->e, note, sizeof(note)))
+		krep_log(LOG_WARNING, "etcd: %s", note);
+}
+
+/* Won: P/controller, created at @create_rev, holds @epoch and our lease. */
+static int take_office(struct krep_ha *ha, int64_t create_rev, uint32_t epoch)
+{
+	ha->active = true;
+	ha->next_ka_ms = 0;	/* renew at once: the term starts with a full lease */
+	ha->create_rev = create_rev;
+	ha->epoch = epoch;
+	memset(&ha->seen, 0, sizeof(ha->seen));
+	krep_log(LOG_NOTICE, "etcd: elected: controller epoch %u (%s, lease %" PRIx64 ", %" PRId64 " s)",
+		 ha->epoch, ha->ckey, ha->lease, ha->ttl_s);
+	return 1;
+}
+
 static char *controller_value(struct krep_ha *ha, uint32_t epoch)
 {
 	json_object *o = json_object_new_object();
@@ -332,19 +372,54 @@ static int campaign(struct krep_ha *ha)
 	free(val);
 	krep_etcd_txn_free(t);
 	if (ret) {
-		etcd_fail(ha, "campaign", err);
+		etcd_fail(ha, ret == -ETIMEDOUT ?
+			  "campaign (the next round's read of the election key settles it)" :
+			  "campaign", err);
 		return 0;
 	}
 	if (!ok)
 		return 0;	/* another one won: the next round reads it */
-	ha->active = true;
-	ha->next_ka_ms = 0;	/* renew at once: the term starts with a full lease */
-	ha->create_rev = rev;
-	ha->epoch = old + 1;
+	etcd_noted(ha);
+	return take_office(ha, rev, old + 1);
+}
+
+/*
+ * P/controller (@kv, parsed into ha->seen) names this krepd: 1 when under
+ * its lease (a campaign whose answer was lost won: take office); else 0,
+ * that other lease of ours revoked (the key goes with it) for the next
+ * round to campaign again.
+ */
+static int own_key(struct krep_ha *ha, const struct krep_etcd_kv *kv)
+{
+	char err[512];
+
+	if (kv->lease == ha->lease && ha->seen.active_epoch) {
+		krep_log(LOG_WARNING, "etcd: %s is this krepd's own (owner %016" PRIx64 ", lease %" PRIx64 "): its campaign won though the answer was lost: taking office",
+			 ha->ckey, ha->owner, ha->lease);
+		return take_office(ha, kv->create_rev, ha->seen.active_epoch);
+	}
+	krep_log(LOG_WARNING, "etcd: %s names this krepd (owner %016" PRIx64 ") under lease %" PRIx64 ", not its lease %" PRIx64 ": revoking that one, then campaigning again",
+		 ha->ckey, ha->owner, kv->lease, ha->lease);
+	if (kv->lease && krep_etcd_lease_revoke(ha->e, kv->lease, err,
+						sizeof(err)))
+		etcd_fail(ha, "cannot revoke the lease under the election key", err);
 	memset(&ha->seen, 0, sizeof(ha->seen));
-	krep_log(LOG_NOTICE, "etcd: elected: controller epoch %u (%s, lease %" PRIx64 ", %" PRId64 " s)",
-		 ha->epoch, ha->ckey, ha->lease, ha->ttl_s);
-	return 1;
+	return 0;
+}
+
+/* P/controller (@kv) as a standby read it: 1 when this krepd takes office. */
+static int standby_saw(struct krep_ha *ha, const struct krep_etcd_kv *kv)
+{
+	struct krep_ha_info before = ha->seen;
+
+	seen_parse(ha, kv);
+	if (ha->owner && ha->seen.active_owner == ha->owner)
+		return own_key(ha, kv);
+	if (!before.known || before.active_epoch != ha->seen.active_epoch ||
+	    strcmp(before.active_name, ha->seen.active_name))
+		krep_log(LOG_NOTICE, "etcd: standby: the active controller is %s (epoch %u)",
+			 ha->seen.active_name, ha->seen.active_epoch);
+	return 0;
 }
 
 int krep_ha_round(struct krep_ha *ha, uint64_t owner)
@@ -372,15 +447,9 @@ int krep_ha_round(struct krep_ha *ha, uint64_t owner)
 	}
 	etcd_ok(ha);
 	if (kvs.n) {
-		struct krep_ha_info before = ha->seen;
-
-		seen_parse(ha, &kvs.kv[0]);
-		if (!before.known || before.active_epoch != ha->seen.active_epoch ||
-		    strcmp(before.active_name, ha->seen.active_name))
-			krep_log(LOG_NOTICE, "etcd: standby: the active controller is %s (epoch %u)",
-				 ha->seen.active_name, ha->seen.active_epoch);
+		ret = standby_saw(ha, &kvs.kv[0]);
 		krep_etcd_kvs_free(&kvs);
-		return 0;
+		return ret;
 	}
 	krep_etcd_kvs_free(&kvs);
 	return campaign(ha);
@@ -449,6 +518,7 @@ int krep_ha_save(struct krep_ha *ha, const struct krep_state *st)
 		return ret;
 	}
 	etcd_ok(ha);
+	etcd_noted(ha);
 	ha->epoch = st->controller_epoch;
 	return 0;
 }

@@ -20,6 +20,11 @@
  * keepalive says the lease is gone or a write's compare on P/controller's
  * create_revision fails. etcd deletes the key of an expired lease, and a
  * standby takes over within the lease plus one poll.
+ *
+ * A campaign whose answer is lost is read back (etcd.h); if that fails
+ * too, the next round does: a standby that finds its own owner id and
+ * lease in P/controller won and takes office; its owner id under another
+ * lease of its own is revoked, and it campaigns again.
  */
 #ifndef KREP_AGENT_HA_H
 #define KREP_AGENT_HA_H
@@ -31,6 +36,10 @@
 #include "etcd.h"
 #include "etcd_store.h"
 
+/* --etcd-timeout-ms: one request on one endpoint, at most half the lease */
+#define KREP_HA_TIMEOUT_MIN_MS	10
+#define KREP_HA_TIMEOUT_MAX_MS	60000
+
 struct krep_ha_opts {
 	char endpoints[512];		/* --etcd URL[,URL...]; "" without */
 	char prefix[128];		/* --etcd-prefix (/krep/default) */
@@ -38,6 +47,7 @@ struct krep_ha_opts {
 	char cacert[256], cert[256], key[256];
 	char user[64];
 	char password_file[256];
+	uint32_t timeout_ms;		/* --etcd-timeout-ms; 0: krep_ha_timeout_ms() */
 };
 
 struct krep_ha;
@@ -96,9 +106,17 @@ void krep_ha_info(struct krep_ha *ha, struct krep_ha_info *info);
 int krep_ha_registered(struct krep_ha *ha, uint32_t *ids, size_t max,
 		       size_t *n);
 
-/* For etcd_register.c: an etcd client with @o's endpoints, TLS and user. */
+/*
+ * For etcd_register.c: an etcd client with @o's endpoints, TLS, user and
+ * timeout.
+ */
 struct krep_etcd *krep_ha_etcd_open(const struct krep_ha_opts *o,
 				    uint32_t lease_ms);
+/*
+ * How long one etcd request may take on one endpoint: --etcd-timeout-ms,
+ * else a quarter of @lease_ms within 100..1000 ms.
+ */
+uint32_t krep_ha_timeout_ms(const struct krep_ha_opts *o, uint32_t lease_ms);
 /* The etcd lease of @lease_ms: whole seconds, at least 2. */
 int64_t krep_ha_ttl_s(uint32_t lease_ms);
 

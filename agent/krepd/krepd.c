@@ -75,7 +75,8 @@ static void usage(FILE *f)
 	      "             [--metrics ADDR:PORT]\n"
 	      "             [--etcd URL[,URL...] [--etcd-prefix P] [--name NAME]\n"
 	      "              [--etcd-cacert FILE] [--etcd-cert FILE] [--etcd-key FILE]\n"
-	      "              [--etcd-user NAME] [--etcd-password-file FILE]]\n"
+	      "              [--etcd-user NAME] [--etcd-password-file FILE]\n"
+	      "              [--etcd-timeout-ms N]]\n"
 	      "       krepd [--netns NAME] [--foreground] [--once]\n"
 	      "             [--metrics ADDR:PORT] [--etcd URL[,URL...] [--etcd-prefix P]]\n"
 	      "       krepd --relay ADDR:PORT --secret-file PATH [--netns NAME]\n"
@@ -117,6 +118,12 @@ static void usage(FILE *f)
 	      "      --name NAME       this krepd in etcd and krepctl (HOST:PID)\n"
 	      "      --etcd-cacert FILE, --etcd-cert FILE, --etcd-key FILE  TLS\n"
 	      "      --etcd-user NAME, --etcd-password-file FILE  etcd authentication\n"
+	      "      --etcd-timeout-ms N  how long one etcd request may wait for its\n"
+	      "                     answer on one endpoint (10..60000, at most half\n"
+	      "                     of lease-ms; default: a quarter of lease-ms,\n"
+	      "                     within 100..1000); a write whose answer does not\n"
+	      "                     come, in time or at all, is read back before it\n"
+	      "                     counts as failed\n"
 	      "  -m, --metrics ADDR:PORT  what an observer serves (below), and the\n"
 	      "                     controller's own: krep_controller_active (0 on\n"
 	      "                     a standby), krep_controller_epoch, elections by\n"
@@ -126,7 +133,8 @@ static void usage(FILE *f)
 	      "Observer options:\n"
 	      "      --etcd URL[,URL...]  register this namespace's broker in etcd\n"
 	      "                     (P/brokers/ids/ID, under a lease of this krepd;\n"
-	      "                     --etcd-prefix and the TLS and user options apply)\n"
+	      "                     --etcd-prefix, the TLS and user options and\n"
+	      "                     --etcd-timeout-ms, at most 3000 here, apply)\n"
 	      "  -1, --once         exit after logging the first event; fails if the\n"
 	      "                     module has no \"events\" group\n"
 	      "  -m, --metrics ADDR:PORT  serve Prometheus metrics at\n"
@@ -419,6 +427,7 @@ enum {
 	OPT_ETCD_USER,
 	OPT_ETCD_PASSWORD_FILE,
 	OPT_ETCD_LAST = OPT_ETCD_PASSWORD_FILE,
+	OPT_ETCD_TIMEOUT,
 };
 
 /* Where each --etcd option goes in struct krep_ha_opts, and its size. */
@@ -436,6 +445,32 @@ static char *ha_field(struct krep_ha_opts *o, int opt, size_t *size)
 	default:			return F(password_file);
 	}
 #undef F
+}
+
+/* --etcd-timeout-ms VAL into @o. 0, or -1 with the reason printed. */
+static int etcd_timeout(struct krep_ha_opts *o, const char *val)
+{
+	if (!krep_u32_parse(val, &o->timeout_ms) &&
+	    o->timeout_ms >= KREP_HA_TIMEOUT_MIN_MS &&
+	    o->timeout_ms <= KREP_HA_TIMEOUT_MAX_MS)
+		return 0;
+	fprintf(stderr, "krepd: --etcd-timeout-ms '%s': not a number of milliseconds in %u..%u\n",
+		val, KREP_HA_TIMEOUT_MIN_MS, KREP_HA_TIMEOUT_MAX_MS);
+	return -1;
+}
+
+/*
+ * --etcd-timeout-ms leaves time to renew a lease of @lease_ms (@what's).
+ * 0, or -1 with the reason printed.
+ */
+static int etcd_timeout_fits(const struct krep_ha_opts *o, uint32_t lease_ms,
+			     const char *what)
+{
+	if (o->timeout_ms <= lease_ms / 2)
+		return 0;
+	fprintf(stderr, "krepd: --etcd-timeout-ms %u must be at most half of %s (%u ms)\n",
+		o->timeout_ms, what, lease_ms);
+	return -1;
 }
 
 #define FLAGS_MAX	(2 * KREP_CLUSTER_BROKERS_MAX + 16)
@@ -475,6 +510,7 @@ static int parse_args(struct krepd *d, int argc, char **argv)
 		{ "etcd-key",	required_argument,	NULL, OPT_ETCD_KEY },
 		{ "etcd-user",	required_argument,	NULL, OPT_ETCD_USER },
 		{ "etcd-password-file", required_argument, NULL, OPT_ETCD_PASSWORD_FILE },
+		{ "etcd-timeout-ms", required_argument, NULL, OPT_ETCD_TIMEOUT },
 		{ "help",	no_argument,		NULL, 'h' },
 		{ "version",	no_argument,		NULL, 'V' },
 		{ NULL }
@@ -552,6 +588,11 @@ static int parse_args(struct krepd *d, int argc, char **argv)
 			strcpy(dst, optarg);
 			ha_set = true;
 			break;
+		case OPT_ETCD_TIMEOUT:
+			if (etcd_timeout(&ha, optarg))
+				goto usage;
+			ha_set = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -617,7 +658,8 @@ static int parse_args(struct krepd *d, int argc, char **argv)
 		goto usage;
 	}
 	if (!d->controller)
-		return 1;
+		return etcd_timeout_fits(&ha, KREP_DEFAULT_SESSION_TIMEOUT_MS,
+					 "the registration's lease") ? -1 : 1;
 	krep_cluster_init(cl);
 	cl->ha = ha;
 	if (config && krep_cluster_load(cl, config))
@@ -640,6 +682,8 @@ static int parse_args(struct krepd *d, int argc, char **argv)
 			config ? ": " : "", err);
 		return -1;
 	}
+	if (etcd_timeout_fits(&cl->ha, cl->lease_ms, "lease-ms"))
+		return -1;
 	return 1;
 bad_flag:
 	fprintf(stderr, "krepd: %s\n", err);	/* it names the setting */

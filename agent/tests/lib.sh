@@ -20,6 +20,11 @@
 #   scrape_body ADDR FILE    the same, the body alone into FILE, if the
 #                            answer is a 200
 #   free_port                a TCP port of 127.0.0.1 nothing listens on
+#   etcd_start DIR           a one-member etcd on loopback (Debian's
+#                            etcd-server; scripts/deps.sh installs it), its
+#                            data and log in DIR: sets EP (its URL) and
+#                            ETCD_PID; bails out unless it answers
+#   ectl ARGS...             etcdctl ARGS against $EP
 
 [ -n "${KREP_AGENT_TESTS_LIB_SH:-}" ] && return 0
 KREP_AGENT_TESTS_LIB_SH=1
@@ -60,4 +65,30 @@ scrape_body() {
 
 free_port() {
 	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+etcd_start() {
+	local port peer
+
+	command -v etcd >/dev/null ||
+		ktap_bail "no etcd (scripts/deps.sh installs etcd-server)"
+	port=$(free_port)
+	peer=$(free_port)
+	while [ "$peer" = "$port" ]; do
+		peer=$(free_port)
+	done
+	EP=http://127.0.0.1:$port
+	peer=http://127.0.0.1:$peer
+	etcd --name t --data-dir "$1/etcd" --listen-client-urls "$EP" \
+		--advertise-client-urls "$EP" --listen-peer-urls "$peer" \
+		--initial-advertise-peer-urls "$peer" \
+		--initial-cluster "t=$peer" --log-level error >"$1/etcd.log" 2>&1 &
+	# shellcheck disable=SC2034 # the caller's cleanup kills it
+	ETCD_PID=$!
+	krep_wait_for 20 eval 'ectl put /probe x >/dev/null 2>&1' ||
+		ktap_bail "etcd did not start: $(tail -n 3 "$1/etcd.log")"
+}
+
+ectl() {
+	ETCDCTL_API=3 etcdctl --endpoints "$EP" --command-timeout=2s "$@"
 }

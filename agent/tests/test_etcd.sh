@@ -26,10 +26,10 @@ K=${1:-$KREPCTL}
 D=${2:-$KREPD}
 tmp=$(mktemp -d)
 declare -a PID
-etcd_pid=
+ETCD_PID=
 cleanup() {
 	local p
-	for p in "${PID[@]}" $etcd_pid; do
+	for p in "${PID[@]}" $ETCD_PID; do
 		kill -CONT "$p" 2>/dev/null
 		kill -9 "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
@@ -53,27 +53,21 @@ B=(--broker "1@netns:krep-test-etcd-none-$$")
 LEASE=4000
 POLL=200
 
-ktap_plan 18
+ktap_plan 21
 
 usage "the etcd options need --etcd" --controller \
 	--etcd-prefix /x "${B[@]}"
 usage "it starts with '/' and does not end with one" --controller \
 	--etcd http://127.0.0.1:1 --etcd-prefix /x/ "${B[@]}"
+usage "--etcd-timeout-ms '5': not a number of milliseconds in 10..60000" \
+	--controller --etcd http://127.0.0.1:1 --etcd-timeout-ms 5 "${B[@]}"
+usage "--etcd-timeout-ms 2001 must be at most half of lease-ms (4000 ms)" \
+	--controller --etcd http://127.0.0.1:1 --etcd-timeout-ms 2001 \
+	--lease-ms 4000 "${B[@]}"
+usage "--etcd-timeout-ms 3001 must be at most half of the registration's lease (6000 ms)" \
+	--etcd http://127.0.0.1:1 --etcd-timeout-ms 3001
 
-command -v etcd >/dev/null || ktap_bail "no etcd (scripts/deps.sh installs etcd-server)"
-# a free port pair: the first one nothing listens on
-port=$((20000 + RANDOM % 20000))
-EP=http://127.0.0.1:$port
-etcd --name t --data-dir "$tmp/etcd" --listen-client-urls "$EP" \
-	--advertise-client-urls "$EP" \
-	--listen-peer-urls "http://127.0.0.1:$((port + 1))" \
-	--initial-advertise-peer-urls "http://127.0.0.1:$((port + 1))" \
-	--initial-cluster "t=http://127.0.0.1:$((port + 1))" \
-	--log-level error >"$tmp/etcd.log" 2>&1 &
-etcd_pid=$!
-ectl() { ETCDCTL_API=3 etcdctl --endpoints "$EP" --command-timeout=2s "$@"; }
-krep_wait_for 20 eval 'ectl put /probe x >/dev/null 2>&1' ||
-	ktap_bail "etcd did not start: $(tail -n 3 "$tmp/etcd.log")"
+etcd_start "$tmp"
 
 # the store (etcd_store.c) against it: tests/test_etcd's own checks
 out=$("$here/test_etcd" "$EP" 2>&1)
@@ -133,8 +127,9 @@ c=$(ectl get --print-value-only /krep/t/controller)
 	[ "$(ectl get --print-value-only /krep/t/controller_epoch)" = "$e1" ] &&
 	[ "$(ectl get -w json /krep/t/controller | jq -r '.kvs[0].lease')" != null ]
 ok $? "etcd: the election key (k1's, with a lease) and k1's controller epoch ($e1)"
+# jq -n -e 'input | ...': jq -e alone passes when the key is not there
 krep_wait_for 20 eval \
-	'ectl get --print-value-only /krep/t/brokers/state/1 | jq -e ".fenced == true and .version == 1" >/dev/null'
+	'ectl get --print-value-only /krep/t/brokers/state/1 | jq -n -e "input | .fenced == true and .version == 1" >/dev/null 2>&1'
 ok $? "etcd: broker 1's state, fenced once out of reach for the session timeout"
 
 { kill -9 "${PID[1]}"; wait "${PID[1]}"; } 2>/dev/null
