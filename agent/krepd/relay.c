@@ -8,7 +8,10 @@
  * it proved it holds the secret it gets two netlink sockets of its own in
  * the relay's namespace: one to which its REQUESTs are written and whose
  * every datagram goes back as a REPLY, and, if it asked for events, one
- * in the "events" group whose datagrams go back as EVENTs.
+ * in the "events" group whose datagrams go back as EVENTs. From then on
+ * every frame is sealed both ways with the session's keys
+ * (relay_proto.h): a frame that fails its check closes the client, with
+ * one log line that says why.
  *
  * Timers, all checked by the loop (its poll() timeout is the nearest):
  *   auth     accept + auth_ms: an unauthenticated client is closed;
@@ -57,6 +60,7 @@ struct client {
 	bool authed;
 	uint8_t snonce[KREP_RELAY_NONCE_LEN];
 	struct krep_relay_nl nl;	/* once authed */
+	struct krep_relay_keys keys;	/* once authed */
 	struct krep_relay_buf in, out;
 	uint64_t since, last_rx, last_ping;
 	unsigned long nreq;
@@ -193,6 +197,7 @@ static void client_close(struct relay *r, struct client *c, int prio,
 	close(c->fd);
 	krep_relay_buf_free(&c->in);
 	krep_relay_buf_free(&c->out);
+	krep_relay_keys_wipe(&c->keys);
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
 	c->nl.req_fd = c->nl.ev_fd = -1;
@@ -208,10 +213,12 @@ static bool client_queued(struct relay *r, struct client *c, int err,
 	return !err;
 }
 
+/* Queue a frame of an authenticated client: sealed. */
 static bool client_queue(struct relay *r, struct client *c, uint8_t type,
 			 const void *p, size_t len)
 {
-	return client_queued(r, c, krep_relay_frame_put(&c->out, type, p, len),
+	return client_queued(r, c, krep_relay_seal_put(&c->out, &c->keys, type,
+							p, len),
 			     type);
 }
 
@@ -231,11 +238,9 @@ static bool client_flush(struct relay *r, struct client *c)
 static bool client_auth(struct relay *r, struct client *c,
 			const struct krep_relay_frame *f, uint64_t now)
 {
-	uint8_t cnonce[KREP_RELAY_NONCE_LEN], mac[KREP_RELAY_MAC_LEN];
+	struct krep_relay_hs hs = { .version = KREP_RELAY_VERSION };
 	uint8_t want[KREP_RELAY_MAC_LEN];
 	const char *why = "?";
-	uint32_t flags;
-	bool ok;
 	int err;
 
 	if (f->type != KREP_RELAY_AUTH) {
@@ -244,27 +249,25 @@ static bool client_auth(struct relay *r, struct client *c,
 			     krep_relay_type_name(f->type));
 		return false;
 	}
-	if (krep_relay_auth_get(f, &flags, cnonce, mac)) {
+	if (krep_relay_auth_get(f, &hs.flags, hs.cnonce, hs.cmac)) {
 		client_close(r, c, LOG_WARNING,
 			     "authentication failed: AUTH of %zu bytes, not %d",
 			     f->len, KREP_RELAY_AUTH_LEN);
 		return false;
 	}
-	krep_relay_client_mac(r->cfg->secret, c->snonce, cnonce, want);
-	ok = krep_sha256_equal(mac, want, sizeof(want));
-	krep_sha256_wipe(want, sizeof(want));
-	if (!ok) {
+	krep_relay_client_mac(r->cfg->secret, c->snonce, hs.cnonce, want);
+	if (!krep_relay_mac_equal(hs.cmac, want)) {
 		client_close(r, c, LOG_WARNING,
 			     "authentication failed: wrong secret");
 		return false;
 	}
-	if (flags & ~KREP_RELAY_F_ALL) {
+	if (hs.flags & ~KREP_RELAY_F_ALL) {
 		client_close(r, c, LOG_WARNING,
 			     "authentication failed: unknown AUTH flags %#x",
-			     flags & ~KREP_RELAY_F_ALL);
+			     hs.flags & ~KREP_RELAY_F_ALL);
 		return false;
 	}
-	err = r->ops->open(r->cfg->ctx, flags & KREP_RELAY_F_EVENTS, &c->nl,
+	err = r->ops->open(r->cfg->ctx, hs.flags & KREP_RELAY_F_EVENTS, &c->nl,
 			   &why);
 	if (err) {
 		client_close(r, c, LOG_ERR, "%s", why);
@@ -272,10 +275,16 @@ static bool client_auth(struct relay *r, struct client *c,
 	}
 	c->authed = true;
 	c->last_rx = c->last_ping = now;
-	krep_relay_server_mac(r->cfg->secret, c->snonce, cnonce, mac);
-	return client_queued(r, c, krep_relay_auth_ok_put(&c->out, mac,
-							   c->nl.family,
-							   c->nl.group),
+	memcpy(hs.snonce, c->snonce, sizeof(hs.snonce));
+	krep_relay_server_mac(r->cfg->secret, c->snonce, hs.cnonce, hs.smac);
+	hs.family = c->nl.family;
+	hs.group = c->nl.group;
+	/* AUTH_OK is the last frame in the clear; the keys hash it too */
+	krep_relay_keys_derive(&c->keys, r->cfg->secret, &hs,
+			       KREP_RELAY_SIDE_SERVER);
+	return client_queued(r, c, krep_relay_auth_ok_put(&c->out, hs.smac,
+							   hs.family,
+							   hs.group),
 			     KREP_RELAY_AUTH_OK);
 }
 
@@ -352,10 +361,16 @@ static bool client_request(struct relay *r, struct client *c,
 
 /* Handle one frame; false if the client was closed. */
 static bool client_frame(struct relay *r, struct client *c,
-			 const struct krep_relay_frame *f, uint64_t now)
+			 struct krep_relay_frame *f, uint64_t now)
 {
+	char why[256];
+
 	if (!c->authed)
 		return client_auth(r, c, f, now);
+	if (krep_relay_unseal(&c->keys, f, why, sizeof(why))) {
+		client_close(r, c, LOG_WARNING, "%s", why);
+		return false;
+	}
 	switch (f->type) {
 	case KREP_RELAY_REQUEST:
 		return client_request(r, c, f);
@@ -548,7 +563,7 @@ static void relay_accept(struct relay *r, int lfd, uint64_t now)
 	struct client *c;
 	socklen_t len;
 	uint8_t nonce[KREP_RELAY_NONCE_LEN];
-	int fd, i, err, one = 1;
+	int fd, i, one = 1;
 
 	for (;;) {
 		len = sizeof(ss);
@@ -577,13 +592,7 @@ static void relay_accept(struct relay *r, int lfd, uint64_t now)
 			close(fd);
 			continue;
 		}
-		err = krep_relay_random(nonce, sizeof(nonce));
-		if (err) {
-			r->cfg->log(LOG_ERR, "client %s refused: getrandom: %s",
-				    name, strerror(-err));
-			close(fd);
-			continue;
-		}
+		krep_relay_random(nonce, sizeof(nonce));
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		c->fd = fd;
 		snprintf(c->name, sizeof(c->name), "%s", name);
@@ -780,6 +789,11 @@ int krep_relay_main(const char *listen, const char *secret_file,
 		fprintf(stderr, "%s: --relay '%s': %s (A.B.C.D:PORT or [IPV6]:PORT)\n",
 			krep_prog, listen, why ? why : "port 0");
 		return 2;
+	}
+	if (krep_relay_crypto_init()) {
+		fprintf(stderr, "%s: relay: libsodium cannot be initialized\n",
+			krep_prog);
+		return 1;
 	}
 	secret = calloc(1, sizeof(*secret));
 	if (!secret) {

@@ -11,9 +11,10 @@
  *	     payload	length - 1 bytes
  *
  * Handshake (the server speaks first; a frame of any other type, a wrong
- * size or a wrong MAC closes the connection):
+ * size or a wrong MAC closes the connection). Its frames are as above, in
+ * the clear:
  *
- *	server -> HELLO    be16 version (1), server nonce (32 bytes,
+ *	server -> HELLO    be16 version (2), server nonce (32 bytes,
  *			   random)
  *	client -> AUTH     be32 flags (KREP_RELAY_F_EVENTS), client nonce
  *			   (32 bytes, random), HMAC-SHA256(secret,
@@ -26,11 +27,43 @@
  *			   "events" multicast group (0: none)
  *
  * Each side proves it holds the secret without sending it, over nonces
- * the other side chose: a recorded handshake cannot be replayed. Frames
- * after the handshake are neither encrypted nor authenticated: run the
- * relay on a network an attacker cannot write to, or in a tunnel.
+ * the other side chose: a recorded handshake cannot be replayed. (A
+ * recorded handshake does let an eavesdropper test guesses of the
+ * secret offline: make it random, not a passphrase.) Version 1 had the
+ * same handshake and sent every later frame in the clear; the two do not
+ * talk to each other (a client refuses a HELLO of another version).
  *
- * Then:
+ * Session keys, one per direction, bind the whole handshake: with T the
+ * payloads of HELLO, AUTH and AUTH_OK as sent (34 + 68 + 38 bytes),
+ *
+ *	key c2s = HMAC-SHA256(secret, "krep-relay-key-c2s" || T)
+ *	key s2c = HMAC-SHA256(secret, "krep-relay-key-s2c" || T)
+ *
+ * so they are new for every connection (both nonces are in T), and a
+ * flags, family or group field altered on the way gives the two sides
+ * different keys: the first sealed frame then fails. Every frame after
+ * the handshake, in both directions, is sealed with ChaCha20-Poly1305
+ * (IETF, libsodium's crypto_aead_chacha20poly1305_ietf):
+ *
+ *	be32 length	1 + 8 + n + 16
+ *	u8   type	enum krep_relay_type, in the clear
+ *	be64 seq	0 for a direction's first sealed frame, then +1
+ *	     n bytes	the payload, encrypted
+ *	     16 bytes	the Poly1305 tag over the 13 bytes of length, type
+ *			and seq (additional data) and the encrypted payload
+ *
+ * with the key of its direction and the 12-byte nonce be32 direction
+ * (1: client to relay, 2: relay to client) || be64 seq. The receiver
+ * checks the tag (in constant time), then the seq, and refuses, closing
+ * the connection with one log line saying which: a frame shorter than
+ * seq and tag (truncated, or a short one in the clear), a tag that does
+ * not verify (any bit altered, bytes cut from the end, a frame in the
+ * clear, one of the other direction or of another connection), and a
+ * frame whose (authenticated) seq is not the next one (replayed,
+ * reordered, or one before it was removed). Nothing of a frame is acted
+ * on before it passed.
+ *
+ * Then (payloads as they are before sealing):
  *
  *	client -> REQUEST  one netlink message (nlmsg_len = the payload) of
  *			   the krep family; the relay sends it to the kernel
@@ -59,15 +92,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sha256.h"
-
-#define KREP_RELAY_VERSION	1
+#define KREP_RELAY_VERSION	2
 #define KREP_RELAY_HDR_LEN	5		/* be32 length, u8 type */
 /* the length field's maximum */
 #define KREP_RELAY_FRAME_MAX	(1U << 20)
-#define KREP_RELAY_PAYLOAD_MAX	(KREP_RELAY_FRAME_MAX - 1)
 #define KREP_RELAY_NONCE_LEN	32
-#define KREP_RELAY_MAC_LEN	KREP_SHA256_LEN
+#define KREP_RELAY_MAC_LEN	32		/* HMAC-SHA256 */
+#define KREP_RELAY_KEY_LEN	32		/* a direction's key */
+#define KREP_RELAY_SEQ_LEN	8
+#define KREP_RELAY_TAG_LEN	16		/* Poly1305 */
+/* what sealing adds to a payload: seq and tag */
+#define KREP_RELAY_SEAL_LEN	(KREP_RELAY_SEQ_LEN + KREP_RELAY_TAG_LEN)
+/* the largest payload, sealed or not (a sealed frame of it is the largest) */
+#define KREP_RELAY_PAYLOAD_MAX	(KREP_RELAY_FRAME_MAX - 1 - KREP_RELAY_SEAL_LEN)
 
 #define KREP_RELAY_PING_MS	1000
 #define KREP_RELAY_DEAD_MS	5000
@@ -116,6 +153,32 @@ struct krep_relay_buf {
 struct krep_relay_secret {
 	uint8_t key[KREP_RELAY_SECRET_MAX];
 	size_t len;
+};
+
+/* What the handshake's frames carried: the input of the session keys. */
+struct krep_relay_hs {
+	uint16_t version;
+	uint8_t snonce[KREP_RELAY_NONCE_LEN];
+	uint32_t flags;
+	uint8_t cnonce[KREP_RELAY_NONCE_LEN];
+	uint8_t cmac[KREP_RELAY_MAC_LEN];	/* the client's proof */
+	uint8_t smac[KREP_RELAY_MAC_LEN];	/* the server's proof */
+	uint16_t family;
+	uint32_t group;
+};
+
+/* The two sides; a sealed frame's direction is the side that sent it. */
+enum krep_relay_side {
+	KREP_RELAY_SIDE_CLIENT = 1,
+	KREP_RELAY_SIDE_SERVER = 2,
+};
+
+/* One end's sealing state once the handshake is done. */
+struct krep_relay_keys {
+	uint8_t tx_key[KREP_RELAY_KEY_LEN], rx_key[KREP_RELAY_KEY_LEN];
+	uint32_t tx_dir, rx_dir;
+	uint64_t tx_seq;	/* of the next frame sent */
+	uint64_t rx_seq;	/* of the next frame expected */
 };
 
 const char *krep_relay_type_name(unsigned int type);
@@ -175,6 +238,12 @@ int krep_relay_auth_ok_get(const struct krep_relay_frame *f,
 			   uint8_t mac[KREP_RELAY_MAC_LEN], uint16_t *family,
 			   uint32_t *group);
 
+/*
+ * Load libsodium (sodium_init()); call before anything below. 0, or -EIO
+ * if it cannot be used. Calling it again is harmless.
+ */
+int krep_relay_crypto_init(void);
+
 /* The client's and the server's proofs. */
 void krep_relay_client_mac(const struct krep_relay_secret *s,
 			   const uint8_t snonce[KREP_RELAY_NONCE_LEN],
@@ -184,6 +253,38 @@ void krep_relay_server_mac(const struct krep_relay_secret *s,
 			   const uint8_t snonce[KREP_RELAY_NONCE_LEN],
 			   const uint8_t cnonce[KREP_RELAY_NONCE_LEN],
 			   uint8_t mac[KREP_RELAY_MAC_LEN]);
+
+/* Compare two proofs in constant time. */
+bool krep_relay_mac_equal(const uint8_t a[KREP_RELAY_MAC_LEN],
+			  const uint8_t b[KREP_RELAY_MAC_LEN]);
+
+/*
+ * @side's keys of a session whose handshake carried @hs (sequence numbers
+ * from 0); krep_relay_keys_wipe() them when the connection closes.
+ */
+void krep_relay_keys_derive(struct krep_relay_keys *k,
+			    const struct krep_relay_secret *s,
+			    const struct krep_relay_hs *hs,
+			    enum krep_relay_side side);
+void krep_relay_keys_wipe(struct krep_relay_keys *k);
+
+/*
+ * Append a sealed frame of @type (the next sequence number of @k):
+ * 0, -EMSGSIZE if the payload is above KREP_RELAY_PAYLOAD_MAX, -ENOMEM.
+ */
+int krep_relay_seal_put(struct krep_relay_buf *b, struct krep_relay_keys *k,
+			uint8_t type, const void *payload, size_t len);
+
+/*
+ * Check and decrypt, in place, the sealed frame @f that
+ * krep_relay_buf_next() took (its header is still in front of its
+ * payload, and its bytes are writable until the next call on that
+ * buffer), and leave @f as the payload sent. Returns 0, or
+ * -EBADMSG with the reason in @why ("bad frame: ..."), for a frame that
+ * is too short, fails authentication, or is not the next one.
+ */
+int krep_relay_unseal(struct krep_relay_keys *k, struct krep_relay_frame *f,
+		      char *why, size_t whylen);
 
 /*
  * Read the shared secret from @path: the file's bytes without one
@@ -195,8 +296,8 @@ int krep_relay_secret_load(const char *path, struct krep_relay_secret *s,
 			   char *err, size_t errlen);
 void krep_relay_secret_wipe(struct krep_relay_secret *s);
 
-/* @len random bytes from getrandom(2); 0 or -errno. */
-int krep_relay_random(void *buf, size_t len);
+/* @len random bytes (libsodium's randombytes_buf(), which cannot fail). */
+void krep_relay_random(void *buf, size_t len);
 
 /* CLOCK_MONOTONIC in milliseconds. */
 uint64_t krep_relay_now_ms(void);

@@ -14,6 +14,11 @@
  * holds the TCP socket and an eventfd which is readable while events are
  * queued, so a caller's poll() also wakes for events a request read.
  *
+ * Every frame after the handshake is sealed both ways with the session's
+ * keys (relay_proto.h). A frame from the relay that fails its check
+ * breaks the channel (-EBADMSG) before anything of it is used, with one
+ * log line that says why.
+ *
  * Timers (no timer of their own: checked in every call and by a request's
  * wait; the relay's PINGs make the descriptor readable every second):
  *   ping     a PING to the relay at most every KREP_RELAY_PING_MS;
@@ -38,6 +43,7 @@
 #include <linux/netlink.h>
 #include <netlink/msg.h>
 
+#include "log.h"
 #include "relay_proto.h"
 #include "session_impl.h"
 #include "session_relay.h"
@@ -53,6 +59,8 @@ struct krep_relay_session {
 	int efd;		/* eventfd: events are queued */
 	int epfd;		/* fd and efd: what callers poll */
 	bool events;
+	char relay[128];	/* HOST:PORT, for the log */
+	struct krep_relay_keys keys;
 	uint64_t last_rx, last_ping;
 	struct krep_relay_buf in, out;
 	struct krep_relay_buf evq;	/* EVENT frames as received */
@@ -127,14 +135,36 @@ static void queue_event(struct krep_relay_session *rs,
 	evq_signal(rs);
 }
 
+/* A frame of the relay failed its check: the channel is gone. */
+static int bad_frame(struct krep_relay_session *rs, const char *why)
+{
+	krep_log(LOG_WARNING, "relay %s: %s: session closed", rs->relay, why);
+	return broke(rs, -EBADMSG, "%s", why);
+}
+
+/* Queue a sealed frame; 0 or the channel's error. */
+static int tx_frame(struct krep_relay_session *rs, uint8_t type,
+		    const void *p, size_t len)
+{
+	int err = krep_relay_seal_put(&rs->out, &rs->keys, type, p, len);
+
+	if (err)
+		return broke(rs, err, "cannot queue %s: %s",
+			     krep_relay_type_name(type), strerror(-err));
+	return 0;
+}
+
 /* Act on the complete frames received; 0 or the channel's error. */
 static int rx_frames(struct krep_relay_session *rs)
 {
 	struct krep_relay_frame f;
+	char why[256];
 	int n, err;
 	void *p;
 
 	while ((n = krep_relay_buf_next(&rs->in, &f)) > 0) {
+		if (krep_relay_unseal(&rs->keys, &f, why, sizeof(why)))
+			return bad_frame(rs, why);
 		switch (f.type) {
 		case KREP_RELAY_REPLY:
 			/* without a request waiting: a reply that came late */
@@ -157,11 +187,9 @@ static int rx_frames(struct krep_relay_session *rs)
 			}
 			break;
 		case KREP_RELAY_PING:
-			err = krep_relay_frame_put(&rs->out, KREP_RELAY_PONG,
-						   NULL, 0);
+			err = tx_frame(rs, KREP_RELAY_PONG, NULL, 0);
 			if (err)
-				return broke(rs, err, "cannot queue PONG: %s",
-					     strerror(-err));
+				return err;
 			break;
 		case KREP_RELAY_PONG:
 			break;
@@ -215,10 +243,9 @@ static int pump(struct krep_relay_session *rs)
 			     "nothing from the relay for %d ms",
 			     KREP_RELAY_DEAD_MS);
 	if (now >= rs->last_ping + KREP_RELAY_PING_MS) {
-		err = krep_relay_frame_put(&rs->out, KREP_RELAY_PING, NULL, 0);
+		err = tx_frame(rs, KREP_RELAY_PING, NULL, 0);
 		if (err)
-			return broke(rs, err, "cannot queue PING: %s",
-				     strerror(-err));
+			return err;
 		rs->last_ping = now;
 	}
 	err = krep_relay_buf_send(rs->fd, &rs->out);
@@ -267,8 +294,9 @@ static int relay_request(struct krep_session *s, struct nl_msg *req,
 	if (nlh->nlmsg_len > KREP_RELAY_PAYLOAD_MAX)
 		return -EMSGSIZE;
 	krep_session_rx_start(s, &rx, req, fn, arg);
-	err = krep_relay_frame_put(&rs->out, KREP_RELAY_REQUEST, nlh,
-				   nlh->nlmsg_len);
+	/* not queued, nothing sent (the sequence stays): the channel works */
+	err = krep_relay_seal_put(&rs->out, &rs->keys, KREP_RELAY_REQUEST, nlh,
+				  nlh->nlmsg_len);
 	if (err)
 		return err;
 	deadline = krep_relay_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
@@ -346,6 +374,7 @@ static void relay_close(struct krep_session *s)
 	krep_relay_buf_free(&rs->in);
 	krep_relay_buf_free(&rs->out);
 	krep_relay_buf_free(&rs->evq);
+	krep_relay_keys_wipe(&rs->keys);
 	free(rs->dgram);
 	free(rs);
 }
@@ -545,69 +574,86 @@ static bool handshake_send(struct krep_relay_session *rs, uint64_t deadline,
 	}
 }
 
-static bool handshake(struct krep_relay_session *rs,
-		      const struct krep_relay_secret *secret, uint64_t deadline,
-		      const char **why)
+/* HELLO: the relay's version and nonce. */
+static bool handshake_hello(struct krep_relay_session *rs,
+			    struct krep_relay_hs *hs, uint64_t deadline,
+			    const char **why)
 {
-	uint8_t snonce[KREP_RELAY_NONCE_LEN], cnonce[KREP_RELAY_NONCE_LEN];
-	uint8_t mac[KREP_RELAY_MAC_LEN], want[KREP_RELAY_MAC_LEN];
 	struct krep_relay_frame f;
-	uint16_t version, family;
-	uint32_t group;
-	bool ok;
-	int err;
 
 	if (!handshake_frame(rs, &f, deadline,
 			     "the relay closed the connection before HELLO",
 			     why))
 		return false;
-	if (krep_relay_hello_get(&f, &version, snonce)) {
+	if (krep_relay_hello_get(&f, &hs->version, hs->snonce)) {
 		*why = fail("protocol error: expected HELLO, got %s of %zu bytes",
 			    krep_relay_type_name(f.type), f.len);
 		return false;
 	}
-	if (version != KREP_RELAY_VERSION) {
-		*why = fail("the relay speaks version %u of the protocol, not %d",
-			    version, KREP_RELAY_VERSION);
+	if (hs->version != KREP_RELAY_VERSION) {
+		*why = fail("the relay speaks version %u of the protocol, not %d%s",
+			    hs->version, KREP_RELAY_VERSION,
+			    hs->version < KREP_RELAY_VERSION ?
+			    " (upgrade its krepd)" : "");
 		return false;
 	}
-	err = krep_relay_random(cnonce, sizeof(cnonce));
-	if (err) {
-		*why = fail("getrandom: %s", strerror(-err));
-		return false;
-	}
-	krep_relay_client_mac(secret, snonce, cnonce, mac);
-	err = krep_relay_auth_put(&rs->out,
-				  rs->events ? KREP_RELAY_F_EVENTS : 0,
-				  cnonce, mac);
-	if (err) {
-		*why = fail("cannot queue AUTH: %s", strerror(-err));
-		return false;
-	}
-	if (!handshake_send(rs, deadline, why))
-		return false;
+	return true;
+}
+
+/* AUTH_OK: the relay's proof, checked, and the family and group ids. */
+static bool handshake_auth_ok(struct krep_relay_session *rs,
+			      const struct krep_relay_secret *secret,
+			      struct krep_relay_hs *hs, uint64_t deadline,
+			      const char **why)
+{
+	uint8_t want[KREP_RELAY_MAC_LEN];
+	struct krep_relay_frame f;
+
 	if (!handshake_frame(rs, &f, deadline,
 			     "the relay closed the connection after AUTH (wrong secret?)",
 			     why))
 		return false;
-	if (krep_relay_auth_ok_get(&f, mac, &family, &group)) {
+	if (krep_relay_auth_ok_get(&f, hs->smac, &hs->family, &hs->group)) {
 		*why = fail("protocol error: expected AUTH_OK, got %s of %zu bytes",
 			    krep_relay_type_name(f.type), f.len);
 		return false;
 	}
-	krep_relay_server_mac(secret, snonce, cnonce, want);
-	ok = krep_sha256_equal(mac, want, sizeof(want));
-	krep_sha256_wipe(want, sizeof(want));
-	if (!ok) {
+	krep_relay_server_mac(secret, hs->snonce, hs->cnonce, want);
+	if (!krep_relay_mac_equal(hs->smac, want)) {
 		*why = fail("the relay failed to prove it holds the secret");
 		return false;
 	}
-	if (!family) {
+	if (!hs->family) {
 		*why = fail("the krep module is not loaded on the relay's host");
 		return false;
 	}
-	rs->s.family = family;
-	rs->s.events_group = group;
+	return true;
+}
+
+static bool handshake(struct krep_relay_session *rs,
+		      const struct krep_relay_secret *secret, uint64_t deadline,
+		      const char **why)
+{
+	struct krep_relay_hs hs = { 0 };
+	int err;
+
+	if (!handshake_hello(rs, &hs, deadline, why))
+		return false;
+	krep_relay_random(hs.cnonce, sizeof(hs.cnonce));
+	hs.flags = rs->events ? KREP_RELAY_F_EVENTS : 0;
+	krep_relay_client_mac(secret, hs.snonce, hs.cnonce, hs.cmac);
+	err = krep_relay_auth_put(&rs->out, hs.flags, hs.cnonce, hs.cmac);
+	if (err) {
+		*why = fail("cannot queue AUTH: %s", strerror(-err));
+		return false;
+	}
+	if (!handshake_send(rs, deadline, why) ||
+	    !handshake_auth_ok(rs, secret, &hs, deadline, why))
+		return false;
+	/* every frame from now on is sealed */
+	krep_relay_keys_derive(&rs->keys, secret, &hs, KREP_RELAY_SIDE_CLIENT);
+	rs->s.family = hs.family;
+	rs->s.events_group = hs.group;
 	return true;
 }
 
@@ -627,6 +673,10 @@ struct krep_session *krep_session_relay_open(const struct krep_session_addr *a,
 	uint64_t deadline;
 	int err = 0, gai;
 
+	if (krep_relay_crypto_init()) {
+		*why = "libsodium cannot be initialized";
+		return NULL;
+	}
 	deadline = krep_relay_now_ms() + KREP_RELAY_OPEN_MS;
 	if (split_addr(a->relay, host, sizeof(host), port, sizeof(port),
 		       &bad)) {
@@ -643,6 +693,7 @@ struct krep_session *krep_session_relay_open(const struct krep_session_addr *a,
 	rs->s.family = -1;
 	rs->fd = rs->efd = rs->epfd = -1;
 	rs->events = events;
+	snprintf(rs->relay, sizeof(rs->relay), "%s", a->relay);
 	if (krep_relay_secret_load(a->secret_file, secret, err_text,
 				   sizeof(err_text))) {
 		*why = fail("%s", err_text);

@@ -20,7 +20,9 @@
  *    does; the channel still works, but the caller missed events.
  *  - The channel broke: -ECONNRESET (closed or reset by the relay),
  *    -ECONNABORTED (nothing from the relay for KREP_RELAY_DEAD_MS),
- *    -EPROTO (the relay broke the protocol), or a socket's -errno;
+ *    -EPROTO (the relay broke the protocol), -EBADMSG (a frame from the
+ *    relay failed its check: altered, replayed, lost on the way; also
+ *    logged), or a socket's -errno;
  *    krep_relay_error() says why. Every later call returns the same:
  *    close the session and open another.
  *  - -EMSGSIZE, and the channel still works, for a request larger than a

@@ -1,13 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Host-only tests of krepd --relay and the relay session: SHA-256 against
- * the FIPS 180-4 examples, HMAC-SHA256 against RFC 4231, the framing
- * (round trips, truncated, oversized and empty frames), the secret file's
- * checks, and the relay served in a child process on loopback TCP with a
- * fake kernel behind it (krep_relay_nl_ops over datagram socketpairs):
- * the handshake both ways, a wrong secret, a relay that cannot prove the
- * secret, requests, dumps, errors with their extack, deadlines, events,
- * heartbeats, the client limit and protocol violations. No kernel module
+ * Host-only tests of krepd --relay and the relay session: the proofs, the
+ * session keys and a sealed frame of each direction against values
+ * computed apart from this code (Python's hmac and the cryptography
+ * package's ChaCha20Poly1305, from the format relay_proto.h documents);
+ * sealed frames refused when any bit is flipped, when replayed, when a
+ * frame is lost, when their tag is cut short, when sent in the clear or
+ * back to their sender; the framing (round trips, truncated, oversized
+ * and empty frames), the secret file's checks, and the relay served in a
+ * child process on loopback TCP with a fake kernel behind it
+ * (krep_relay_nl_ops over datagram socketpairs): the handshake both ways,
+ * a wrong secret, a relay that cannot prove the secret, requests, dumps,
+ * errors with their extack, deadlines, events, heartbeats, the client
+ * limit and protocol violations; tampered frames sent to the relay by a
+ * hand-made client and to a session by a hand-made relay, each closing
+ * the connection with its reason and reaching no kernel. No kernel module
  * is needed. Output is TAP; the exit status is 1 if any check failed.
  *
  *   test_relay                       run the tests
@@ -38,7 +45,6 @@
 #include "relay.h"
 #include "relay_proto.h"
 #include "session_relay.h"
-#include "sha256.h"
 #include "tap.h"
 
 
@@ -64,128 +70,329 @@ static void hex(const uint8_t *p, size_t len, char *out)
 		sprintf(out + 2 * i, "%02x", p[i]);
 }
 
-/* ---- SHA-256, HMAC ----------------------------------------------------- */
+/* ---- proofs, session keys, sealed frames -------------------------------- */
 
-static void test_sha256(void)
+static bool hex_is(const uint8_t *p, size_t len, const char *want)
 {
-	static const struct {
-		const char *msg;
-		const char *digest;
-	} v[] = {
-		/* FIPS 180-4 examples (NIST CSRC, SHA256.pdf, SHA2_Additional) */
-		{ "abc",
-		  "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" },
-		{ "",
-		  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" },
-		{ "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
-		  "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1" },
-		{ "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmn"
-		  "hijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu",
-		  "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1" },
-	};
-	uint8_t d[KREP_SHA256_LEN], d2[KREP_SHA256_LEN];
-	struct krep_sha256 c;
-	char h[2 * KREP_SHA256_LEN + 1];
-	static char million[1000000];
-	size_t i, off, step;
+	char text[2 * 64 + 1];
 
-	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
-		krep_sha256(v[i].msg, strlen(v[i].msg), d);
-		hex(d, sizeof(d), h);
-		CHECK(!strcmp(h, v[i].digest), "sha256: FIPS 180-4 '%.20s%s' (%zu bytes)",
-		      v[i].msg, strlen(v[i].msg) > 20 ? "..." : "",
-		      strlen(v[i].msg));
-	}
-	memset(million, 'a', sizeof(million));
-	krep_sha256(million, sizeof(million), d);
-	hex(d, sizeof(d), h);
-	CHECK(!strcmp(h, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0"),
-	      "sha256: FIPS 180-4 one million 'a'");
-	/* the same in uneven pieces, across block and padding boundaries */
-	for (step = 1; step <= 131; step += 13) {
-		krep_sha256_init(&c);
-		for (off = 0; off < sizeof(million); off += step)
-			krep_sha256_update(&c, million + off,
-					   sizeof(million) - off < step ?
-					   sizeof(million) - off : step);
-		krep_sha256_final(&c, d2);
-		if (memcmp(d, d2, sizeof(d)))
-			break;
-	}
-	CHECK(step > 131, "sha256: updates of 1..131 bytes give the same digest");
-	/* lengths around the padding boundary (55, 56, 63, 64 bytes) */
-	for (i = 54; i <= 65; i++) {
-		krep_sha256(million, i, d);
-		krep_sha256_init(&c);
-		krep_sha256_update(&c, million, i / 2);
-		krep_sha256_update(&c, million + i / 2, i - i / 2);
-		krep_sha256_final(&c, d2);
-		if (memcmp(d, d2, sizeof(d)))
-			break;
-	}
-	CHECK(i > 65, "sha256: messages of 54..65 bytes in one piece or two");
-	krep_sha256(million, 64, d);
-	hex(d, sizeof(d), h);
-	CHECK(!strcmp(h, "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb"),
-	      "sha256: 64 x 'a' (a whole block plus a padding block)");
+	if (2 * len >= sizeof(text))
+		return false;
+	hex(p, len, text);
+	return !strcmp(text, want);
 }
 
-static void test_hmac(void)
-{
-	static const uint8_t key4[25] = {
-		1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18,
-		19, 20, 21, 22, 23, 24, 25,
-	};
-	uint8_t k0b[20], kaa20[20], k0c[20], kaa131[131], dd[50], cd[50];
-	const struct {
-		const uint8_t *key;
-		size_t klen;
-		const void *data;
-		size_t dlen;
-		const char *mac;	/* test 5: the first 128 bits only */
-	} v[] = {
-		{ k0b, 20, "Hi There", 8,
-		  "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7" },
-		{ (const uint8_t *)"Jefe", 4, "what do ya want for nothing?", 28,
-		  "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843" },
-		{ kaa20, 20, dd, 50,
-		  "773ea91e36800e46854db8ebd09181a72959098b3ef8c122d9635514ced565fe" },
-		{ key4, 25, cd, 50,
-		  "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b" },
-		{ k0c, 20, "Test With Truncation", 20,
-		  "a3b6167473100ee06e0c796c2955552b" },
-		{ kaa131, 131,
-		  "Test Using Larger Than Block-Size Key - Hash Key First", 54,
-		  "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54" },
-		{ kaa131, 131,
-		  "This is a test using a larger than block-size key and a larger than block-size data. The key needs to be hashed before being used by the HMAC algorithm.",
-		  152,
-		  "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2" },
-	};
-	uint8_t mac[KREP_SHA256_LEN];
-	struct krep_hmac_sha256 h;
-	char text[2 * KREP_SHA256_LEN + 1];
-	size_t i;
+static const char KAT_SECRET[] = "0123456789abcdef0123456789abcdef";
 
-	memset(k0b, 0x0b, sizeof(k0b));
-	memset(kaa20, 0xaa, sizeof(kaa20));
-	memset(k0c, 0x0c, sizeof(k0c));
-	memset(kaa131, 0xaa, sizeof(kaa131));
-	memset(dd, 0xdd, sizeof(dd));
-	memset(cd, 0xcd, sizeof(cd));
-	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
-		krep_hmac_sha256_init(&h, v[i].key, v[i].klen);
-		krep_hmac_sha256_update(&h, v[i].data, v[i].dlen);
-		krep_hmac_sha256_final(&h, mac);
-		hex(mac, sizeof(mac), text);
-		text[strlen(v[i].mac)] = '\0';
-		CHECK(!strcmp(text, v[i].mac), "hmac-sha256: RFC 4231 test case %zu",
-		      i + 1);
+/* A handshake of known values, its proofs made with @s. */
+static void kat_hs(struct krep_relay_hs *hs, const struct krep_relay_secret *s)
+{
+	int i;
+
+	memset(hs, 0, sizeof(*hs));
+	hs->version = 2;
+	for (i = 0; i < KREP_RELAY_NONCE_LEN; i++) {
+		hs->snonce[i] = i;
+		hs->cnonce[i] = 32 + i;
 	}
-	CHECK(krep_sha256_equal("abcd", "abcd", 4) &&
-	      !krep_sha256_equal("abcd", "abce", 4) &&
-	      !krep_sha256_equal("xbcd", "abcd", 4),
-	      "krep_sha256_equal");
+	hs->flags = KREP_RELAY_F_EVENTS;
+	hs->family = 0x1234;
+	hs->group = 0x89abcdef;
+	krep_relay_client_mac(s, hs->snonce, hs->cnonce, hs->cmac);
+	krep_relay_server_mac(s, hs->snonce, hs->cnonce, hs->smac);
+}
+
+static void kat_secret(struct krep_relay_secret *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->len = sizeof(KAT_SECRET) - 1;
+	memcpy(s->key, KAT_SECRET, s->len);
+}
+
+/* The keys of @hs with one field changed differ from @k's, both of them. */
+static bool keys_differ(const struct krep_relay_keys *k,
+			const struct krep_relay_secret *s,
+			const struct krep_relay_hs *hs)
+{
+	struct krep_relay_keys k2;
+	bool differ;
+
+	krep_relay_keys_derive(&k2, s, hs, KREP_RELAY_SIDE_CLIENT);
+	differ = memcmp(k2.tx_key, k->tx_key, KREP_RELAY_KEY_LEN) &&
+		 memcmp(k2.rx_key, k->rx_key, KREP_RELAY_KEY_LEN);
+	krep_relay_keys_wipe(&k2);
+	return differ;
+}
+
+static void test_keys(void)
+{
+	struct krep_relay_keys c, sv;
+	struct krep_relay_secret s, s2;
+	struct krep_relay_buf b = { 0 };
+	struct krep_relay_hs hs, h2;
+	uint8_t m[KREP_RELAY_MAC_LEN];
+	bool all;
+
+	kat_secret(&s);
+	kat_hs(&hs, &s);
+	/*
+	 * HMAC-SHA256(secret, "krep-relay-client" || snonce || cnonce) and
+	 * the server's, as version 1 made them: Python's hmac module
+	 */
+	CHECK(hex_is(hs.cmac, sizeof(hs.cmac),
+		     "6c60f3d74fcfc02973177724fb75ae226f9eb3246e83f02c89813c26de4c3f75"),
+	      "proofs: the client's, HMAC-SHA256 as documented");
+	CHECK(hex_is(hs.smac, sizeof(hs.smac),
+		     "725341e21a6de18a0e38ce3d08d26589d4bc852c3f164b5ea0241ecba9e55401"),
+	      "proofs: the relay's, HMAC-SHA256 as documented");
+	memcpy(m, hs.cmac, sizeof(m));
+	all = krep_relay_mac_equal(m, hs.cmac);
+	m[31] ^= 1;
+	all &= !krep_relay_mac_equal(m, hs.cmac);
+	m[31] ^= 1;
+	m[0] ^= 0x80;
+	all &= !krep_relay_mac_equal(m, hs.cmac);
+	CHECK(all, "proofs: compared whole (first and last bit)");
+
+	krep_relay_keys_derive(&c, &s, &hs, KREP_RELAY_SIDE_CLIENT);
+	krep_relay_keys_derive(&sv, &s, &hs, KREP_RELAY_SIDE_SERVER);
+	CHECK(!memcmp(c.tx_key, sv.rx_key, KREP_RELAY_KEY_LEN) &&
+	      !memcmp(c.rx_key, sv.tx_key, KREP_RELAY_KEY_LEN) &&
+	      memcmp(c.tx_key, c.rx_key, KREP_RELAY_KEY_LEN) &&
+	      !c.tx_seq && !c.rx_seq,
+	      "keys: one per direction, the same on both sides, from sequence 0");
+	/* the frames Python's cryptography package sealed with those keys */
+	CHECK(!krep_relay_seal_put(&b, &c, KREP_RELAY_REQUEST, "hello", 5) &&
+	      b.len == 34 &&
+	      hex_is(b.data, b.len,
+		     "0000001e0400000000000000000be7bd09bc349941dd16cab2c36d6e0eff8d4ba119"),
+	      "sealed frame: the client's first, as documented (key c2s, direction 1)");
+	krep_relay_buf_free(&b);
+	CHECK(!krep_relay_seal_put(&b, &sv, KREP_RELAY_PING, NULL, 0) &&
+	      !krep_relay_seal_put(&b, &sv, KREP_RELAY_REPLY, "world", 5) &&
+	      b.len == 29 + 34 &&
+	      hex_is(b.data + 29, 34,
+		     "0000001e050000000000000001683fdf4aa53134b87ed91a05031c25afd7ce506be3"),
+	      "sealed frame: the relay's second, as documented (key s2c, direction 2, seq 1)");
+	krep_relay_buf_free(&b);
+
+	/* every field of the handshake goes into both keys */
+	all = true;
+	h2 = hs;
+	h2.version ^= 1;
+	all &= keys_differ(&c, &s, &h2);
+	h2 = hs;
+	h2.snonce[31] ^= 1;
+	all &= keys_differ(&c, &s, &h2);
+	h2 = hs;
+	h2.flags ^= 1;
+	all &= keys_differ(&c, &s, &h2);
+	h2 = hs;
+	h2.cnonce[0] ^= 1;
+	all &= keys_differ(&c, &s, &h2);
+	h2 = hs;
+	h2.cmac[7] ^= 1;
+	all &= keys_differ(&c, &s, &h2);
+	h2 = hs;
+	h2.smac[9] ^= 1;
+	all &= keys_differ(&c, &s, &h2);
+	h2 = hs;
+	h2.family ^= 1;
+	all &= keys_differ(&c, &s, &h2);
+	h2 = hs;
+	h2.group ^= 0x80000000;
+	all &= keys_differ(&c, &s, &h2);
+	CHECK(all, "keys: a change of any handshake field changes both");
+	s2 = s;
+	s2.key[0] ^= 1;
+	CHECK(keys_differ(&c, &s2, &hs), "keys: another secret, other keys");
+	krep_relay_keys_wipe(&c);
+	krep_relay_keys_wipe(&sv);
+}
+
+/*
+ * Unseal @len bytes of @p (one frame) with @k, from a copy: @p stays as
+ * it was. 0, -EBADMSG (@why says why), or 1 when the bytes are not one
+ * whole frame.
+ */
+static int unseal_copy(struct krep_relay_keys *k, const uint8_t *p,
+		       size_t len, struct krep_relay_frame *f, char *why,
+		       size_t whylen)
+{
+	static uint8_t copy[4096];
+
+	if (len > sizeof(copy))
+		exit(2);
+	memcpy(copy, p, len);
+	if (krep_relay_frame_parse(copy, len, f) != (long)len)
+		return 1;
+	return krep_relay_unseal(k, f, why, whylen);
+}
+
+/* A client's and a relay's keys of one handshake. */
+static void key_pair(struct krep_relay_keys *c, struct krep_relay_keys *sv)
+{
+	struct krep_relay_secret s;
+	struct krep_relay_hs hs;
+
+	kat_secret(&s);
+	kat_hs(&hs, &s);
+	krep_relay_keys_derive(c, &s, &hs, KREP_RELAY_SIDE_CLIENT);
+	krep_relay_keys_derive(sv, &s, &hs, KREP_RELAY_SIDE_SERVER);
+}
+
+static void test_seal(void)
+{
+	struct krep_relay_keys c, sv, other;
+	struct krep_relay_buf b = { 0 };
+	struct krep_relay_frame f;
+	uint8_t frame[64], *big;
+	char why[256] = "";
+	size_t len, i, bit, bad;
+	int ret;
+
+	key_pair(&c, &sv);
+
+	/* round trips, both ways (@why: set only by a failure) */
+	krep_relay_seal_put(&b, &c, KREP_RELAY_REQUEST, "hello", 5);
+	krep_relay_seal_put(&b, &c, KREP_RELAY_PING, NULL, 0);
+	ret = krep_relay_buf_next(&b, &f) == 1 &&
+	      !krep_relay_unseal(&sv, &f, why, sizeof(why)) &&
+	      f.type == KREP_RELAY_REQUEST && f.len == 5 &&
+	      !memcmp(f.payload, "hello", 5) &&
+	      krep_relay_buf_next(&b, &f) == 1 &&
+	      !krep_relay_unseal(&sv, &f, why, sizeof(why)) &&
+	      f.type == KREP_RELAY_PING && f.len == 0 && sv.rx_seq == 2;
+	CHECK(ret, "seal: client to relay, two frames in sequence (%s)",
+	      why[0] ? why : "passed");
+	krep_relay_buf_free(&b);
+	krep_relay_seal_put(&b, &sv, KREP_RELAY_EVENT, "evt", 3);
+	ret = krep_relay_buf_next(&b, &f) == 1 &&
+	      !krep_relay_unseal(&c, &f, why, sizeof(why)) &&
+	      f.type == KREP_RELAY_EVENT && f.len == 3 &&
+	      !memcmp(f.payload, "evt", 3) && c.rx_seq == 1;
+	CHECK(ret, "seal: relay to client (%s)", why[0] ? why : "passed");
+	krep_relay_buf_free(&b);
+
+	/* the client's third frame (seq 2), kept as bytes */
+	krep_relay_seal_put(&b, &c, KREP_RELAY_REQUEST, "bits!", 5);
+	len = b.len;
+	memcpy(frame, b.data, len);
+	krep_relay_buf_free(&b);
+
+	/* every bit after the length field: type, seq, payload, tag */
+	bad = 0;
+	for (i = 4; i < len; i++) {
+		for (bit = 0; bit < 8; bit++) {
+			frame[i] ^= 1 << bit;
+			ret = unseal_copy(&sv, frame, len, &f, why,
+					  sizeof(why));
+			frame[i] ^= 1 << bit;
+			if (ret != -EBADMSG ||
+			    !strstr(why, "failed authentication") ||
+			    sv.rx_seq != 2)
+				bad++;
+		}
+	}
+	CHECK(!bad, "seal: each of the %zu bits after the length flipped is refused (%zu accepted)",
+	      8 * (len - 4), bad);
+	/* and in the length: never a frame that passes */
+	bad = 0;
+	for (i = 0; i < 4; i++) {
+		for (bit = 0; bit < 8; bit++) {
+			frame[i] ^= 1 << bit;
+			ret = unseal_copy(&sv, frame, len, &f, why,
+					  sizeof(why));
+			frame[i] ^= 1 << bit;
+			bad += !ret;
+		}
+	}
+	CHECK(!bad, "seal: a flipped bit of the length is never accepted");
+	why[0] = '\0';
+	CHECK(!unseal_copy(&sv, frame, len, &f, why, sizeof(why)) &&
+	      f.len == 5 && !memcmp(f.payload, "bits!", 5) && sv.rx_seq == 3,
+	      "seal: the frame as sent still passes after those (%s)",
+	      why[0] ? why : "passed");
+
+	/* replayed */
+	ret = unseal_copy(&sv, frame, len, &f, why, sizeof(why));
+	CHECK(ret == -EBADMSG &&
+	      strstr(why, "REQUEST frame 2 when frame 3 was expected (replayed or reordered)") &&
+	      sv.rx_seq == 3,
+	      "seal: the same frame again is refused: %s", why);
+
+	/* lost: frames 3 and 4 sealed, 4 arrives first */
+	krep_relay_seal_put(&b, &c, KREP_RELAY_PING, NULL, 0);
+	krep_relay_seal_put(&b, &c, KREP_RELAY_PONG, NULL, 0);
+	ret = unseal_copy(&sv, b.data + 29, 29, &f, why, sizeof(why));
+	CHECK(ret == -EBADMSG &&
+	      strstr(why, "PONG frame 4 when frame 3 was expected (frames lost or reordered)"),
+	      "seal: a frame after a lost one is refused: %s", why);
+	krep_relay_buf_free(&b);
+
+	/* truncated: a byte of the tag cut, the length fixed to match */
+	krep_relay_seal_put(&b, &c, KREP_RELAY_REQUEST, "trunc", 5);
+	len = b.len - 1;
+	memcpy(frame, b.data, len);
+	frame[3]--;
+	ret = unseal_copy(&sv, frame, len, &f, why, sizeof(why));
+	CHECK(ret == -EBADMSG && strstr(why, "failed authentication"),
+	      "seal: a tag one byte short is refused: %s", why);
+	krep_relay_buf_free(&b);
+	/* shorter than seq and tag */
+	krep_relay_seal_put(&b, &c, KREP_RELAY_PING, NULL, 0);
+	len = b.len - 1;
+	memcpy(frame, b.data, len);
+	frame[3]--;
+	ret = unseal_copy(&sv, frame, len, &f, why, sizeof(why));
+	CHECK(ret == -EBADMSG &&
+	      strstr(why, "frame 3 (PING, type 8) of 23 bytes, too short to be sealed (at least 24)"),
+	      "seal: a frame too short for seq and tag is refused: %s", why);
+	krep_relay_buf_free(&b);
+	/* as version 1 sent it */
+	krep_relay_frame_put(&b, KREP_RELAY_PING, NULL, 0);
+	ret = unseal_copy(&sv, b.data, b.len, &f, why, sizeof(why));
+	CHECK(ret == -EBADMSG && strstr(why, "sent in the clear"),
+	      "seal: a frame in the clear is refused: %s", why);
+	krep_relay_buf_free(&b);
+
+	/* back to its sender, and to another connection */
+	krep_relay_seal_put(&b, &c, KREP_RELAY_PING, NULL, 0);
+	other = c;
+	other.rx_seq = other.tx_seq - 1;
+	ret = unseal_copy(&other, b.data, b.len, &f, why, sizeof(why));
+	CHECK(ret == -EBADMSG && strstr(why, "failed authentication"),
+	      "seal: a frame sent back to its sender is refused: %s", why);
+	memcpy(&other, &sv, sizeof(other));
+	other.rx_key[0] ^= 1;
+	other.rx_seq = c.tx_seq - 1;
+	ret = unseal_copy(&other, b.data, b.len, &f, why, sizeof(why));
+	CHECK(ret == -EBADMSG && strstr(why, "failed authentication"),
+	      "seal: a frame of another connection (key) is refused: %s", why);
+	krep_relay_buf_free(&b);
+
+	/* sizes */
+	big = calloc(1, KREP_RELAY_PAYLOAD_MAX + 1);
+	if (!big)
+		exit(2);
+	CHECK(krep_relay_seal_put(&b, &c, KREP_RELAY_REPLY, big,
+				  KREP_RELAY_PAYLOAD_MAX + 1) == -EMSGSIZE &&
+	      !krep_relay_buf_pending(&b),
+	      "seal: a payload above KREP_RELAY_PAYLOAD_MAX is refused");
+	sv.rx_seq = c.tx_seq;
+	why[0] = '\0';
+	ret = !krep_relay_seal_put(&b, &c, KREP_RELAY_REPLY, big,
+				   KREP_RELAY_PAYLOAD_MAX) &&
+	      krep_relay_buf_next(&b, &f) == 1 &&
+	      f.len == KREP_RELAY_FRAME_MAX - 1 &&
+	      !krep_relay_unseal(&sv, &f, why, sizeof(why)) &&
+	      f.len == KREP_RELAY_PAYLOAD_MAX;
+	CHECK(ret, "seal: the largest payload makes a frame of 1 MiB that passes (%s)",
+	      why[0] ? why : "passed");
+	krep_relay_buf_free(&b);
+	free(big);
+	krep_relay_keys_wipe(&c);
+	krep_relay_keys_wipe(&sv);
 }
 
 /* ---- framing ----------------------------------------------------------- */
@@ -249,12 +456,13 @@ static void test_frames(void)
 	CHECK(krep_relay_frame_put(&b, KREP_RELAY_REPLY, big,
 				   KREP_RELAY_PAYLOAD_MAX + 1) == -EMSGSIZE &&
 	      !krep_relay_buf_pending(&b),
-	      "frames: a payload of 1 MiB is refused (1 MiB - 1 is the most)");
+	      "frames: a payload above KREP_RELAY_PAYLOAD_MAX (1 MiB - 25) is refused");
 	CHECK(!krep_relay_frame_put(&b, KREP_RELAY_REPLY, big,
 				    KREP_RELAY_PAYLOAD_MAX) &&
 	      krep_relay_frame_parse(b.data, b.len, &f) ==
-	      (long)(4 + KREP_RELAY_FRAME_MAX) && f.len == KREP_RELAY_PAYLOAD_MAX,
-	      "frames: the largest frame round-trips");
+	      (long)(4 + 1 + KREP_RELAY_PAYLOAD_MAX) &&
+	      f.len == KREP_RELAY_PAYLOAD_MAX,
+	      "frames: the largest payload round-trips");
 
 	/* through a stream, in pieces: the largest frame, then a PING */
 	krep_relay_frame_put(&b, KREP_RELAY_PING, NULL, 0);
@@ -417,6 +625,9 @@ struct fake_nl {
 	int kreq, kev;		/* the kernel's ends */
 };
 
+static void log_to_file(int prio, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 static int fake_open(void *ctx, bool events, struct krep_relay_nl *nl,
 		     const char **why)
 {
@@ -524,6 +735,8 @@ static int fake_send(void *ctx, struct krep_relay_nl *nl, const void *msg,
 		return -EINVAL;
 	memcpy(&req, msg, sizeof(req));
 	memcpy(&gh, (const uint8_t *)msg + NLMSG_HDRLEN, sizeof(gh));
+	/* what reached the kernel: the tests of tampered frames look */
+	log_to_file(LOG_DEBUG, "fake kernel: request seq %u", req.nlmsg_seq);
 	switch (gh.cmd) {
 	case FK_ECHO:
 		if (len > sizeof(out))
@@ -584,9 +797,6 @@ static const struct krep_relay_nl_ops fake_ops = {
 /* ---- the relay in a child ---------------------------------------------- */
 
 static FILE *server_log;
-
-static void log_to_file(int prio, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
 
 static void log_to_file(int prio, const char *fmt, ...)
 {
@@ -670,7 +880,7 @@ static void server_start(struct server *s, const char *secret_path,
 /* Stop it; its log's text (static) or NULL. */
 static const char *server_stop(struct server *s)
 {
-	static char text[16384];
+	static char text[65536];
 	int status = -1;
 	FILE *f;
 	size_t n;
@@ -706,6 +916,11 @@ struct raw {
 	int fd;
 	struct krep_relay_buf in, out;
 	uint8_t snonce[KREP_RELAY_NONCE_LEN];
+	uint16_t version;
+	bool sealed;			/* after the handshake */
+	struct krep_relay_hs hs;
+	struct krep_relay_keys k;
+	char why[256];			/* of a frame that failed */
 };
 
 static bool raw_connect(struct raw *r, int port)
@@ -720,16 +935,23 @@ static bool raw_connect(struct raw *r, int port)
 	       !connect(r->fd, (struct sockaddr *)&sin, sizeof(sin));
 }
 
-/* The next frame other than PING; 1, 0 on EOF, -1 on error or timeout. */
+/*
+ * The next frame other than PING, unsealed once r->sealed; 1, 0 on EOF,
+ * -1 on error or timeout, -2 for a frame that failed (r->why says why).
+ */
 static int raw_frame(struct raw *r, struct krep_relay_frame *f, int ms)
 {
 	struct pollfd pfd = { .fd = r->fd, .events = POLLIN };
 	long n;
 
 	for (;;) {
-		while ((n = krep_relay_buf_next(&r->in, f)) > 0)
+		while ((n = krep_relay_buf_next(&r->in, f)) > 0) {
+			if (r->sealed && krep_relay_unseal(&r->k, f, r->why,
+							   sizeof(r->why)))
+				return -2;
 			if (f->type != KREP_RELAY_PING)
 				return 1;
+		}
 		if (n < 0 || poll(&pfd, 1, ms) != 1)
 			return -1;
 		n = krep_relay_buf_recv(r->fd, &r->in);
@@ -740,41 +962,68 @@ static int raw_frame(struct raw *r, struct krep_relay_frame *f, int ms)
 	}
 }
 
+/* Send what r->out holds, all of it (the socket blocks). */
+static bool raw_flush(struct raw *r)
+{
+	return !krep_relay_buf_send(r->fd, &r->out) &&
+	       !krep_relay_buf_pending(&r->out);
+}
+
+/* A frame of @type: sealed once r->sealed, as the protocol wants. */
 static bool raw_send(struct raw *r, uint8_t type, const void *p, size_t len)
 {
-	return !krep_relay_frame_put(&r->out, type, p, len) &&
-	       !krep_relay_buf_send(r->fd, &r->out) &&
-	       !krep_relay_buf_pending(&r->out);
+	int err = r->sealed ? krep_relay_seal_put(&r->out, &r->k, type, p, len) :
+			      krep_relay_frame_put(&r->out, type, p, len);
+
+	return !err && raw_flush(r);
+}
+
+/* @len bytes as they are: frames made by hand */
+static bool raw_send_bytes(struct raw *r, const void *p, size_t len)
+{
+	return write(r->fd, p, len) == (ssize_t)len;
 }
 
 static bool raw_hello(struct raw *r)
 {
 	struct krep_relay_frame f;
-	uint16_t ver;
 
 	return raw_frame(r, &f, WAIT_MS) == 1 &&
-	       !krep_relay_hello_get(&f, &ver, r->snonce);
+	       !krep_relay_hello_get(&f, &r->version, r->snonce);
 }
 
+/*
+ * The client's side of the handshake, as a session does it; then the
+ * frames are sealed with the session keys (r->k).
+ */
 static bool raw_auth(struct raw *r, const char *secret_path)
 {
-	uint8_t cnonce[KREP_RELAY_NONCE_LEN] = { 1 }, mac[KREP_RELAY_MAC_LEN];
+	struct krep_relay_hs *hs = &r->hs;
 	struct krep_relay_secret s;
 	struct krep_relay_frame f;
-	uint16_t fam;
-	uint32_t grp;
 	char err[512];
+	bool ok;
 
 	if (!raw_hello(r) ||
 	    krep_relay_secret_load(secret_path, &s, err, sizeof(err)))
 		return false;
-	krep_relay_client_mac(&s, r->snonce, cnonce, mac);
-	if (krep_relay_auth_put(&r->out, 0, cnonce, mac) ||
-	    krep_relay_buf_send(r->fd, &r->out))
+	memset(hs, 0, sizeof(*hs));
+	hs->version = r->version;
+	memcpy(hs->snonce, r->snonce, sizeof(hs->snonce));
+	hs->cnonce[0] = 1;
+	krep_relay_client_mac(&s, hs->snonce, hs->cnonce, hs->cmac);
+	if (krep_relay_auth_put(&r->out, 0, hs->cnonce, hs->cmac) ||
+	    !raw_flush(r))
 		return false;
-	return raw_frame(r, &f, WAIT_MS) == 1 &&
-	       !krep_relay_auth_ok_get(&f, mac, &fam, &grp) &&
-	       fam == FAKE_FAMILY;
+	ok = raw_frame(r, &f, WAIT_MS) == 1 &&
+	     !krep_relay_auth_ok_get(&f, hs->smac, &hs->family, &hs->group) &&
+	     hs->family == FAKE_FAMILY;
+	if (ok) {
+		krep_relay_keys_derive(&r->k, &s, hs, KREP_RELAY_SIDE_CLIENT);
+		r->sealed = true;
+	}
+	krep_relay_secret_wipe(&s);
+	return ok;
 }
 
 /* True if the relay closes the connection within @ms. */
@@ -797,6 +1046,7 @@ static void raw_close(struct raw *r)
 	close(r->fd);
 	krep_relay_buf_free(&r->in);
 	krep_relay_buf_free(&r->out);
+	krep_relay_keys_wipe(&r->k);
 }
 
 /* ---- the session's side ------------------------------------------------ */
@@ -1158,6 +1408,443 @@ static void test_sessions(void)
 		diag("relay log:\n%s", log);
 }
 
+/* ---- tampered frames ---------------------------------------------------- */
+
+/* The whole text of @path (static), "" if it cannot be read. */
+static const char *file_text(const char *path)
+{
+	static char text[65536];
+	size_t n = 0;
+	FILE *f;
+
+	f = fopen(path, "r");
+	if (f) {
+		n = fread(text, 1, sizeof(text) - 1, f);
+		fclose(f);
+	}
+	text[n] = '\0';
+	return text;
+}
+
+static int count_of(const char *text, const char *needle)
+{
+	int n = 0;
+
+	while ((text = strstr(text, needle))) {
+		n++;
+		text += strlen(needle);
+	}
+	return n;
+}
+
+/* The relay's line about the disconnection of @r's client, or "". */
+static const char *gone_line(const struct server *srv, const struct raw *r)
+{
+	static char line[512];
+	struct sockaddr_in sin;
+	socklen_t len = sizeof(sin);
+	char name[64];
+	const char *p, *e;
+
+	line[0] = '\0';
+	if (getsockname(r->fd, (struct sockaddr *)&sin, &len))
+		return line;
+	snprintf(name, sizeof(name), "client 127.0.0.1:%u disconnected",
+		 ntohs(sin.sin_port));
+	p = strstr(file_text(srv->log), name);
+	if (p) {
+		e = strchr(p, '\n');
+		snprintf(line, sizeof(line), "%.*s",
+			 e ? (int)(e - p) : (int)strlen(p), p);
+	}
+	return line;
+}
+
+/* How many requests of netlink sequence number @seq the kernel was sent. */
+static int kernel_saw(const struct server *srv, uint32_t seq)
+{
+	char needle[64];
+
+	snprintf(needle, sizeof(needle), "fake kernel: request seq %u\n", seq);
+	return count_of(file_text(srv->log), needle);
+}
+
+/* A frame of @type sealed with r->k, into @out (at most @size bytes). */
+static size_t raw_seal(struct raw *r, uint8_t type, const void *p,
+		       size_t len, uint8_t *out, size_t size)
+{
+	struct krep_relay_buf b = { 0 };
+	size_t n = 0;
+
+	if (!krep_relay_seal_put(&b, &r->k, type, p, len) && b.len <= size) {
+		memcpy(out, b.data, b.len);
+		n = b.len;
+	}
+	krep_relay_buf_free(&b);
+	return n;
+}
+
+/* A REQUEST of FK_ECHO with netlink sequence number @seq, sealed. */
+static size_t raw_seal_echo(struct raw *r, uint32_t seq, uint8_t *out,
+			    size_t size)
+{
+	uint8_t msg[64];
+
+	return raw_seal(r, KREP_RELAY_REQUEST, msg,
+			put_genl(msg, NLM_F_REQUEST | NLM_F_ACK, seq, FK_ECHO,
+				 seq), out, size);
+}
+
+/* The echo of @seq and its ack came back. */
+static bool raw_echoed(struct raw *r, uint32_t seq)
+{
+	struct krep_relay_frame f;
+	struct nlmsghdr nlh;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (raw_frame(r, &f, WAIT_MS) != 1 ||
+		    f.type != KREP_RELAY_REPLY || f.len < sizeof(nlh))
+			return false;
+		memcpy(&nlh, f.payload, sizeof(nlh));
+		if (nlh.nlmsg_seq != seq ||
+		    nlh.nlmsg_type != (i ? NLMSG_ERROR : FAKE_FAMILY))
+			return false;
+	}
+	return true;
+}
+
+/* Send @len bytes; true once the relay closed the connection. */
+static bool raw_sent_closed(struct raw *r, const uint8_t *p, size_t len)
+{
+	return raw_send_bytes(r, p, len) && raw_closed(r, WAIT_MS);
+}
+
+/*
+ * A hand-made client sends the relay tampered frames, each on a
+ * connection of its own: every one closes that connection with a log line
+ * that says why, and none reaches the kernel.
+ */
+static void test_tamper_relay(void)
+{
+	uint8_t frame[256], copy[256];
+	struct krep_relay_keys theirs;
+	struct krep_relay_secret sec;
+	struct server srv;
+	const char *line;
+	struct raw r;
+	char err[512];
+	size_t n, i;
+	bool ok;
+	static const struct {
+		ssize_t off;		/* from the end if negative */
+		const char *what;
+	} flips[] = {
+		{ 4, "type" },
+		{ KREP_RELAY_HDR_LEN + KREP_RELAY_SEQ_LEN - 1, "sequence number" },
+		{ KREP_RELAY_HDR_LEN + KREP_RELAY_SEQ_LEN + 10, "payload" },
+		{ -1, "tag" },
+	};
+
+	server_start(&srv, s1_path, 4);
+
+	/* a normal session: sealed both ways */
+	ok = raw_connect(&r, srv.port) && raw_auth(&r, s1_path);
+	for (i = 0; ok && i < 3; i++) {
+		n = raw_seal_echo(&r, 1000 + i, frame, sizeof(frame));
+		ok = n && raw_send_bytes(&r, frame, n) && raw_echoed(&r, 1000 + i);
+	}
+	CHECK(ok && r.k.tx_seq == 3 && r.k.rx_seq >= 6,
+	      "tamper: sealed requests and their sealed replies (%s)",
+	      r.why[0] ? r.why : "no bad frame");
+	raw_close(&r);
+
+	for (i = 0; i < sizeof(flips) / sizeof(flips[0]); i++) {
+		ok = raw_connect(&r, srv.port) && raw_auth(&r, s1_path);
+		n = raw_seal_echo(&r, 1100 + i, frame, sizeof(frame));
+		frame[flips[i].off < 0 ? n + flips[i].off : (size_t)flips[i].off] ^= 0x04;
+		ok = ok && n && raw_sent_closed(&r, frame, n);
+		line = gone_line(&srv, &r);
+		CHECK(ok && strstr(line, "bad frame: ") &&
+		      strstr(line, "failed authentication") &&
+		      !kernel_saw(&srv, 1100 + i),
+		      "tamper: a bit of the %s flipped: closed, not forwarded: %s",
+		      flips[i].what, line);
+		raw_close(&r);
+	}
+
+	/* replayed: accepted once, refused the second time */
+	ok = raw_connect(&r, srv.port) && raw_auth(&r, s1_path);
+	n = raw_seal_echo(&r, 1200, frame, sizeof(frame));
+	memcpy(copy, frame, n);
+	ok = ok && n && raw_send_bytes(&r, frame, n) && raw_echoed(&r, 1200) &&
+	     raw_sent_closed(&r, copy, n);
+	line = gone_line(&srv, &r);
+	CHECK(ok && strstr(line, "after 1 request: bad frame: REQUEST frame 0 when frame 1 was expected (replayed or reordered)") &&
+	      kernel_saw(&srv, 1200) == 1,
+	      "tamper: a replayed frame: closed, not forwarded again: %s", line);
+	raw_close(&r);
+
+	/* the first frame lost on the way: the second is refused */
+	ok = raw_connect(&r, srv.port) && raw_auth(&r, s1_path);
+	raw_seal_echo(&r, 1300, frame, sizeof(frame));
+	n = raw_seal_echo(&r, 1301, frame, sizeof(frame));
+	ok = ok && n && raw_sent_closed(&r, frame, n);
+	line = gone_line(&srv, &r);
+	CHECK(ok && strstr(line, "REQUEST frame 1 when frame 0 was expected (frames lost or reordered)") &&
+	      !kernel_saw(&srv, 1301),
+	      "tamper: a frame after a lost one: closed, not forwarded: %s",
+	      line);
+	raw_close(&r);
+
+	/* the tag one byte short, the length fixed to match */
+	ok = raw_connect(&r, srv.port) && raw_auth(&r, s1_path);
+	n = raw_seal_echo(&r, 1400, frame, sizeof(frame));
+	frame[3]--;
+	ok = ok && n && raw_sent_closed(&r, frame, n - 1);
+	line = gone_line(&srv, &r);
+	CHECK(ok && strstr(line, "failed authentication") &&
+	      !kernel_saw(&srv, 1400),
+	      "tamper: a truncated tag: closed, not forwarded: %s", line);
+	raw_close(&r);
+
+	/* less than a sequence number and a tag */
+	ok = raw_connect(&r, srv.port) && raw_auth(&r, s1_path);
+	n = raw_seal(&r, KREP_RELAY_PING, NULL, 0, frame, sizeof(frame));
+	frame[3] -= 6;
+	ok = ok && n && raw_sent_closed(&r, frame, n - 6);
+	line = gone_line(&srv, &r);
+	CHECK(ok && strstr(line, "bad frame: frame 0 (PING, type 8) of 18 bytes, too short to be sealed (at least 24)"),
+	      "tamper: a frame too short for its tag: closed: %s", line);
+	raw_close(&r);
+
+	/* a REQUEST in the clear, as version 1 sent it */
+	ok = raw_connect(&r, srv.port) && raw_auth(&r, s1_path);
+	r.sealed = false;
+	n = put_genl(copy, NLM_F_REQUEST | NLM_F_ACK, 1500, FK_ECHO, 0);
+	ok = ok && raw_send(&r, KREP_RELAY_REQUEST, copy, n) &&
+	     raw_closed(&r, WAIT_MS);
+	line = gone_line(&srv, &r);
+	CHECK(ok && strstr(line, "failed authentication") &&
+	      !kernel_saw(&srv, 1500),
+	      "tamper: a REQUEST in the clear: closed, not forwarded: %s", line);
+	raw_close(&r);
+
+	/* sealed for the other direction (as if sent back by a reflector) */
+	ok = raw_connect(&r, srv.port) && raw_auth(&r, s1_path) &&
+	     !krep_relay_secret_load(s1_path, &sec, err, sizeof(err));
+	if (ok) {
+		krep_relay_keys_derive(&theirs, &sec, &r.hs,
+				       KREP_RELAY_SIDE_SERVER);
+		krep_relay_keys_wipe(&r.k);
+		r.k = theirs;
+		krep_relay_secret_wipe(&sec);
+	}
+	n = raw_seal_echo(&r, 1600, frame, sizeof(frame));
+	ok = ok && n && raw_sent_closed(&r, frame, n);
+	line = gone_line(&srv, &r);
+	CHECK(ok && strstr(line, "failed authentication") &&
+	      !kernel_saw(&srv, 1600),
+	      "tamper: a frame sealed for the other direction: closed: %s",
+	      line);
+	raw_close(&r);
+
+	line = server_stop(&srv);
+	CHECK(line && count_of(line, ": bad frame: ") == 10,
+	      "tamper: one log line per bad frame (%d)",
+	      line ? count_of(line, ": bad frame: ") : -1);
+	if (tap_nfailed && line)
+		diag("relay log:\n%s", line);
+}
+
+enum tamper {
+	T_NONE,		/* every ack sealed as it should be */
+	T_FLIP,		/* a bit of the second ack's payload flipped */
+	T_REPLAY,	/* the first ack's bytes again for the second */
+	T_TRUNC,	/* the second ack's tag one byte short */
+	T_DROP,		/* the second ack sealed twice, the first not sent */
+	T_CLEAR,	/* the second ack in the clear */
+	T_NUM
+};
+
+/* A frame's bytes, kept. */
+struct kept {
+	uint8_t data[256];
+	size_t len;
+};
+
+/* Seal @p into @out as the next REPLY of @r. */
+static void seal_reply(struct raw *r, const uint8_t *p, size_t n,
+		       struct kept *out)
+{
+	out->len = raw_seal(r, KREP_RELAY_REPLY, p, n, out->data,
+			    sizeof(out->data));
+}
+
+/* The second ack, as @how makes it, into @out; @first: the first's bytes. */
+static void tamper_ack(struct raw *r, enum tamper how,
+		       const struct kept *first, const uint8_t *ack, size_t n,
+		       struct kept *out)
+{
+	struct krep_relay_buf b = { 0 };
+
+	switch (how) {
+	case T_NONE:
+	case T_NUM:
+		seal_reply(r, ack, n, out);
+		break;
+	case T_FLIP:
+		seal_reply(r, ack, n, out);
+		out->data[KREP_RELAY_HDR_LEN + KREP_RELAY_SEQ_LEN + 3] ^= 0x20;
+		break;
+	case T_REPLAY:
+		*out = *first;
+		break;
+	case T_TRUNC:
+		seal_reply(r, ack, n, out);
+		out->data[3]--;
+		out->len--;
+		break;
+	case T_DROP:
+		seal_reply(r, ack, n, out);
+		seal_reply(r, ack, n, out);
+		break;
+	case T_CLEAR:
+		krep_relay_frame_put(&b, KREP_RELAY_REPLY, ack, n);
+		memcpy(out->data, b.data, b.len);
+		out->len = b.len;
+		krep_relay_buf_free(&b);
+		break;
+	}
+}
+
+/*
+ * A relay made by hand that holds the secret: the relay's side of the
+ * handshake, then a sealed ack for every REQUEST, the second one
+ * tampered with as @how says. Runs in a child until the client closes.
+ */
+static void tamper_relay(int lfd, enum tamper how)
+{
+	struct kept first = { .len = 0 }, out;
+	struct krep_relay_hs *hs;
+	struct krep_relay_secret s;
+	struct krep_relay_frame f;
+	struct nlmsghdr nlh;
+	struct raw r = { 0 };
+	uint8_t ack[256];
+	char err[512];
+	int nreq = 0;
+	size_t n;
+
+	fcntl(lfd, F_SETFL, 0);
+	r.fd = accept(lfd, NULL, NULL);
+	if (r.fd < 0 || krep_relay_secret_load(s1_path, &s, err, sizeof(err)))
+		_exit(1);
+	hs = &r.hs;
+	hs->version = KREP_RELAY_VERSION;
+	krep_relay_random(hs->snonce, sizeof(hs->snonce));
+	krep_relay_hello_put(&r.out, hs->snonce);
+	if (!raw_flush(&r) || raw_frame(&r, &f, WAIT_MS) != 1 ||
+	    krep_relay_auth_get(&f, &hs->flags, hs->cnonce, hs->cmac))
+		_exit(1);
+	krep_relay_server_mac(&s, hs->snonce, hs->cnonce, hs->smac);
+	hs->family = FAKE_FAMILY;
+	krep_relay_auth_ok_put(&r.out, hs->smac, hs->family, hs->group);
+	krep_relay_keys_derive(&r.k, &s, hs, KREP_RELAY_SIDE_SERVER);
+	r.sealed = true;
+	if (!raw_flush(&r))
+		_exit(1);
+	while (raw_frame(&r, &f, WAIT_MS) == 1) {
+		if (f.type != KREP_RELAY_REQUEST || f.len < sizeof(nlh))
+			continue;
+		memcpy(&nlh, f.payload, sizeof(nlh));
+		n = put_err(ack, &nlh, 0, NULL);
+		if (++nreq == 1) {
+			seal_reply(&r, ack, n, &first);
+			out = first;
+		} else {
+			tamper_ack(&r, how, &first, ack, n, &out);
+		}
+		if (!out.len || !raw_send_bytes(&r, out.data, out.len))
+			_exit(1);
+	}
+	_exit(0);
+}
+
+/*
+ * A session whose relay tampers with its second ack: the request fails
+ * with -EBADMSG, the session stays broken and says why, in one log line.
+ */
+static void test_tamper_session(void)
+{
+	static const char * const want[T_NUM] = {
+		[T_NONE]	= NULL,
+		[T_FLIP]	= "failed authentication",
+		[T_REPLAY]	= "REPLY frame 0 when frame 1 was expected (replayed or reordered)",
+		[T_TRUNC]	= "failed authentication",
+		[T_DROP]	= "REPLY frame 2 when frame 1 was expected (frames lost or reordered)",
+		[T_CLEAR]	= "failed authentication",
+	};
+	static const char * const name[T_NUM] = {
+		[T_NONE] = "none", [T_FLIP] = "a flipped bit",
+		[T_REPLAY] = "a replay", [T_TRUNC] = "a truncated tag",
+		[T_DROP] = "a lost frame", [T_CLEAR] = "a frame in the clear",
+	};
+	struct krep_session_addr a = { .kind = KREP_SESSION_RELAY };
+	char log_path[300];
+	const char *why, *e, *log;
+	struct krep_session *rs;
+	int how, lfd, port, err1, err2, err3, status, saved;
+	struct seen s;
+	pid_t pid;
+
+	/* the session's log lines go to stderr: into a file for a while */
+	snprintf(log_path, sizeof(log_path), "%s/session.log", tmpdir);
+	fflush(stderr);
+	saved = dup(2);
+	lfd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (saved < 0 || lfd < 0 || dup2(lfd, 2) < 0)
+		exit(2);
+	close(lfd);
+	for (how = 0; how < T_NUM; how++) {
+		lfd = listen_loopback(&port);
+		fflush(stdout);
+		pid = fork();
+		if (!pid)
+			tamper_relay(lfd, how);
+		close(lfd);
+		snprintf(a.relay, sizeof(a.relay), "127.0.0.1:%d", port);
+		snprintf(a.secret_file, sizeof(a.secret_file), "%s", s1_path);
+		why = NULL;
+		rs = krep_session_open(&a, false, &why);
+		err1 = rs ? request(rs, FK_ECHO, 1, on_msg, &s, WAIT_MS) : -1;
+		err2 = rs ? request(rs, FK_ECHO, 2, on_msg, &s, WAIT_MS) : -1;
+		err3 = rs ? request(rs, FK_ECHO, 3, on_msg, &s, WAIT_MS) : -1;
+		e = rs ? krep_relay_error(rs) : why;
+		if (how == T_NONE)
+			CHECK(!err1 && !err2 && !err3 && !e,
+			      "tamper: a session whose relay seals as it should (%d %d %d: %s)",
+			      err1, err2, err3, e ? e : "no error");
+		else
+			CHECK(!err1 && err2 == -EBADMSG && err3 == -EBADMSG &&
+			      e && strstr(e, "bad frame: ") && strstr(e, want[how]),
+			      "tamper: a session refuses %s from the relay and stays broken (%d %d %d: %s)",
+			      name[how], err1, err2, err3, e ? e : "no error");
+		krep_session_close(rs);
+		waitpid(pid, &status, 0);
+	}
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	log = file_text(log_path);
+	CHECK(count_of(log, ": bad frame: ") == T_NUM - 1 &&
+	      count_of(log, ": session closed\n") == T_NUM - 1,
+	      "tamper: the session logs one line per bad frame (%d)",
+	      count_of(log, ": bad frame: "));
+	if (tap_nfailed)
+		diag("session log:\n%s", log);
+}
+
 /*
  * A relay that does not hold the secret but accepts every AUTH: the client
  * must refuse its AUTH_OK. And one that speaks another version.
@@ -1177,7 +1864,7 @@ static void fake_relay(int lfd, bool bad_version)
 	r.fd = fd;
 	krep_relay_hello_put(&b, nonce);
 	if (bad_version)
-		b.data[6] = 2;
+		b.data[6] = 1;
 	krep_relay_buf_send(fd, &b);
 	if (raw_frame(&r, &f, WAIT_MS) != 1)
 		_exit(1);
@@ -1213,8 +1900,9 @@ static void test_impostor(void)
 			      "session: a relay without the secret is refused: %s",
 			      why ? why : "(null)");
 		else
-			CHECK(!s && why && strstr(why, "version 2"),
-			      "session: a relay of another version is refused: %s",
+			CHECK(!s && why &&
+			      strstr(why, "version 1 of the protocol, not 2"),
+			      "session: a relay of version 1 (frames in the clear) is refused: %s",
 			      why ? why : "(null)");
 		krep_session_close(s);
 		waitpid(pid, &status, 0);
@@ -1345,11 +2033,17 @@ int main(int argc, char **argv)
 	s2_path = write_file("s2", S2, 0600);
 
 	printf("TAP version 13\n");
-	test_sha256();
-	test_hmac();
+	if (krep_relay_crypto_init()) {
+		fprintf(stderr, "test_relay: libsodium cannot be initialized\n");
+		return 2;
+	}
+	test_keys();
+	test_seal();
 	test_frames();
 	test_secret();
 	test_sessions();
+	test_tamper_relay();
+	test_tamper_session();
 	test_impostor();
 	printf("1..%d\n", tap_ntests);
 	printf("# %d of %d failed\n", tap_nfailed, tap_ntests);
