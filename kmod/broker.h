@@ -81,6 +81,7 @@ struct krep_net {
 	struct mutex topics_lock;		/* serialises topic writers */
 	struct list_head topics;		/* RCU list of krep_topic */
 	struct krep_logdir *logdir;		/* NULL: logs in memory only */
+	atomic_t logdir_failed;			/* I/O failed: its replicas offline */
 	struct list_head creating;		/* topics recovering (topic.c) */
 	struct krep_mem mem;			/* log memory of this broker */
 	struct delayed_work isr_work;		/* ISR expiration scan */

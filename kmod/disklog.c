@@ -139,19 +139,31 @@ static struct dseg *tail(struct krep_disklog *d)
 	       list_last_entry(&d->segs, struct dseg, node);
 }
 
+/*
+ * As Kafka's LogDirFailureChannel: an I/O error on one partition's files
+ * takes the whole log directory offline, and with it every replica the
+ * broker keeps there (they report the Offline role; the controller moves
+ * their leadership away and drops them from the ISRs).
+ */
 static void fail(struct krep_disklog *d, const char *what, int err)
 {
+	struct krep_net *kn = d->p->topic->kn;
+
 	if (!d->failed)
 		pr_err("%s-%u: log directory: %s failed (%d); the partition takes no more appends here\n",
 		       pname(d), d->p->index, what, err);
 	d->failed = true;
 	WRITE_ONCE(d->p->disk_failed, true);
+	if (!atomic_xchg(&kn->logdir_failed, 1))
+		pr_err("the log directory failed: every replica in it is offline on this broker\n");
 }
 
-/* did the partition's files fail? (appends are refused) */
+/* are the partition's files, or its log directory, failed? (offline) */
 bool krep_disk_failed(const struct krep_partition *p)
 {
-	return READ_ONCE(p->disk_failed);
+	return READ_ONCE(p->disk_failed) ||
+	       (READ_ONCE(p->disk) &&
+		atomic_read(&p->topic->kn->logdir_failed));
 }
 
 /* open the three files of @s for writing at their ends */
@@ -640,6 +652,8 @@ static bool disk_sync(struct krep_disklog *d, u32 max)
 	int err;
 
 	mutex_lock(&p->lock);
+	if (!d->failed && krep_disk_failed(p))
+		d->failed = true;	/* the directory failed elsewhere */
 	flush_req = p->flush_req;
 	flush_ms = p->topic->config.flush_ms;
 	cut = p->log.cut;
@@ -857,7 +871,7 @@ void krep_disk_close(struct krep_partition *p, bool remove)
 
 	mutex_lock(&p->lock);
 	d = p->disk;
-	p->disk = NULL;
+	WRITE_ONCE(p->disk, NULL);
 	p->log.changed = NULL;
 	mutex_unlock(&p->lock);
 	if (!d)
@@ -1209,7 +1223,7 @@ int krep_disk_open(struct krep_partition *p, struct krep_logdir *ld,
 	mutex_lock(&p->lock);
 	err = recover(d, &ck, ld->clean, st);
 	if (!err) {
-		p->disk = d;
+		WRITE_ONCE(p->disk, d);
 		p->log.changed = disk_changed;
 		/* the first round writes leader-epoch-checkpoint */
 		p->flushed = d->recovery;

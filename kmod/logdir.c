@@ -651,6 +651,7 @@ int krep_logdir_set(struct krep_net *kn, struct path *root, s64 broker_id,
 	}
 	old = kn->logdir;
 	kn->logdir = ld;
+	atomic_set(&kn->logdir_failed, 0);	/* no replica uses it yet */
 	if (ld)
 		queue_delayed_work(system_unbound_wq, &ld->ckpt_work,
 				   msecs_to_jiffies(krep_param_log_checkpoint_ms()));

@@ -758,6 +758,9 @@ static int fetch_check(struct krep_partition *p,
 		err = check_epoch(p, req->leader_epoch, st);
 	if (err)
 		return err;
+	if (krep_disk_failed(p))
+		return krep_fail(st, KREP_KERR_KAFKA_STORAGE_ERROR, -EIO,
+				 "the replica is offline: its log directory failed");
 	if (krep_exiting())
 		return krep_fail(st, KREP_KERR_UNKNOWN_TOPIC_OR_PARTITION,
 				 -ENOENT, "broker shutting down");
@@ -1197,7 +1200,8 @@ int __krep_partition_fill(struct krep_partition *p, struct sk_buff *skb)
 {
 	lockdep_assert_held(&p->lock);
 	if (nla_put_u32(skb, KREP_A_PARTITION, p->index) ||
-	    nla_put_u8(skb, KREP_A_ROLE, p->role) ||
+	    nla_put_u8(skb, KREP_A_ROLE, krep_disk_failed(p) ?
+		       KREP_ROLE_OFFLINE : p->role) ||
 	    (p->leader >= 0 && nla_put_u32(skb, KREP_A_LEADER, p->leader)) ||
 	    nla_put_u32(skb, KREP_A_LEADER_EPOCH, p->leader_epoch) ||
 	    nla_put_u32(skb, KREP_A_PARTITION_EPOCH, p->partition_epoch) ||
@@ -1247,6 +1251,8 @@ static s16 follower_fetch_error(const struct krep_partition *p, int idx,
 {
 	if (p->dead)
 		return KREP_KERR_UNKNOWN_TOPIC_OR_PARTITION;
+	if (krep_disk_failed(p))
+		return KREP_KERR_KAFKA_STORAGE_ERROR;
 	if (p->role != KREP_ROLE_LEADER || idx < 0 || idx == p->self)
 		return KREP_KERR_NOT_LEADER_OR_FOLLOWER;
 	if (fp->leader_epoch < p->leader_epoch)
@@ -1397,8 +1403,9 @@ bool krep_partition_fetch_state(struct krep_partition *p, u32 leader_id,
 	bool follows;
 
 	mutex_lock(&p->lock);
+	/* an offline replica (its log directory failed) fetches nothing */
 	follows = !p->dead && p->role == KREP_ROLE_FOLLOWER &&
-		  p->leader == leader_id;
+		  p->leader == leader_id && !krep_disk_failed(p);
 	if (follows) {
 		fp->partition = p->index;
 		fp->leader_epoch = p->leader_epoch;

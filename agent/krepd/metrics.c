@@ -410,6 +410,7 @@ const char *krep_ctl_elect_reason_name(enum krep_ctl_elect_reason r)
 		[KREP_CTL_ELECT_OFFLINE]		= "offline",
 		[KREP_CTL_ELECT_REPLICA_LOST]		= "replica_lost",
 		[KREP_CTL_ELECT_PREFERRED]		= "preferred",
+		[KREP_CTL_ELECT_LEADER_OFFLINE]		= "leader_offline",
 	};
 
 	return (unsigned int)r < KREP_CTL_ELECT_REASONS ? names[r] : "?";

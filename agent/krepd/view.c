@@ -545,16 +545,51 @@ void krep_view_merge(struct ctl *c)
 
 /* ---- elections --------------------------------------------------------- */
 
+/*
+ * Broker @b reports its replica of @p Offline: its log directory failed
+ * (Kafka's offline log directory). Until it reports otherwise, that
+ * replica neither leads nor stays in the ISR.
+ */
+static bool replica_offline(const struct cbroker *b, const struct cpart *p)
+{
+	const struct krep_snap_part *r = report(b, p->st.topic,
+						p->st.partition);
+
+	return r && r->role == KREP_ROLE_OFFLINE;
+}
+
+/* @live without the brokers whose replica of @p is offline; how many left */
+static uint32_t part_live(struct ctl *c, const struct cpart *p,
+			  const struct krep_ids *live, struct krep_ids *out)
+{
+	const struct cbroker *b;
+	uint32_t k, n = 0;
+
+	*out = *live;
+	for (k = 0; k < p->st.ps.ar.n; k++) {
+		b = krep_ctl_broker(c, p->st.ps.ar.id[k]);
+		if (b && krep_ids_has(out, b->id) && replica_offline(b, p)) {
+			krep_ids_del(out, b->id);
+			n++;
+		}
+	}
+	return n;
+}
+
 /* Why @p's leader must change, for the log. */
-static const char *why_elect(struct ctl *c, const struct krep_pstate *ps,
+static const char *why_elect(struct ctl *c, const struct cpart *p,
 			     char *buf, size_t size)
 {
+	const struct krep_pstate *ps = &p->st.ps;
 	struct cbroker *b;
 
 	if (ps->leader == KREP_NO_LEADER)
 		return "was offline";
 	b = krep_ctl_broker(c, ps->leader);
-	if (!b)
+	if (b && !b->reborn && !b->fenced && replica_offline(b, p))
+		snprintf(buf, size, "leader %u's replica is offline: its log directory failed",
+			 ps->leader);
+	else if (!b)
 		snprintf(buf, size, "leader %u is not a configured broker",
 			 ps->leader);
 	else if (b->reborn)
@@ -568,8 +603,9 @@ static const char *why_elect(struct ctl *c, const struct krep_pstate *ps,
 
 /* why_elect()'s reason, for krep_controller_elections_total. */
 static enum krep_ctl_elect_reason elect_reason(struct ctl *c,
-					       const struct krep_pstate *ps)
+					       const struct cpart *p)
 {
+	const struct krep_pstate *ps = &p->st.ps;
 	struct cbroker *b;
 
 	if (ps->leader == KREP_NO_LEADER)
@@ -581,6 +617,8 @@ static enum krep_ctl_elect_reason elect_reason(struct ctl *c,
 		return KREP_CTL_ELECT_LEADER_RESTARTED;
 	if (b->fenced)
 		return KREP_CTL_ELECT_LEADER_FENCED;
+	if (replica_offline(b, p))
+		return KREP_CTL_ELECT_LEADER_OFFLINE;
 	return KREP_CTL_ELECT_LEADER_LEFT_ISR;
 }
 
@@ -664,9 +702,10 @@ static void check_replicas(struct ctl *c, struct cpart *p)
 
 void krep_view_decide(struct ctl *c)
 {
-	struct krep_ids live, reborn = { 0 };
+	struct krep_ids live, plive, reborn = { 0 };
 	struct krep_elect_out out;
 	struct krep_pstate next;
+	uint32_t offline;
 	struct cpart *p;
 	const char *why;
 	char buf[96];
@@ -679,18 +718,21 @@ void krep_view_decide(struct ctl *c)
 	for (i = 0; i < c->np; i++) {
 		p = &c->parts[i];
 		check_replicas(c, p);
-		krep_elect_step(&p->st.ps, tconf(c, p->st.topic), &live, &reborn,
-				&next, &out);
+		offline = part_live(c, p, &live, &plive);
+		krep_elect_step(&p->st.ps, tconf(c, p->st.topic), &plive,
+				&reborn, &next, &out);
 		if (!out.changed)
 			continue;
 		if (out.how != KREP_ELECT_NONE)
-			why = why_elect(c, &p->st.ps, buf, sizeof(buf));
+			why = why_elect(c, p, buf, sizeof(buf));
+		else if (offline)
+			why = "offline replicas out (log directory failed)";
 		else
 			why = reborn.n ? "restarted or fenced brokers out" :
 					 "fenced brokers out";
 		log_change(c, p, &p->st.ps, &next, krep_elect_how_name(out.how),
 			   why);
-		count_step(c, &p->st.ps, &out, elect_reason(c, &p->st.ps));
+		count_step(c, &p->st.ps, &out, elect_reason(c, p));
 		p->st.ps = next;
 		c->dirty = true;
 		if (out.bumped)
@@ -720,8 +762,7 @@ void krep_view_replica_lost(struct ctl *c, const char *topic, uint32_t id)
 		log_change(c, p, &p->st.ps, &next, krep_elect_how_name(out.how),
 			   why);
 		count_step(c, &p->st.ps, &out, p->st.ps.leader == id ?
-			   KREP_CTL_ELECT_REPLICA_LOST :
-			   elect_reason(c, &p->st.ps));
+			   KREP_CTL_ELECT_REPLICA_LOST : elect_reason(c, p));
 		p->st.ps = next;
 		c->dirty = true;
 		if (out.bumped)
@@ -937,15 +978,16 @@ static void alter(struct ctl *c, struct cbroker *b, const char *topic,
 	char why[128], msg[sizeof(((struct cpart *)0)->last_reject)];
 	char a[IDS_STR], pr[IDS_STR], e1[IDS_STR], e2[IDS_STR], who[64];
 	const struct krep_snap_part *r;
+	struct krep_ids live, all;
 	struct krep_pstate next;
-	struct krep_ids live;
 	struct cpart *p;
 	size_t bi = broker_index(c, b);
 
 	p = part_find(c, topic, partition);
 	if (!p || !c->started)
 		return;
-	krep_ctl_live(c, &live);
+	krep_ctl_live(c, &all);
+	part_live(c, p, &all, &live);	/* an offline replica does not rejoin */
 	if (shrinks(&p->st.ps.isr, proposed) && le == p->st.ps.leader_epoch &&
 	    pe == p->st.ps.partition_epoch && b->id == p->st.ps.leader &&
 	    krep_ctl_suspect(c, b, who, sizeof(who))) {

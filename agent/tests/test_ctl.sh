@@ -308,7 +308,8 @@ krep_wait_for 30 scraped "krep_controller_active 1" &&
 	has "krep_controller_epoch 4" "$(reason offline 2)" \
 		"$(reason leader_fenced 1)" "$(reason leader_left_isr 0)" \
 		"$(reason leader_restarted 0)" "$(reason replica_lost 0)" \
-		"$(reason preferred 0)" "krep_controller_elr_elections_total 1" \
+		"$(reason preferred 0)" "$(reason leader_offline 0)" \
+		"krep_controller_elr_elections_total 1" \
 		"krep_controller_unclean_elections_total 1" \
 		"krep_controller_partitions_offlined_total 1" \
 		"krep_controller_fencings_total 0" \
