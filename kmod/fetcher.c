@@ -63,58 +63,95 @@ void krep_fetcher_kick_all(struct krep_net *kn)
 	mutex_unlock(&ns->lock);
 }
 
-/* encode a FETCH for every partition following @leader (maybe none) */
-static u8 *build_fetch(struct krep_net *kn, u32 self, u32 leader, u32 *lenp)
+/* a FETCH being encoded */
+struct fetch_build {
+	struct krep_wr wr;
+	u32 leader;
+	unsigned int n, cap;
+	unsigned int stop;	/* the hosted partition after the cap-th */
+};
+
+/* add the partitions following the leader among hosted ones [@from, @to) */
+static void fetch_add_range(struct fetch_build *fb, struct krep_net *kn,
+			    unsigned int from, unsigned int to)
+{
+	struct krep_fetch_part fp;
+	struct krep_topic *t;
+	unsigned int k = 0;
+	u32 i;
+
+	list_for_each_entry(t, &kn->topics, node) {
+		for (i = 0; i < t->npartitions && k < to; i++) {
+			if (!t->parts[i])
+				continue;
+			if (k++ < from || fb->n == fb->cap ||
+			    !krep_partition_fetch_state(t->parts[i], fb->leader,
+							&fp))
+				continue;
+			krep_wr_topic(&fb->wr, t->name);
+			krep_wr_be32(&fb->wr, fp.partition);
+			krep_wr_be32(&fb->wr, fp.leader_epoch);
+			krep_wr_be64(&fb->wr, fp.offset);
+			krep_wr_be64(&fb->wr, fp.log_start);
+			krep_wr_be32(&fb->wr, fp.last_epoch);
+			krep_wr_be32(&fb->wr, 0);
+			if (++fb->n == fb->cap)
+				fb->stop = k;
+		}
+	}
+}
+
+/*
+ * Encode a FETCH for the partitions following @peer (maybe none). At most
+ * KREP_WIRE_MAX_PARTITIONS go in one: a follower of more takes them in
+ * turns, each FETCH starting at the hosted partition after the last one
+ * the FETCH before could take (@peer's fetch_next, in the order of the
+ * topic list), so that none is left out for good. Called by the one
+ * sender @peer has at a time.
+ */
+static u8 *build_fetch(struct krep_peer *peer, u32 self, u32 *lenp)
 {
 	size_t per = 2 + KREP_TOPIC_NAME_MAX +
 		     sizeof(struct krep_wire_fetch_part);
-	struct krep_fetch_part fp;
-	unsigned int n = 0, cap = 0;
+	struct fetch_build fb = { .leader = peer->id };
+	struct krep_net *kn = peer->kn;
+	unsigned int hosted = 0, from;
 	struct krep_topic *t;
-	struct krep_wr wr;
 	u8 *buf, *count;
 	size_t size;
 	u32 i;
 
 	mutex_lock(&kn->topics_lock);
-	list_for_each_entry(t, &kn->topics, node)
-		cap += t->npartitions;
-	cap = min_t(unsigned int, cap, KREP_WIRE_MAX_PARTITIONS);
-	size = sizeof(struct krep_wire_fetch) + cap * per;
+	list_for_each_entry(t, &kn->topics, node) {
+		fb.cap += t->npartitions;
+		for (i = 0; i < t->npartitions; i++)
+			hosted += !!t->parts[i];
+	}
+	fb.cap = min_t(unsigned int, fb.cap, KREP_WIRE_MAX_PARTITIONS);
+	size = sizeof(struct krep_wire_fetch) + fb.cap * per;
 	buf = kvmalloc(size, GFP_KERNEL);
 	if (!buf) {
 		mutex_unlock(&kn->topics_lock);
 		return NULL;
 	}
-	wr.p = buf;
-	wr.end = buf + size;
-	wr.full = false;
-	krep_wr_be32(&wr, self);
-	krep_wr_be32(&wr, KREP_REPLICA_FETCH_WAIT_MS);
-	krep_wr_be32(&wr, KREP_REPLICA_FETCH_MAX_BYTES);
-	count = krep_wr_bytes(&wr, NULL, 4);
-	list_for_each_entry(t, &kn->topics, node) {
-		for (i = 0; i < t->npartitions && n < cap; i++) {
-			if (!t->parts[i] ||
-			    !krep_partition_fetch_state(t->parts[i], leader, &fp))
-				continue;
-			krep_wr_topic(&wr, t->name);
-			krep_wr_be32(&wr, fp.partition);
-			krep_wr_be32(&wr, fp.leader_epoch);
-			krep_wr_be64(&wr, fp.offset);
-			krep_wr_be64(&wr, fp.log_start);
-			krep_wr_be32(&wr, fp.last_epoch);
-			krep_wr_be32(&wr, 0);
-			n++;
-		}
-	}
+	fb.wr.p = buf;
+	fb.wr.end = buf + size;
+	fb.wr.full = false;
+	krep_wr_be32(&fb.wr, self);
+	krep_wr_be32(&fb.wr, KREP_REPLICA_FETCH_WAIT_MS);
+	krep_wr_be32(&fb.wr, KREP_REPLICA_FETCH_MAX_BYTES);
+	count = krep_wr_bytes(&fb.wr, NULL, 4);
+	from = peer->fetch_next < hosted ? peer->fetch_next : 0;
+	fetch_add_range(&fb, kn, from, hosted);
+	fetch_add_range(&fb, kn, 0, from);
 	mutex_unlock(&kn->topics_lock);
-	if (wr.full) {
+	if (fb.wr.full) {
 		kvfree(buf);
 		return NULL;
 	}
-	put_unaligned_be32(n, count);
-	*lenp = wr.p - buf;
+	peer->fetch_next = fb.n == fb.cap ? fb.stop : 0;
+	put_unaligned_be32(fb.n, count);
+	*lenp = fb.wr.p - buf;
 	return buf;
 }
 
@@ -177,7 +214,7 @@ static void fetcher_send(struct krep_peer *peer, struct krep_conn *c)
 	self = cfg->broker_id;
 	rcu_read_unlock();
 
-	buf = build_fetch(kn, self, peer->id, &len);
+	buf = build_fetch(peer, self, &len);
 	if (!buf) {
 		krep_conn_close(c, "out of memory for a FETCH");
 		return;

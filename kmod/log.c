@@ -39,6 +39,7 @@
 struct krep_index_entry {
 	u32 rel_offset;
 	u32 pos;
+	s64 ts_before;		/* the largest timestamp of the batches before */
 };
 
 /* slots of a new segment's page and index arrays; they double as needed */
@@ -270,6 +271,7 @@ static void seg_index(struct krep_segment *seg, const struct krep_batch *b)
 		seg->index[seg->nindex].rel_offset =
 			b->base_offset - seg->base_offset;
 		seg->index[seg->nindex].pos = seg->size;
+		seg->index[seg->nindex].ts_before = seg->max_ts;
 		seg->nindex++;
 		seg->last_index_pos = seg->size;
 	}
@@ -652,8 +654,33 @@ long krep_log_read_size(struct krep_log *log, u64 offset, u32 max_bytes,
 }
 
 /*
+ * Where in @seg the first batch with a timestamp of at least @ts may be:
+ * at the last index entry before which every batch is earlier (the time
+ * index: the entries' ts_before only grow), so that a lookup walks the
+ * batches of one index interval, not of the whole segment.
+ */
+static u32 ts_pos(const struct krep_segment *seg, s64 ts)
+{
+	unsigned int lo = 0, hi = seg->nindex;
+	u32 pos = 0;
+
+	while (lo < hi) {
+		unsigned int mid = lo + (hi - lo) / 2;
+
+		if (seg->index[mid].ts_before < ts) {
+			pos = seg->index[mid].pos;
+			lo = mid + 1;
+		} else {
+			hi = mid;
+		}
+	}
+	return pos;
+}
+
+/*
  * LIST_OFFSETS by time: the first offset whose record timestamp is at
- * least @ts, or -1 when no record is that late.
+ * least @ts, or -1 when no record is that late. The time index finds the
+ * batch; only that batch is copied, to read its records' timestamps.
  */
 s64 krep_log_offset_for_ts(struct krep_log *log, s64 ts, s64 *found_ts)
 {
@@ -666,7 +693,7 @@ s64 krep_log_offset_for_ts(struct krep_log *log, s64 ts, s64 *found_ts)
 	list_for_each_entry(seg, &log->segments, node) {
 		if (seg->max_ts < ts)
 			continue;
-		for (pos = 0; pos < seg->size; pos += b.len) {
+		for (pos = ts_pos(seg, ts); pos < seg->size; pos += b.len) {
 			if (seg_batch_at(seg, pos, &b))
 				return -1;
 			if (b.max_ts < ts ||

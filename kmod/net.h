@@ -94,6 +94,7 @@ struct krep_peer {
 	u32 correlation;
 	bool fetch_inflight;
 	unsigned long fetch_sent;	/* jiffies */
+	unsigned int fetch_next;	/* the next FETCH's first partition */
 };
 
 /* a listening socket: the replication port, or the Kafka clients' */

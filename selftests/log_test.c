@@ -2233,6 +2233,61 @@ TEST_F(log, list_offsets_record_timestamp)
 }
 
 /*
+ * The time index: 600 batches of 3 records over several 16 KiB segments
+ * (an index entry every 4 KiB), timestamps mostly rising, out of order
+ * within a batch, with a late record (300 ms ahead) every 40th batch,
+ * which later index entries must not skip past. Every answer
+ * is the first offset whose record is at least as late as asked, as a
+ * scan of every record finds it, and carries that record's timestamp.
+ */
+TEST_F(log, list_offsets_time_index)
+{
+	static const int jitter[3] = { 0, 5, 2 };
+	struct tcfg cfg = { .segment_bytes = 16384 };
+	enum { NB = 600, NR = NB * 3 };
+	static __s64 ts[NR];
+	char val[64];
+	struct rec recs[3];
+	bool has_ts;
+	__s64 found, q;
+	__u64 off, want;
+	size_t len;
+	int i, j;
+
+	ok(topic_new(&self->nl, "lx", 1, 1, &cfg, &self->ack), &self->ack);
+	memset(val, 'x', sizeof(val));
+	for (i = 0; i < NB; i++) {
+		memset(recs, 0, sizeof(recs));
+		for (j = 0; j < 3; j++) {
+			ts[i * 3 + j] = 10000 + 7 * i + jitter[j];
+			if (j == 1 && i % 40 == 39)
+				ts[i * 3 + j] += 300;	/* late */
+			recs[j].ts = ts[i * 3 + j];
+			recs[j].value = val;
+			recs[j].vlen = sizeof(val);
+		}
+		len = batch_build(self->buf, sizeof(self->buf), recs, 3, NULL);
+		ok(produce(&self->nl, "lx", self->buf, len, -1, NULL,
+			   &self->ack), &self->ack);
+	}
+	for (q = 9990; q <= 10000 + 7 * NB + 310; q += 7) {
+		want = NR;
+		for (i = 0; i < NR && want == NR; i++)
+			if (ts[i] >= q)
+				want = i;
+		ok(list_offsets(&self->nl, "lx", q, &off, &has_ts, &found,
+				&self->ack), &self->ack);
+		EXPECT_EQ(want, off) TH_LOG("ts %lld", (long long)q);
+		if (want < NR) {
+			EXPECT_TRUE(has_ts);
+			EXPECT_EQ(ts[want], found) TH_LOG("ts %lld", (long long)q);
+		} else {
+			EXPECT_FALSE(has_ts);
+		}
+	}
+}
+
+/*
  * log_memory_max=1048576 (the wrapper's insmod): produce until
  * KAFKA_STORAGE_ERROR; every batch acknowledged is there, whole, and
  * nothing else; the cap is the broker's, across topics; deleting records
