@@ -984,6 +984,8 @@ if logged_since "$ACTIVE" "resigned as the active controller"; then
 	ktap_ok "the active krepd (k$ACTIVE) resigns on SIGTERM"
 else
 	ktap_fail "the active krepd (k$ACTIVE) resigns on SIGTERM"
+	ktap_diag "k$ACTIVE's last lines:"
+	tail -n 25 "$tmp/k$ACTIVE.log" | ktap_diag_stdin
 fi
 krep_teardown_checks "$mark"
 ktap_finish
