@@ -34,6 +34,9 @@
  *
  * At most KREP_MAX_INBOUND accepted connections live at once; a flood of
  * connections that never say HELLO is closed after hello_timeout_ms.
+ * Beyond the cap a connection is still taken from a configured peer's
+ * address, KREP_PEER_INBOUND at once from each: bare connections from
+ * elsewhere cannot keep the followers out.
  * krep_net_stop() marks the state stopped (the gate every re-arm checks),
  * closes the listener and every connection (shutting each socket down
  * first), waits for this broker's connections to be released, then
@@ -70,6 +73,7 @@ struct workqueue_struct *krep_wq;
 
 #define KREP_BACKOFF_MIN_MS	100
 #define KREP_MAX_INBOUND	128	/* connections accepted at once */
+#define KREP_PEER_INBOUND	4	/* more, from each peer's own address */
 /* the largest FETCH: header plus the maximum of partition entries */
 #define KREP_WIRE_MAX_REQUEST	(sizeof(struct krep_wire_fetch) +	\
 				 KREP_WIRE_MAX_PARTITIONS *		\
@@ -324,6 +328,7 @@ static struct krep_conn *conn_new(struct krep_net *kn, struct socket *sock,
 	c->peer = peer;
 	c->outbound = !!peer;
 	c->peer_id = peer ? peer->id : -1;
+	c->from_peer = -1;
 	c->io_cpu = -1;
 	if (peer)
 		conn_set_cpu(c);
@@ -431,16 +436,20 @@ static int send_auth(struct krep_conn *c, const struct krep_secret *sec,
 	return err;
 }
 
-/* the peer's address (its IP) is the one configured for its id? */
-static bool peer_addr_ok(struct krep_conn *c, const struct krep_endpoint *ep)
+/* the remote address (IP) of @sk is @ep's? */
+static bool sk_addr_is(const struct sock *sk, const struct krep_endpoint *ep)
 {
-	struct sock *sk = c->sock->sk;
-
 	if (ep->sa.sa_family != sk->sk_family)
 		return false;
 	if (ep->sa.sa_family == AF_INET)
 		return ep->in4.sin_addr.s_addr == sk->sk_daddr;
 	return ipv6_addr_equal(&ep->in6.sin6_addr, &sk->sk_v6_daddr);
+}
+
+/* the peer's address (its IP) is the one configured for its id? */
+static bool peer_addr_ok(struct krep_conn *c, const struct krep_endpoint *ep)
+{
+	return sk_addr_is(c->sock->sk, ep);
 }
 
 /*
@@ -763,6 +772,31 @@ static void conn_set_addr(struct krep_conn *c, struct socket *sock)
 			 &sock->sk->sk_daddr, ntohs(sock->sk->sk_dport));
 }
 
+/* the configured peer whose address @sk comes from, or -1 (ns->lock) */
+static s64 addr_peer(struct krep_net_state *ns, const struct sock *sk)
+{
+	unsigned int i;
+
+	for (i = 0; i < ns->npeers; i++) {
+		if (sk_addr_is(sk, &ns->peers[i].ep))
+			return ns->peers[i].id;
+	}
+	return -1;
+}
+
+/* may one more connection from peer @id's address come in? (ns->lock) */
+static bool peer_room(struct krep_net_state *ns, s64 id)
+{
+	struct krep_conn *c;
+	unsigned int n = 0;
+
+	if (id < 0)
+		return false;
+	list_for_each_entry(c, &ns->conns, node)
+		n += c->from_peer == id;
+	return n < KREP_PEER_INBOUND;
+}
+
 /* accept one connection under ns->lock: false when there is none */
 static bool accept_one(struct krep_listener *l)
 {
@@ -773,11 +807,14 @@ static bool accept_one(struct krep_listener *l)
 				      KREP_MAX_INBOUND;
 	struct socket *sock;
 	struct krep_conn *c;
+	s64 from;
 
 	lockdep_assert_held(&ns->lock);
 	if (!l->sock || ns->stopped || kernel_accept(l->sock, &sock, O_NONBLOCK))
 		return false;
-	c = *count < max ? conn_new(kn, sock, NULL, l->kafka) : NULL;
+	from = l->kafka ? -1 : addr_peer(ns, sock->sk);
+	c = *count < max || peer_room(ns, from) ?
+	    conn_new(kn, sock, NULL, l->kafka) : NULL;
 	if (!c) {
 		pr_info_ratelimited("refusing a %s connection: %u open already\n",
 				    l->kafka ? "Kafka client" : "replication",
@@ -786,6 +823,7 @@ static bool accept_one(struct krep_listener *l)
 		return true;
 	}
 	(*count)++;
+	c->from_peer = from;
 	conn_set_addr(c, sock);
 	sock_setup(sock->sk);
 	list_add_tail(&c->node, &ns->conns);

@@ -45,6 +45,7 @@ struct krep_conn {
 	bool outbound;
 	struct krep_kconn *kc;		/* a Kafka client's (kafka.c) */
 	s64 peer_id;			/* -1 until HELLO */
+	s64 from_peer;			/* accepted from this peer's address */
 	u8 nonce[KREP_WIRE_NONCE_LEN];	/* ours, for this connection */
 	u8 peer_nonce[KREP_WIRE_NONCE_LEN];
 	char addr[64];			/* the peer's address, for messages */

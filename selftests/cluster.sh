@@ -16,8 +16,10 @@
 #   link_down N, link_up N   take broker N's kr0 down or up: its TCP
 #                            connections stall as on a cut cable
 #   cluster_topic_on N ARGS...  krepctl topic create ARGS on broker N
-#   cluster_broker_recreate N CLUSTER  broker N loses its namespace and
-#                            every log, and comes back empty
+#   cluster_broker_recreate N CLUSTER [ARGS...]  broker N loses its
+#                            namespace and every log in memory, and comes
+#                            back empty (ARGS: more of `broker set`, such
+#                            as `log-dir DIR` to recover from)
 #   kc NS ARGS...            krepctl --netns NS ARGS
 #   describe NS [TOPIC]      krepctl --json topic describe
 #   part NS TOPIC P          one partition of describe, compact JSON
@@ -107,14 +109,16 @@ cluster_topic_on() {
 	kc "$(bns "$n")" topic create "$@" >/dev/null
 }
 
-# cluster_broker_recreate N CLUSTER: broker N loses its namespace (and every
-# log) and comes back as a new, empty broker with the same name, address
-# and configuration. Waits until the old namespace is really gone, which
+# cluster_broker_recreate N CLUSTER [ARGS...]: broker N loses its namespace
+# (and every log in memory) and comes back as a new, empty broker with the
+# same name, address and configuration, and ARGS given to its `broker
+# set` too. Waits until the old namespace is really gone, which
 # needs every socket in it closed (krepd closes its session when the name
 # points elsewhere).
 cluster_broker_recreate() {
 	local n=$1 cluster=$2 ns j peers i
 
+	shift 2
 	ns=$(bns "$n")
 	ip netns del "$ns" || return 1
 	for ((i = 0; i < 200; i++)); do
@@ -133,5 +137,5 @@ cluster_broker_recreate() {
 		[ "$j" = "$n" ] || peers+="${peers:+,}$j@$NET.$j:$PORT"
 	done
 	kc "$ns" broker set id "$n" cluster "$cluster" \
-		listen "$NET.$n:$PORT" peers "$peers" >/dev/null
+		listen "$NET.$n:$PORT" peers "$peers" "$@" >/dev/null
 }

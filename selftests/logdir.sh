@@ -26,8 +26,7 @@
 # 7. a follower that diverged after a leader change (a scripted
 #    controller) truncates its segment files with its log.
 # 8. a full disk: appends are refused with KAFKA_STORAGE_ERROR.
-# 9. under krepd, a broker whose log directory fails: its replicas go
-#    Offline, leadership moves away and it leaves the ISRs.
+# (Log directories under krepd: logdir_krepd.sh.)
 # Prints KTAP; leaves the module unloaded, the image unmounted.
 
 # shellcheck disable=SC2317 # the conditions krep_wait_for polls
@@ -51,7 +50,7 @@ mnt=$tmp/mnt
 krep_cleanup_push rm -rf "$tmp"
 mark=logdir-$$
 
-ktap_plan 37
+ktap_plan 34
 
 values() { # PREFIX COUNT
 	seq -f "$1-%05g-abcdefghijklmnopqrstuvwxyz0123456789" 0 $(($2 - 1))
@@ -429,87 +428,6 @@ else
 	ktap_diag_stdin <"$tmp/full.err"
 fi
 ip netns del "$B7"
-
-# --- 9. a failed log directory under krepd: broker 3's replicas go Offline ---------------
-# Brokers 1 and 2 keep their logs on the big image, broker 3 on a 2 MiB
-# one. krepd creates topic o (3 partitions, RF 3: each broker prefers one);
-# records to the partition broker 1 leads fill broker 3's disk. Broker 3's
-# log directory then fails as a whole (Kafka's offline log directory):
-# all three of its replicas report Offline, and krepd moves broker 3's
-# leadership away and drops it from every ISR.
-krep_mod_unload
-krep_mod_load || ktap_bail "insmod failed"
-off=$tmp/off
-mkdir -p "$off"
-truncate -s 2M "$tmp/off.img" && mkfs.ext4 -q -F -O ^has_journal "$tmp/off.img" &&
-	mount -o loop "$tmp/off.img" "$off" || ktap_bail "cannot mount a small image"
-krep_cleanup_push umount "$off"
-for i in 1 2 3; do
-	peers=
-	for j in 1 2 3; do
-		[ "$j" = "$i" ] || peers+="${peers:+,}$j@$NET.$j:$PORT"
-	done
-	dir=$mnt/o$i
-	[ "$i" = 3 ] && dir=$off
-	mkdir -p "$dir"
-	kc "$(bns "$i")" broker set id "$i" cluster krepld listen "$NET.$i:$PORT" \
-		peers "$peers" log-dir "$dir" >/dev/null || ktap_bail "broker $i"
-done
-SOCK=$tmp/krepd.sock
-"$KREPD" --controller --foreground --poll-ms 250 --session-timeout-ms 3000 \
-	--preferred-interval-ms 0 --state-file "$tmp/krepd.state" \
-	--socket "$SOCK" --broker "1@netns:$B1" --broker "2@netns:$B2" \
-	--broker "3@netns:$B3" >"$tmp/krepd.log" 2>&1 &
-KREPD_PID=$!
-krep_cleanup_push "kill $KREPD_PID 2>/dev/null; wait $KREPD_PID 2>/dev/null"
-o_create() {
-	"$KREPCTL" topic create o partitions 3 rf 3 config segment_bytes=262144 \
-		--socket "$SOCK" >"$tmp/o.create" 2>&1
-}
-o_view() { # krepd's view of o, one compact JSON line per partition
-	"$KREPCTL" elect --status --socket "$SOCK" 2>/dev/null |
-		jq -c -s '[.[] | select(.topic == "o")] | sort_by(.partition) | .[]'
-}
-o_full() { # every partition of o led, with the full ISR
-	[ "$(o_view | jq -s 'map(select(.leader != null and
-		(.isr | length) == 3)) | length')" = 3 ]
-}
-krep_wait_for 60 o_create || ktap_diag_stdin <"$tmp/o.create"
-krep_wait_for 60 o_full || ktap_diag "o's ISR did not fill"
-p1=$(o_view | jq -s 'map(select(.leader == 1))[0].partition')
-p3=$(o_view | jq -s 'map(select(.leader == 3))[0].partition')
-ktap_diag "o-$p1 led by broker 1, o-$p3 by broker 3 (at ${SECONDS}s)"
-krep_kmsg_mark "$mark-off"
-big o 0 30000 | kc "$B1" produce o partition "$p1" acks 1 batch 100 >/dev/null 2>&1
-off3() { # broker 3 reports its three replicas of o Offline
-	[ "$(describe "$B3" o | jq '[.[] | select(.role == "offline")] | length')" = 3 ]
-}
-moved() { # krepd: broker 3 leads none of o and is in none of its ISRs
-	o_view | jq -s -e 'length == 3 and all(.[]; .leader != null and
-		.leader != 3 and (.isr | index(3)) == null)' >/dev/null
-}
-if krep_wait_for 60 off3 &&
-   [ "$(krep_kmsg_since "$mark-off" | grep -c "the log directory failed: every replica in it is offline")" = 1 ]; then
-	ktap_ok "broker 3's disk fills: its log directory fails once, and its three replicas of o report Offline"
-else
-	ktap_fail "broker 3's disk fills: its log directory fails once, and its three replicas of o report Offline"
-	describe "$B3" o | jq -c '.[] | {partition, role, leo}' | ktap_diag_stdin
-fi
-if krep_wait_for 60 moved &&
-   grep -q "o-$p3: leader 3 -> .*leader 3's replica is offline: its log directory failed" "$tmp/krepd.log"; then
-	ktap_ok "krepd moves o-$p3's leadership off broker 3 and drops broker 3 from o's ISRs"
-else
-	ktap_fail "krepd moves o-$p3's leadership off broker 3 and drops broker 3 from o's ISRs"
-	o_view | ktap_diag_stdin
-	grep "o-" "$tmp/krepd.log" | tail -n 8 | ktap_diag_stdin
-fi
-newl=$(o_view | jq -s --argjson p "$p3" '.[$p].leader')
-ktap_check "o-$p3's new leader $newl takes 10 records with acks=all" \
-	eval 'values n 10 | kc "$(bns "$newl")" produce o partition "$p3" acks all batch 10 >/dev/null'
-kill "$KREPD_PID" 2>/dev/null
-wait "$KREPD_PID" 2>/dev/null
-krep_mod_unload	# closes broker 3's files, so that its image unmounts
-umount "$off"
 
 krep_teardown_checks "$mark"
 ktap_finish
