@@ -114,6 +114,20 @@ module_param(kafka_max_connections, uint, 0444);
 MODULE_PARM_DESC(kafka_max_connections,
 		 "Kafka client connections each broker serves at once (default 1024, 1..65536)");
 
+/*
+ * Producer state per partition (producer.c): producer ids past the cap
+ * are refused once the idle ones are forgotten, as Kafka forgets them
+ */
+static unsigned int producers_max = 1024;
+module_param(producers_max, uint, 0444);
+MODULE_PARM_DESC(producers_max,
+		 "producer ids each partition keeps state for; a new one past it is refused with POLICY_VIOLATION (default 1024, 1..1048576)");
+
+static unsigned int producer_id_expiration_ms = 86400000;
+module_param(producer_id_expiration_ms, uint, 0444);
+MODULE_PARM_DESC(producer_id_expiration_ms,
+		 "a producer with no batch this long and no open transaction may be forgotten to make room for a new one, as Kafka's producer.id.expiration.ms (default 86400000, 1000..2147483647)");
+
 static unsigned int close_log_interval_ms = 5000;
 module_param(close_log_interval_ms, uint, 0444);
 MODULE_PARM_DESC(close_log_interval_ms,
@@ -172,6 +186,16 @@ u32 krep_param_kafka_max_request_bytes(void)
 u32 krep_param_kafka_max_connections(void)
 {
 	return kafka_max_connections;
+}
+
+u32 krep_param_producers_max(void)
+{
+	return producers_max;
+}
+
+u32 krep_param_producer_id_expiration_ms(void)
+{
+	return producer_id_expiration_ms;
 }
 
 u32 krep_param_close_log_interval_ms(void)
@@ -467,6 +491,17 @@ int krep_param_parse(struct krep_broker_cfg **cfgp, struct list_head *specs)
 	if (kafka_max_connections < 1 || kafka_max_connections > 65536) {
 		pr_err("bad kafka_max_connections %u: must be 1..65536\n",
 		       kafka_max_connections);
+		goto fail;
+	}
+	if (producers_max < 1 || producers_max > 1048576) {
+		pr_err("bad producers_max %u: must be 1..1048576\n",
+		       producers_max);
+		goto fail;
+	}
+	if (producer_id_expiration_ms < 1000 ||
+	    producer_id_expiration_ms > S32_MAX) {
+		pr_err("bad producer_id_expiration_ms %u: must be 1000..2147483647\n",
+		       producer_id_expiration_ms);
 		goto fail;
 	}
 	if (broker_id < -1) {

@@ -21,6 +21,8 @@ u32 krep_param_close_log_interval_ms(void);
 u32 krep_param_kafka_idle_ms(void);
 u32 krep_param_kafka_max_request_bytes(void);
 u32 krep_param_kafka_max_connections(void);
+u32 krep_param_producers_max(void);
+u32 krep_param_producer_id_expiration_ms(void);
 int krep_param_parse(struct krep_broker_cfg **cfgp, struct list_head *topics);
 
 #endif /* _KREP_PARAM_H */

@@ -56,8 +56,7 @@ struct krep_partition *krep_partition_new(struct krep_topic *t, u32 index,
 	mutex_init(&p->lock);
 	init_waitqueue_head(&p->waitq);
 	init_waitqueue_head(&p->commit_wq);
-	INIT_LIST_HEAD(&p->producers);
-	INIT_LIST_HEAD(&p->aborted);
+	krep_producer_init(p);
 	krep_log_init(&p->log, &t->kn->mem, t->config.segment_bytes);
 	p->nreplicas = nreplicas;
 	for (i = 0; i < nreplicas; i++) {

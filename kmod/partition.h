@@ -16,6 +16,7 @@
 
 #include "epoch.h"
 #include "log.h"
+#include "producer.h"
 #include "topic.h"
 
 struct sk_buff;
@@ -80,10 +81,7 @@ struct krep_partition {
 	u64 hw;
 	u64 lso;
 	u64 low_watermark;
-	struct list_head producers;	/* producer state (producer.c) */
-	unsigned int nproducers;
-	u64 pruned_start;		/* log start producer state was pruned at */
-	struct list_head aborted;	/* aborted transaction index */
+	struct krep_producers producers; /* producer state (producer.c) */
 	wait_queue_head_t waitq;	/* fetches waiting for records or HW */
 	wait_queue_head_t commit_wq;	/* acks=all produces waiting for HW */
 	unsigned int pend_head, pend_tail;

@@ -30,14 +30,47 @@
  * LSO is the smallest first offset of a transaction that is open or
  * whose marker HW has not passed yet, at most HW and at least the log
  * start.
+ *
+ * Lookup and order: entries are found by producer id in a hash table
+ * (allocated with the first entry, a quarter of producers_max buckets,
+ * 16..65536). Every order the code needs is a list kept in offset order
+ * by construction, since each batch lands above every offset before it
+ * (in the log, and in a rebuild that reads the log in order):
+ * struct krep_producers.lru by an entry's last batch (pruning stops at
+ * the first entry still above the log start, expiry at the first not
+ * idle long enough), .txns by first offset (its head holds LSO), .pins
+ * and .aborted by marker (pins HW has passed leave from the head).
+ *
+ * Limits: at most producers_max entries (module parameter). Before
+ * taking a new producer id at the cap, the entries idle for
+ * producer_id_expiration_ms with no open transaction and no pin are
+ * forgotten (Kafka's producer.id.expiration.ms); if none is, the leader
+ * refuses the new id with POLICY_VIOLATION rather than forget a
+ * producer whose retries or transaction a replica may still need. A
+ * follower and a rebuild take every producer of their log (the leader
+ * took it), so they may go past the cap until the leader's log start or
+ * the expiry catches up.
+ *
+ * Memory: the leader allocates what a batch or marker will need before
+ * it appends it, and refuses it with UNKNOWN_SERVER_ERROR when that
+ * fails, with nothing appended. A follower cannot refuse a batch: it is
+ * in its log already, so that the logs stay identical. When an
+ * allocation fails there (or in a rebuild), the state goes stale at that
+ * batch: LSO does not pass it, the state takes in no more batches, and a
+ * leader refuses batches with a producer id and TXN until a rebuild from
+ * the log, tried at most once every KREP_PRODUCER_RETRY_MS, succeeds.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/hash.h>
 #include <linux/list.h>
+#include <linux/log2.h>
+#include <linux/mm.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 
 #include "krep.h"
+#include "param.h"
 #include "partition.h"
 #include "record.h"
 #include "topic.h"
@@ -46,6 +79,10 @@
 
 /* Kafka's NUM_BATCHES_TO_RETAIN: the retries a producer may have in flight */
 #define KREP_PRODUCER_BATCHES	5
+/* a stale state is rebuilt from the log at most this often */
+#define KREP_PRODUCER_RETRY_MS	1000
+#define KREP_PRODUCER_BITS_MIN	4
+#define KREP_PRODUCER_BITS_MAX	16
 
 /* one of a producer's last batches, for telling a retry */
 struct krep_seq_batch {
@@ -55,24 +92,30 @@ struct krep_seq_batch {
 
 /* a producer's state on this partition */
 struct krep_producer {
-	struct list_head node;
+	struct hlist_node hash;
+	struct list_head lru;		/* in krep_producers.lru */
+	struct list_head txn;		/* open: in .txns or .begun */
+	struct list_head pin;		/* in .pins while the pin holds */
 	u64 producer_id;
 	u16 producer_epoch;
-	unsigned int nseq, seq_next;	/* entries of @seq, the next to fill */
-	struct krep_seq_batch seq[KREP_PRODUCER_BATCHES];
+	u8 nseq, seq_next;		/* entries of @seq, the next to fill */
 	bool open;
 	s64 first_offset;		/* open: its first batch, -1 for none */
 	/*
-	 * the transaction it ended last, until HW passes its marker: LSO
-	 * stays at its first offset meanwhile (Kafka's unreplicated
+	 * the transactions it ended last, until HW passes the marker: LSO
+	 * stays at the first offset meanwhile (Kafka's unreplicated
 	 * transactions), or a new leader without the marker could decide
-	 * otherwise what consumers already read as decided
+	 * otherwise what consumers already read as decided. A transaction
+	 * that ends while the pin holds moves its marker, not its first
+	 * offset: LSO waits for both.
 	 */
-	s64 ended_first;		/* -1: none */
+	u64 ended_first;
 	u64 ended_marker;
 	u64 last_offset;		/* its last batch or marker */
+	u64 last_ms;			/* when this replica saw it */
 	u64 open_ms;			/* when it opened here */
 	u32 timeout_ms;
+	struct krep_seq_batch seq[KREP_PRODUCER_BATCHES];
 };
 
 /* an aborted transaction's range, for read_committed readers */
@@ -83,63 +126,153 @@ struct krep_aborted {
 	u64 last_offset;		/* the abort marker */
 };
 
-static struct krep_producer *find(struct krep_partition *p, u64 pid)
+void krep_producer_init(struct krep_partition *p)
+{
+	struct krep_producers *ps = &p->producers;
+
+	INIT_LIST_HEAD(&ps->lru);
+	INIT_LIST_HEAD(&ps->txns);
+	INIT_LIST_HEAD(&ps->begun);
+	INIT_LIST_HEAD(&ps->pins);
+	INIT_LIST_HEAD(&ps->aborted);
+}
+
+static struct krep_producer *find(const struct krep_producers *ps, u64 pid)
 {
 	struct krep_producer *x;
 
-	list_for_each_entry(x, &p->producers, node) {
+	if (!ps->table)
+		return NULL;
+	hlist_for_each_entry(x, &ps->table[hash_64(pid, ps->bits)], hash) {
 		if (x->producer_id == pid)
 			return x;
 	}
 	return NULL;
 }
 
-static void del_producer(struct krep_partition *p, struct krep_producer *x)
+static void del_producer(struct krep_producers *ps, struct krep_producer *x)
 {
-	list_del(&x->node);
+	hlist_del(&x->hash);
+	list_del(&x->lru);
+	list_del(&x->txn);
+	list_del(&x->pin);
 	kfree(x);
-	p->nproducers--;
+	ps->count--;
 }
 
 /*
- * At most KREP_PRODUCERS_MAX entries a partition: past it, the entry
- * with no open transaction whose last batch is the oldest goes (Kafka
- * expires producers by time, producer.id.expiration.ms). Its retries are
- * then no longer told apart, and it may go on at any sequence.
+ * Forget the producers idle for producer_id_expiration_ms, as Kafka's
+ * removeExpiredProducers: none with an open transaction or a pin. Idle
+ * time is this replica's own (a client's timestamps cannot keep an entry
+ * alive); an entry a rebuild made counts from the rebuild.
  */
-static void add_producer(struct krep_partition *p, struct krep_producer *x)
+static void expire_idle(struct krep_producers *ps, u64 now)
 {
-	struct krep_producer *y, *old = NULL;
+	u64 idle = krep_param_producer_id_expiration_ms();
+	struct krep_producer *x, *tmp;
 
-	if (p->nproducers >= KREP_PRODUCERS_MAX) {
-		list_for_each_entry(y, &p->producers, node) {
-			if (!y->open &&
-			    (!old || y->last_offset < old->last_offset))
-				old = y;
-		}
-		if (old)
-			del_producer(p, old);
+	list_for_each_entry_safe(x, tmp, &ps->lru, lru) {
+		if (now - x->last_ms < idle)
+			break;		/* the rest are newer */
+		if (!x->open && list_empty(&x->pin))
+			del_producer(ps, x);
 	}
-	list_add_tail(&x->node, &p->producers);
-	p->nproducers++;
 }
 
-/*
- * An entry for @pid. GFP_NOFAIL: the batch is in the log already, and an
- * entry is small; without it a transaction would not hold the LSO.
- */
-static struct krep_producer *find_or_add(struct krep_partition *p, u64 pid)
+/* the hash table, with the first entry */
+static int alloc_table(struct krep_producers *ps)
 {
-	struct krep_producer *x = find(p, pid);
+	unsigned int bits, i;
+	struct hlist_head *t;
 
-	if (x)
-		return x;
-	x = kzalloc(sizeof(*x), GFP_KERNEL_ACCOUNT | __GFP_NOFAIL);
+	if (ps->table)
+		return 0;
+	bits = ilog2(max(krep_param_producers_max() / 4, 1U));
+	bits = clamp_t(unsigned int, bits, KREP_PRODUCER_BITS_MIN,
+		       KREP_PRODUCER_BITS_MAX);
+	t = kvmalloc_array(1U << bits, sizeof(*t), GFP_KERNEL_ACCOUNT);
+	if (!t)
+		return -ENOMEM;
+	for (i = 0; i < 1U << bits; i++)
+		INIT_HLIST_HEAD(&t[i]);
+	ps->table = t;
+	ps->bits = bits;
+	return 0;
+}
+
+/* an entry for @pid, which has none; NULL when out of memory */
+static struct krep_producer *add_producer(struct krep_producers *ps, u64 pid,
+					  u64 now)
+{
+	struct krep_producer *x;
+
+	if (ps->count >= krep_param_producers_max())
+		expire_idle(ps, now);
+	if (alloc_table(ps))
+		return NULL;
+	x = ps->spare;
+	ps->spare = NULL;
+	if (!x)
+		x = kzalloc(sizeof(*x), GFP_KERNEL_ACCOUNT);
+	if (!x)
+		return NULL;
 	x->producer_id = pid;
 	x->first_offset = -1;
-	x->ended_first = -1;
-	add_producer(p, x);
+	x->last_ms = now;
+	INIT_LIST_HEAD(&x->txn);
+	INIT_LIST_HEAD(&x->pin);
+	hlist_add_head(&x->hash, &ps->table[hash_64(pid, ps->bits)]);
+	list_add_tail(&x->lru, &ps->lru);
+	ps->count++;
 	return x;
+}
+
+static int out_of_memory(struct krep_status *st)
+{
+	return krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR, -ENOMEM,
+			 "out of memory for the partition's producer state");
+}
+
+/*
+ * May the leader take a new producer id? At producers_max, only once
+ * idle ones are forgotten. Then what its entry needs is allocated, so
+ * that the append cannot fail for it.
+ */
+static int admit(struct krep_producers *ps, u64 now, struct krep_status *st)
+{
+	unsigned int max = krep_param_producers_max();
+
+	if (ps->count >= max)
+		expire_idle(ps, now);
+	if (ps->count >= max)
+		return krep_fail(st, KREP_KERR_POLICY_VIOLATION, -EUSERS,
+				 "a new producer id past producers_max on this partition");
+	if (alloc_table(ps))
+		return out_of_memory(st);
+	if (!ps->spare)
+		ps->spare = kzalloc(sizeof(*ps->spare), GFP_KERNEL_ACCOUNT);
+	return ps->spare ? 0 : out_of_memory(st);
+}
+
+/* a new last batch or marker of @x */
+static void touch(struct krep_producers *ps, struct krep_producer *x,
+		  u64 last, u64 now)
+{
+	x->last_offset = max(x->last_offset, last);
+	x->last_ms = now;
+	list_move_tail(&x->lru, &ps->lru);
+}
+
+/* the state takes in nothing from @offset on until a rebuild */
+static void go_stale(struct krep_partition *p, u64 offset)
+{
+	struct krep_producers *ps = &p->producers;
+
+	ps->stale = true;
+	ps->stale_at = offset;
+	ps->stale_ms = krep_now_ms();
+	pr_warn_ratelimited("%s-%u: out of memory for producer state at offset %llu: LSO stays below it, and batches with a producer id are refused, until it is rebuilt from the log\n",
+			    p->topic->name, p->index, offset);
 }
 
 static void txn_open(struct krep_producer *x, u16 epoch, s64 first,
@@ -156,35 +289,67 @@ static void txn_open(struct krep_producer *x, u16 epoch, s64 first,
 	x->timeout_ms = timeout_ms;
 }
 
-static void add_aborted(struct krep_partition *p, u64 pid, u64 first,
-			u64 marker)
+static void txn_close(struct krep_producer *x)
+{
+	x->open = false;
+	x->first_offset = -1;
+	list_del_init(&x->txn);
+}
+
+static int add_aborted(struct krep_producers *ps, u64 pid, u64 first,
+		       u64 marker)
 {
 	struct krep_aborted *a;
 
 	if (first >= marker)
-		return;
-	a = kzalloc(sizeof(*a), GFP_KERNEL_ACCOUNT | __GFP_NOFAIL);
+		return 0;
+	a = ps->spare_abort;
+	ps->spare_abort = NULL;
+	if (!a)
+		a = kzalloc(sizeof(*a), GFP_KERNEL_ACCOUNT);
+	if (!a)
+		return -ENOMEM;
 	a->producer_id = pid;
 	a->first_offset = first;
 	a->last_offset = marker;
-	list_add_tail(&a->node, &p->aborted);
+	list_add_tail(&a->node, &ps->aborted);
+	return 0;
+}
+
+/* @x's open transaction, in the log from its first offset, ends at @marker */
+static void pin(struct krep_partition *p, struct krep_producer *x, u64 marker)
+{
+	/* a pin HW has not passed yet keeps its older first offset */
+	if (list_empty(&x->pin) || p->hw > x->ended_marker)
+		x->ended_first = x->first_offset;
+	x->ended_marker = marker;
+	list_move_tail(&x->pin, &p->producers.pins);
 }
 
 /*
  * HW, or the first offset of the oldest transaction below it that is
- * open or whose marker HW has not passed yet; never below the log start
+ * open or whose marker HW has not passed yet; never below the log start.
+ * Pins HW has passed are let go (HW goes back only with a truncation,
+ * which rebuilds the state).
  */
-static u64 lso_target(const struct krep_partition *p)
+static u64 lso_target(struct krep_partition *p)
 {
-	const struct krep_producer *x;
+	struct krep_producers *ps = &p->producers;
+	struct krep_producer *x, *tmp;
 	u64 lso = p->hw;
 
-	list_for_each_entry(x, &p->producers, node) {
-		if (x->open && x->first_offset >= 0)
-			lso = min_t(u64, lso, x->first_offset);
-		if (x->ended_first >= 0 && p->hw <= x->ended_marker)
-			lso = min_t(u64, lso, x->ended_first);
+	list_for_each_entry_safe(x, tmp, &ps->pins, pin) {
+		if (p->hw <= x->ended_marker)
+			break;
+		list_del_init(&x->pin);
 	}
+	x = list_first_entry_or_null(&ps->txns, struct krep_producer, txn);
+	if (x)
+		lso = min_t(u64, lso, x->first_offset);
+	list_for_each_entry(x, &ps->pins, pin)
+		lso = min(lso, x->ended_first);
+	if (ps->stale)
+		lso = min(lso, ps->stale_at);
 	return min(p->hw, max(lso, p->log.start_offset));
 }
 
@@ -226,6 +391,25 @@ static const struct krep_seq_batch *newest(const struct krep_producer *x)
 		       KREP_PRODUCER_BATCHES];
 }
 
+/* a commit or abort marker of @x, a producer with an entry */
+static void marker_batch(struct krep_partition *p, struct krep_producer *x,
+			 const struct krep_batch *b, u64 now)
+{
+	struct krep_producers *ps = &p->producers;
+	bool logged = x->open && x->first_offset >= 0;
+
+	if (b->ctrl_type == KREP_CTRL_ABORT && logged &&
+	    add_aborted(ps, x->producer_id, x->first_offset, b->base_offset)) {
+		go_stale(p, b->base_offset);	/* nothing of it taken in */
+		return;
+	}
+	note_epoch(x, b);
+	if (logged)
+		pin(p, x, b->base_offset);
+	txn_close(x);
+	touch(ps, x, b->base_offset, now);
+}
+
 /**
  * krep_producer_batch - account a batch this replica appended to its log
  * @p: the partition
@@ -233,59 +417,60 @@ static const struct krep_seq_batch *newest(const struct krep_producer *x)
  *	its type (krep_batch_parse() sets both)
  *
  * Batches without a producer id, and those that are neither
- * transactional nor carry a sequence, change nothing.
+ * transactional nor carry a sequence, change nothing. Never fails: on
+ * the leader, krep_producer_check() and txn_end() allocated what it
+ * takes; elsewhere a failed allocation leaves the state stale.
  */
 void krep_producer_batch(struct krep_partition *p, const struct krep_batch *b)
 {
+	struct krep_producers *ps = &p->producers;
+	bool txnl = b->attributes & KREP_RB_ATTR_TRANSACTIONAL;
 	struct krep_producer *x;
+	u64 now;
 
 	lockdep_assert_held(&p->lock);
-	if (b->producer_id < 0 ||
-	    (!(b->attributes & KREP_RB_ATTR_TRANSACTIONAL) && b->base_seq < 0))
+	if (ps->stale || b->producer_id < 0 || (!txnl && b->base_seq < 0))
 		return;
-	x = find(p, b->producer_id);
+	now = krep_now_ms();
+	x = find(ps, b->producer_id);
 	if (b->attributes & KREP_RB_ATTR_CONTROL) {
 		/*
 		 * a marker of a producer with no batch since the log start
 		 * ends nothing this replica holds
 		 */
-		if (b->ctrl_type < 0 || !x)
-			return;
-		if (b->ctrl_type == KREP_CTRL_ABORT && x->open &&
-		    x->first_offset >= 0)
-			add_aborted(p, b->producer_id, x->first_offset,
-				    b->base_offset);
-		note_epoch(x, b);
-		if (x->open && x->first_offset >= 0) {
-			x->ended_first = x->first_offset;
-			x->ended_marker = b->base_offset;
-		}
-		x->open = false;
-		x->first_offset = -1;
-		x->last_offset = b->base_offset;
+		if (b->ctrl_type >= 0 && x)
+			marker_batch(p, x, b, now);
 		return;
 	}
-	x = find_or_add(p, b->producer_id);
+	if (!x)
+		x = add_producer(ps, b->producer_id, now);
+	if (!x) {
+		go_stale(p, b->base_offset);
+		return;
+	}
 	note_epoch(x, b);
 	note_seq(x, b);
-	x->last_offset = krep_batch_last(b);
-	if (!(b->attributes & KREP_RB_ATTR_TRANSACTIONAL))
+	touch(ps, x, krep_batch_last(b), now);
+	if (!txnl)
 		return;
-	if (!x->open)
+	if (!x->open) {
 		txn_open(x, b->producer_epoch, b->base_offset,
 			 KREP_TXN_TIMEOUT_DEFAULT_MS);
-	else if (x->first_offset < 0)
-		x->first_offset = b->base_offset;
+		list_add_tail(&x->txn, &ps->txns);
+	} else if (x->first_offset < 0) {
+		x->first_offset = b->base_offset;	/* after TXN BEGIN */
+		list_move_tail(&x->txn, &ps->txns);
+	}
 }
 
-static void free_all(struct krep_partition *p)
+static void free_all(struct krep_producers *ps)
 {
 	struct krep_aborted *a, *atmp;
 	struct krep_producer *x, *xtmp;
 
-	list_for_each_entry_safe(x, xtmp, &p->producers, node)
-		del_producer(p, x);
-	list_for_each_entry_safe(a, atmp, &p->aborted, node) {
+	list_for_each_entry_safe(x, xtmp, &ps->lru, lru)
+		del_producer(ps, x);
+	list_for_each_entry_safe(a, atmp, &ps->aborted, node) {
 		list_del(&a->node);
 		kfree(a);
 	}
@@ -293,15 +478,49 @@ static void free_all(struct krep_partition *p)
 
 void krep_producer_destroy(struct krep_partition *p)
 {
-	free_all(p);
+	struct krep_producers *ps = &p->producers;
+
+	free_all(ps);
+	kvfree(ps->table);
+	kfree(ps->spare);
+	kfree(ps->spare_abort);
 }
 
 static enum krep_log_verdict rebuild_one(const struct krep_batch *b,
 					 void *arg)
 {
-	krep_producer_batch(arg, b);
+	struct krep_partition *p = arg;
+
+	krep_producer_batch(p, b);
 	cond_resched();		/* a long log: the lock is a mutex */
-	return KREP_LOG_SKIP;
+	return p->producers.stale ? KREP_LOG_STOP : KREP_LOG_SKIP;
+}
+
+/* the state from the log as it now is; stale again if memory fails */
+static void rebuild(struct krep_partition *p)
+{
+	struct krep_producers *ps = &p->producers;
+
+	free_all(ps);
+	ps->stale = false;
+	ps->stale_ms = krep_now_ms();
+	if (krep_log_read_size(&p->log, p->log.start_offset, U32_MAX,
+			       rebuild_one, p) < 0)
+		pr_warn_ratelimited("%s-%u: producer state rebuilt from an unreadable log\n",
+				    p->topic->name, p->index);
+}
+
+/* a stale state: try the rebuild again, at most once a retry period */
+static void retry_stale(struct krep_partition *p, u64 now)
+{
+	struct krep_producers *ps = &p->producers;
+
+	if (!ps->stale || now - ps->stale_ms < KREP_PRODUCER_RETRY_MS)
+		return;
+	rebuild(p);
+	if (!ps->stale)
+		pr_info("%s-%u: producer state rebuilt from the log\n",
+			p->topic->name, p->index);
 }
 
 /**
@@ -315,11 +534,7 @@ static enum krep_log_verdict rebuild_one(const struct krep_batch *b,
 void krep_producer_rebuild(struct krep_partition *p)
 {
 	lockdep_assert_held(&p->lock);
-	free_all(p);
-	if (krep_log_read_size(&p->log, p->log.start_offset, U32_MAX,
-			       rebuild_one, p) < 0)
-		pr_warn_ratelimited("%s-%u: producer state rebuilt from an unreadable log\n",
-				    p->topic->name, p->index);
+	rebuild(p);
 	WRITE_ONCE(p->lso, min(p->lso, lso_target(p)));
 	krep_partition_update_lso(p);
 }
@@ -330,48 +545,53 @@ void krep_producer_rebuild(struct krep_partition *p)
  */
 void krep_producer_drop_unlogged(struct krep_partition *p)
 {
-	struct krep_producer *x;
+	struct krep_producer *x, *tmp;
 
-	list_for_each_entry(x, &p->producers, node) {
-		if (x->open && x->first_offset < 0)
-			x->open = false;	/* its sequences stay */
-	}
+	list_for_each_entry_safe(x, tmp, &p->producers.begun, txn)
+		txn_close(x);		/* its sequences stay */
 }
 
 /* entries wholly below the log start offset serve nobody; every replica */
 void krep_producer_prune(struct krep_partition *p)
 {
+	struct krep_producers *ps = &p->producers;
 	u64 start = p->log.start_offset;
 	struct krep_aborted *a, *atmp;
 	struct krep_producer *x, *xtmp;
 
 	lockdep_assert_held(&p->lock);
-	if (start <= p->pruned_start)
+	if (start <= ps->pruned_start)
 		return;		/* only when the log start moved */
-	p->pruned_start = start;
+	ps->pruned_start = start;
 
-	list_for_each_entry_safe(a, atmp, &p->aborted, node) {
-		if (a->last_offset < start) {
-			list_del(&a->node);
-			kfree(a);
-		}
+	list_for_each_entry_safe(a, atmp, &ps->aborted, node) {
+		if (a->last_offset >= start)
+			break;
+		list_del(&a->node);
+		kfree(a);
 	}
-	list_for_each_entry_safe(x, xtmp, &p->producers, node) {
-		if (!x->open && x->last_offset < start)
-			del_producer(p, x);
+	list_for_each_entry_safe(x, xtmp, &ps->lru, lru) {
+		if (x->last_offset >= start)
+			break;
+		if (!x->open)
+			del_producer(ps, x);
 	}
 }
 
-/* is @b, a transactional data batch, part of an aborted transaction? */
+/*
+ * is @b, a transactional data batch, part of an aborted transaction?
+ * Only ranges whose marker is above it can hold it: from the newest back
+ */
 bool krep_txn_aborted(const struct krep_partition *p,
 		      const struct krep_batch *b)
 {
 	const struct krep_aborted *a;
 
-	list_for_each_entry(a, &p->aborted, node) {
+	list_for_each_entry_reverse(a, &p->producers.aborted, node) {
+		if (a->last_offset <= b->base_offset)
+			break;
 		if (a->producer_id == b->producer_id &&
-		    b->base_offset >= a->first_offset &&
-		    b->base_offset < a->last_offset)
+		    b->base_offset >= a->first_offset)
 			return true;
 	}
 	return false;
@@ -411,6 +631,12 @@ static int check_seq(const struct krep_producer *x, const struct krep_batch *b,
 			 "sequence does not follow the producer's last");
 }
 
+static int stale_refusal(struct krep_status *st)
+{
+	return krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR, -ENOMEM,
+			 "producer state incomplete after an allocation failure; rebuilding");
+}
+
 /**
  * krep_producer_check - may the leader append a producer's batch?
  * @p: the partition, locked, led by this broker
@@ -418,14 +644,20 @@ static int check_seq(const struct krep_producer *x, const struct krep_batch *b,
  * @dup: set to the offsets of the batch it repeats, when it does
  * @st: the refusal
  *
+ * A batch of a new producer id is taken while the partition has fewer
+ * than producers_max producers, and its entry is allocated here.
+ *
  * Return: 0 to append it, 1 for a retry of a batch in the log (answer
  * with @dup's offsets), or a negative errno: an older producer epoch,
- * a sequence out of order, or a transactional batch outside an open
- * transaction.
+ * a sequence out of order, a transactional batch outside an open
+ * transaction, a new producer past producers_max (POLICY_VIOLATION), or
+ * no memory for its state (UNKNOWN_SERVER_ERROR).
  */
 int krep_producer_check(struct krep_partition *p, const struct krep_batch *b,
 			struct krep_append_result *dup, struct krep_status *st)
 {
+	struct krep_producers *ps = &p->producers;
+	bool txnl = b->attributes & KREP_RB_ATTR_TRANSACTIONAL;
 	const struct krep_seq_batch *sb = NULL;
 	struct krep_producer *x;
 	int ret = 0;
@@ -433,7 +665,9 @@ int krep_producer_check(struct krep_partition *p, const struct krep_batch *b,
 	lockdep_assert_held(&p->lock);
 	if (b->producer_id < 0)
 		return 0;
-	x = find(p, b->producer_id);
+	if (ps->stale)
+		return stale_refusal(st);
+	x = find(ps, b->producer_id);
 	if (x)
 		ret = check_seq(x, b, &sb, st);
 	if (ret < 0)
@@ -444,8 +678,8 @@ int krep_producer_check(struct krep_partition *p, const struct krep_batch *b,
 		dup->count = b->count;
 		return 1;
 	}
-	if (!(b->attributes & KREP_RB_ATTR_TRANSACTIONAL))
-		return 0;
+	if (!txnl)
+		return x || b->base_seq < 0 ? 0 : admit(ps, krep_now_ms(), st);
 	if (!x || !x->open)
 		return krep_fail(st, KREP_KERR_INVALID_TXN_STATE, -EINVAL,
 				 "transactional batch outside an open transaction");
@@ -458,8 +692,11 @@ int krep_producer_check(struct krep_partition *p, const struct krep_batch *b,
 /* LSO moves forward only, but for a truncation (krep_producer_rebuild()) */
 void krep_partition_update_lso(struct krep_partition *p)
 {
-	u64 lso = lso_target(p);
+	u64 lso;
 
+	if (p->producers.stale)
+		retry_stale(p, krep_now_ms());
+	lso = lso_target(p);
 	if (lso > p->lso) {
 		trace_krep_lso_update(p, p->replicas[p->self], p->lso, lso);
 		WRITE_ONCE(p->lso, lso);
@@ -470,9 +707,17 @@ void krep_partition_update_lso(struct krep_partition *p)
 static int txn_end(struct krep_partition *p, struct krep_producer *x, bool commit,
 		   u64 *offset, struct krep_status *st)
 {
+	struct krep_producers *ps = &p->producers;
 	u8 marker[KREP_CTRL_BATCH_LEN];
 	int err;
 
+	/* the aborted index's entry, before the marker is in the log */
+	if (!commit && x->first_offset >= 0 && !ps->spare_abort) {
+		ps->spare_abort = kzalloc(sizeof(*ps->spare_abort),
+					  GFP_KERNEL_ACCOUNT);
+		if (!ps->spare_abort)
+			return out_of_memory(st);
+	}
 	krep_batch_build_control(marker, x->producer_id, x->producer_epoch,
 				 commit, ktime_get_real_ns() / NSEC_PER_MSEC);
 	err = krep_partition_leader_append(p, marker, sizeof(marker), offset,
@@ -484,47 +729,56 @@ static int txn_end(struct krep_partition *p, struct krep_producer *x, bool commi
 	return 0;
 }
 
+/* abort @x's transaction if it is open past its timeout; false: failed */
+static bool expire_txn(struct krep_partition *p, struct krep_producer *x,
+		       u64 now)
+{
+	struct krep_status st = {};
+	u64 off, pid = x->producer_id, open_for = now - x->open_ms;
+
+	if ((s64)open_for <= (s64)x->timeout_ms)
+		return true;
+	if (txn_end(p, x, false, &off, &st)) {
+		pr_warn_ratelimited("%s-%u: cannot abort producer %llu's expired transaction: %s\n",
+				    p->topic->name, p->index, pid, st.why);
+		return false;
+	}
+	pr_info("%s-%u: producer %llu's transaction open for %llu ms aborted at %llu\n",
+		p->topic->name, p->index, pid, open_for, off);
+	return true;
+}
+
 /**
  * krep_txn_expire - abort the transactions open past their timeout
  * @p: the partition, locked
  * @now: krep_now_ms()
  *
  * Only a leader writes markers; a transaction a follower rebuilt from its
- * log counts its time from when this replica saw its first batch.
+ * log counts its time from when this replica saw its first batch. Also
+ * retries the rebuild of a stale state.
  */
 void krep_txn_expire(struct krep_partition *p, u64 now)
 {
-	struct krep_status st = {};
-	struct krep_producer *x;
-	u64 off, pid, open_ms;
-	bool found;
+	struct krep_producers *ps = &p->producers;
+	struct krep_producer *x, *tmp;
 
 	lockdep_assert_held(&p->lock);
-	if (p->role != KREP_ROLE_LEADER || p->dead)
+	if (ps->stale)
+		krep_partition_update_lso(p);	/* tries the rebuild */
+	if (p->role != KREP_ROLE_LEADER || p->dead || ps->stale)
 		return;
-	/* one at a time: the marker's append may prune entries */
-	do {
-		found = false;
-		list_for_each_entry(x, &p->producers, node) {
-			if (x->open &&
-			    (s64)(now - x->open_ms) > (s64)x->timeout_ms) {
-				found = true;
-				break;
-			}
-		}
-		if (!found)
+	/*
+	 * a marker's append takes its producer off these lists and prunes
+	 * entries with no open transaction: the next one stays
+	 */
+	list_for_each_entry_safe(x, tmp, &ps->txns, txn) {
+		if (!expire_txn(p, x, now))
 			return;
-		pid = x->producer_id;
-		open_ms = now - x->open_ms;
-		if (txn_end(p, x, false, &off, &st)) {
-			pr_warn_ratelimited("%s-%u: cannot abort producer %llu's expired transaction: %s\n",
-					    p->topic->name, p->index, pid,
-					    st.why);
+	}
+	list_for_each_entry_safe(x, tmp, &ps->begun, txn) {
+		if (!expire_txn(p, x, now))
 			return;
-		}
-		pr_info("%s-%u: producer %llu's transaction open for %llu ms aborted at %llu\n",
-			p->topic->name, p->index, pid, open_ms, off);
-	} while (true);
+	}
 }
 
 /**
@@ -537,19 +791,26 @@ void krep_txn_expire(struct krep_partition *p, u64 now)
  * @offset: set to the LEO (BEGIN) or the marker's offset
  * @st: the refusal
  *
- * Return: 0 or a negative errno.
+ * Return: 0 or a negative errno; BEGIN of a new producer id past
+ * producers_max is refused (POLICY_VIOLATION), as in PRODUCE.
  */
 int krep_partition_txn(struct krep_partition *p, u64 pid, u16 pepoch, u8 op,
 		       u32 timeout_ms, u64 *offset, struct krep_status *st)
 {
+	struct krep_producers *ps = &p->producers;
 	struct krep_producer *x;
+	u64 now;
 	int err;
 
 	mutex_lock(&p->lock);
 	err = krep_partition_check_leader(p, st);
 	if (err)
 		goto out;
-	x = find(p, pid);
+	if (ps->stale) {
+		err = stale_refusal(st);
+		goto out;
+	}
+	x = find(ps, pid);
 	if (x && (s16)pepoch < (s16)x->producer_epoch) {
 		err = krep_fail(st, KREP_KERR_INVALID_PRODUCER_EPOCH, -EINVAL,
 				"producer epoch older than the producer's last");
@@ -561,20 +822,21 @@ int krep_partition_txn(struct krep_partition *p, u64 pid, u16 pepoch, u8 op,
 					"producer already has an open transaction");
 			goto out;
 		}
+		now = krep_now_ms();
 		if (!x) {
-			x = kzalloc(sizeof(*x), GFP_KERNEL_ACCOUNT);
+			err = admit(ps, now, st);
+			if (err)
+				goto out;
+			x = add_producer(ps, pid, now);	/* takes the spare */
 			if (!x) {
-				err = krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR,
-						-ENOMEM, "out of memory");
+				err = out_of_memory(st);
 				goto out;
 			}
-			x->producer_id = pid;
-			x->ended_first = -1;
-			x->last_offset = p->log.end_offset;
-			add_producer(p, x);
 		}
+		touch(ps, x, p->log.end_offset, now);
 		txn_open(x, pepoch, -1,
 			 timeout_ms ?: KREP_TXN_TIMEOUT_DEFAULT_MS);
+		list_add_tail(&x->txn, &ps->begun);
 		*offset = p->log.end_offset;
 		goto out;
 	}

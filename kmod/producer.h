@@ -11,19 +11,42 @@
 #ifndef _KREP_PRODUCER_H
 #define _KREP_PRODUCER_H
 
+#include <linux/list.h>
 #include <linux/types.h>
 
+struct krep_aborted;
 struct krep_append_result;
 struct krep_batch;
 struct krep_partition;
+struct krep_producer;
 struct krep_status;
 
 /* the Kafka default of transaction.timeout.ms and the broker's maximum */
 #define KREP_TXN_TIMEOUT_DEFAULT_MS	60000
 #define KREP_TXN_TIMEOUT_MAX_MS		900000
-/* producer entries kept per partition (producer.c, add_producer()) */
-#define KREP_PRODUCERS_MAX		1024
 
+/*
+ * A partition's producer state, in struct krep_partition, under its lock.
+ * Each list is in offset order by construction (producer.c explains).
+ */
+struct krep_producers {
+	struct hlist_head *table;	/* entries by producer id; NULL until one */
+	unsigned int bits;		/* @table has 1 << bits buckets */
+	unsigned int count;		/* entries */
+	struct list_head lru;		/* every entry, by its last batch */
+	struct list_head txns;		/* open, with a batch: by first offset */
+	struct list_head begun;		/* open by TXN BEGIN, no batch yet */
+	struct list_head pins;		/* ended, marker not below HW: by marker */
+	struct list_head aborted;	/* the aborted index, by marker */
+	struct krep_producer *spare;	/* allocated ahead by the leader */
+	struct krep_aborted *spare_abort;
+	u64 pruned_start;		/* the log start it was pruned at */
+	bool stale;			/* an allocation failed: see producer.c */
+	u64 stale_at;			/* the first offset not taken in */
+	u64 stale_ms;			/* the last rebuild tried */
+};
+
+void krep_producer_init(struct krep_partition *p);
 void krep_producer_batch(struct krep_partition *p, const struct krep_batch *b);
 void krep_producer_rebuild(struct krep_partition *p);
 void krep_producer_drop_unlogged(struct krep_partition *p);

@@ -11,6 +11,7 @@
 #   d   1 partition, RF 3, replicas 1,2,3 (double leader change)
 #   x   1 partition, RF 2, replicas 1,2   (transactions)
 #   k   1 partition, RF 3, replicas 1,2,3 (two rounds of truncation)
+#   m   1 partition, RF 2, replicas 1,2   (many producers)
 #
 # 1. claims: a second owner is refused while the lease runs, a stale epoch
 #    after it; LEADER_AND_ISR only from the claim's epoch; bad requests.
@@ -32,6 +33,13 @@
 #    transaction open past its timeout is aborted with a marker.
 # 7. KIP-279 (topic k): a follower whose last epoch the leader never saw
 #    truncates in two rounds and ends identical.
+# 8. many producers (topic m, insmod producers_max=16): 16 open
+#    transactions, 15 writing at once (lookups by producer id among
+#    interleaved batches); a 17th producer id refused with
+#    POLICY_VIOLATION while the others are served; transactions ended in
+#    another order than opened keep LSO at the oldest on both replicas;
+#    identical logs and read_committed on the leader and a new leader; idle
+#    producers forgotten after producer_id_expiration_ms make room.
 # Prints KTAP; leaves the module unloaded and no namespace behind.
 
 # shellcheck disable=SC2317 # the conditions krep_wait_for polls
@@ -47,6 +55,8 @@ krep_require_vm
 krep_require_cmd jq ip /usr/bin/python3
 
 LAG=1000
+PMAX=16			# producers_max, producer ids per partition
+PEXP=10000		# producer_id_expiration_ms
 CE=2			# the controller epoch the brokers end up claimed with
 tmp=$(mktemp -d)
 krep_cleanup_push rm -rf "$tmp"
@@ -121,7 +131,7 @@ same_logs() { # TOPIC N...: identical dumps (records up to HW) on all
 	done
 }
 
-ktap_plan 33
+ktap_plan 40
 
 # --- set-up ---------------------------------------------------------------
 
@@ -129,7 +139,9 @@ krep_kmsg_mark "$mark"
 krep_mod_unload
 # short deadlines: a cut link is noticed within 2.5 s, a restored one is
 # used again within 0.5 s
-krep_mod_load fetch_timeout_ms=2000 reconnect_backoff_max_ms=500 ||
+# a small producers_max and expiry for section 8
+krep_mod_load fetch_timeout_ms=2000 reconnect_backoff_max_ms=500 \
+	producers_max=$PMAX producer_id_expiration_ms=$PEXP ||
 	ktap_bail "insmod krep.ko failed"
 cluster_up kreps || ktap_bail "cannot set up three brokers"
 for n in 1 2 3; do
@@ -146,10 +158,12 @@ cluster_topic x partitions 1 replication-factor 2 \
 	config replica_lag_time_max_ms=$LAG || ktap_bail "topic x"
 cluster_topic k partitions 1 replication-factor 3 \
 	config replica_lag_time_max_ms=$LAG || ktap_bail "topic k"
+cluster_topic m partitions 1 replication-factor 2 \
+	config replica_lag_time_max_ms=$LAG || ktap_bail "topic m"
 krep_wait_for 60 cluster_peers_up || ktap_bail "peers did not connect"
 full_isr() { [ "$(sf 1 t isr)" = 1,2,3 ] && [ "$(sf 1 d isr)" = 1,2,3 ] &&
 	     [ "$(sf 1 r isr)" = 1,2 ] && [ "$(sf 1 x isr)" = 1,2 ] &&
-	     [ "$(sf 1 k isr)" = 1,2,3 ]; }
+	     [ "$(sf 1 k isr)" = 1,2,3 ] && [ "$(sf 1 m isr)" = 1,2 ]; }
 krep_wait_for 60 full_isr || ktap_bail "ISRs did not fill"
 # the leader was its own ISR authority until now: its partition epoch
 PE=$(sf 1 t pe)
@@ -586,6 +600,137 @@ else
 	st 3 k | ktap_diag_stdin
 	krep_kmsg_since "$mark" | grep 'k-0' | tail -5 | ktap_diag_stdin
 	ktap_fail "broker 3 truncates to its epoch 0's end (3) in a second round and ends identical"
+fi
+
+# --- 8. many producers: the hash table and producers_max ---------------------
+
+ktap_diag "8. many producers on one partition, producers_max=$PMAX (at ${SECONDS}s)"
+mtxn() { kc "$(bns "$1")" txn m "$2" "$3" 2>&1; }	# N PID:EPOCH OP
+mptx() { # N PID:EPOCH PREFIX COUNT: transactional records PREFIX-0..
+	seq -f "$3-%g" 0 $(($4 - 1)) |
+		kc "$(bns "$1")" --json produce m acks all txn "$2" 2>&1
+}
+mcommitted() { # N: what read_committed reads of m on broker N, sorted
+	kc "$(bns "$1")" consume m --isolation read_committed | sort | paste -sd,
+}
+lso_at() { # LSO BROKER...: every one of them at LSO
+	local l=$1 n
+	shift
+	for n in "$@"; do
+		[ "$(sf "$n" m lso)" = "$l" ] || return 1
+	done
+}
+# producer 1001 opens first, alone: its batch holds LSO at M0; then the
+# other 15 write 3 batches each at once, their batches interleaved
+M0=$(sf 1 m leo)
+fails=0
+for ((i = 1001; i <= 1000 + PMAX; i++)); do
+	mtxn 1 "$i:0" begin >/dev/null || fails=$((fails + 1))
+done
+mptx 1 1001:0 m1001 1 >/dev/null || fails=$((fails + 1))
+pids=()
+for ((i = 1002; i <= 1000 + PMAX; i++)); do
+	mptx 1 "$i:0" "m$i" 3 >"$tmp/m.$i" &
+	pids+=($!)
+done
+for p in "${pids[@]}"; do
+	wait "$p" || fails=$((fails + 1))
+done
+MEND=$((M0 + 1 + 3 * (PMAX - 1)))
+if [ "$fails" = 0 ] && krep_wait_for 10 hw_all m $MEND 1 2 &&
+   lso_at "$M0" 1 2; then
+	ktap_ok "$PMAX producers with open transactions, 15 writing at once: every batch taken, LSO $M0 on leader and follower"
+else
+	ktap_diag "$fails failed"
+	cat "$tmp"/m.1* | ktap_diag_stdin
+	st 1 m | ktap_diag_stdin
+	st 2 m | ktap_diag_stdin
+	ktap_fail "$PMAX producers with open transactions, 15 writing at once: every batch taken, LSO $M0 on leader and follower"
+fi
+# past the cap: a new producer id is refused, and nothing else
+out=$(mtxn 1 "$((1001 + PMAX)):0" begin) && rc=0 || rc=$?
+if [ "$rc" != 0 ] && grep -q POLICY_VIOLATION <<<"$out" &&
+   grep -q producers_max <<<"$out"; then
+	ktap_ok "a producer id past producers_max ($PMAX) is refused: POLICY_VIOLATION"
+else
+	ktap_diag "exit $rc: $out"
+	ktap_fail "a producer id past producers_max ($PMAX) is refused: POLICY_VIOLATION"
+fi
+# the others are served: plain records; producer 1005's first batch again
+# is a retry its entry answers with the offset it has, appending nothing
+out=$(produce 1 m all plain 1 2>&1) && rc=0 || rc=$?
+MEND=$((MEND + 1))
+out2=$(mptx 1 1005:0 m1005 1) && rc2=0 || rc2=$?
+o=$(jq -r .first_offset <<<"$out2" 2>/dev/null)
+got=$(kc "$(bns 1)" consume m -o "${o:-x}" -c 1 2>&1)
+if [ "$rc" = 0 ] && [ "$rc2" = 0 ] && [ "$got" = m1005-0 ] &&
+   [ "$(sf 1 m leo)" = $MEND ]; then
+	ktap_ok "the partition still serves the others: plain records; producer 1005's retry answered with its offset ($o), not appended"
+else
+	ktap_diag "plain: exit $rc: $out" "1005: exit $rc2: $out2" "at ${o:-?}: $got"
+	st 1 m | ktap_diag_stdin
+	ktap_fail "the partition still serves the others: plain records; producer 1005's retry answered with its offset ($o), not appended"
+fi
+# the newest first: odd ones abort, even ones commit; 1001 stays open
+fails=0
+for ((i = 1000 + PMAX; i > 1001; i--)); do
+	op=commit
+	[ $((i % 2)) = 0 ] || op=abort
+	mtxn 1 "$i:0" $op >/dev/null || fails=$((fails + 1))
+done
+MEND=$((MEND + PMAX - 1))
+if [ "$fails" = 0 ] && krep_wait_for 10 hw_all m $MEND 1 2 &&
+   lso_at "$M0" 1 2; then
+	ktap_ok "15 transactions ended in reverse order: LSO stays at the first open one ($M0) on leader and follower"
+else
+	st 1 m | ktap_diag_stdin
+	st 2 m | ktap_diag_stdin
+	ktap_fail "15 transactions ended in reverse order: LSO stays at the first open one ($M0) on leader and follower"
+fi
+want=$({
+	echo m1001-0 plain-0
+	for ((i = 1002; i <= 1000 + PMAX; i += 2)); do
+		seq -f "m$i-%g" 0 2
+	done
+} | tr ' ' '\n' | sort | paste -sd,)
+MEND=$((MEND + 1))
+: >"$tmp/same"
+if mtxn 1 1001:0 commit >/dev/null && krep_wait_for 10 hw_all m $MEND 1 2 &&
+   krep_wait_for 10 lso_at $MEND 1 2 && [ "$(mcommitted 1)" = "$want" ] &&
+   same_logs m 1 2 >"$tmp/same"; then
+	ktap_ok "all ended: LSO = HW ($MEND) on both, read_committed skips the aborted ones, identical logs"
+else
+	ktap_diag "read_committed: $(mcommitted 1)" "want:           $want"
+	ktap_diag_stdin <"$tmp/same"
+	st 1 m | ktap_diag_stdin
+	st 2 m | ktap_diag_stdin
+	ktap_fail "all ended: LSO = HW ($MEND) on both, read_committed skips the aborted ones, identical logs"
+fi
+# broker 2 leads: the same state from its own log
+MPE=$(sf 1 m pe)
+lai $CE m 2 1 $((MPE + 1)) 1,2 1 2 >/dev/null
+MEND=$((MEND + 2))
+if [ "$(mcommitted 2)" = "$want" ] && [ "$(sf 2 m lso)" = $((MEND - 2)) ] &&
+   mtxn 2 1002:1 begin >/dev/null && mptx 2 1002:1 n1002 1 >/dev/null &&
+   mtxn 2 1002:1 commit >/dev/null && krep_wait_for 10 lso_at $MEND 1 2; then
+	ktap_ok "new leader 2: the same committed records; producer 1002 goes on in epoch 1"
+else
+	ktap_diag "read_committed: $(mcommitted 2)"
+	st 2 m | ktap_diag_stdin
+	ktap_fail "new leader 2: the same committed records; producer 1002 goes on in epoch 1"
+fi
+# after producer_id_expiration_ms without a batch, the idle producers make
+# room for a new one
+new_pid() { mtxn 2 "$((1001 + PMAX)):0" begin >/dev/null; }
+if krep_wait_for $((3 * PEXP / 1000)) new_pid &&
+   mptx 2 "$((1001 + PMAX)):0" late 1 >/dev/null &&
+   mtxn 2 "$((1001 + PMAX)):0" commit >/dev/null &&
+   kc "$(bns 2)" consume m --isolation read_committed | grep -qx late-0; then
+	ktap_ok "producers idle for producer_id_expiration_ms ($PEXP) are forgotten: a new producer id is taken (at ${SECONDS}s)"
+else
+	ktap_diag "begin: $(mtxn 2 "$((1001 + PMAX)):0" begin)"
+	st 2 m | ktap_diag_stdin
+	ktap_fail "producers idle for producer_id_expiration_ms ($PEXP) are forgotten: a new producer id is taken"
 fi
 
 # --- teardown ---------------------------------------------------------------

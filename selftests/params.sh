@@ -353,14 +353,15 @@ PEER2='{"id":2,"addr":"10.0.0.2:9092"}'
 PEER3='{"id":3,"addr":"[fd00::3]:9092"}'
 NONE='{"broker_id":null,"cluster_id":null,"listen":null,"kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"log_dir":null,"peers":[]}'
 
-ktap_plan 90
+ktap_plan 93
 
 krep_mod_unload || ktap_bail "krep is loaded and rmmod fails"
 
 # good values
 SYS="hello_timeout_ms=5000 fetch_timeout_ms=3000 reconnect_backoff_max_ms=5000
      socket_timeout_ms=30000 kafka_idle_ms=600000 kafka_max_request_bytes=8388608
-     kafka_max_connections=1024 close_log_interval_ms=5000 log_memory_max=$((256 << 20))" \
+     kafka_max_connections=1024 close_log_interval_ms=5000 log_memory_max=$((256 << 20))
+     producers_max=1024 producer_id_expiration_ms=86400000" \
 	good "no parameters (the defaults in /sys/module/krep/parameters/)" "$NONE"
 good "empty values mean unset" "$NONE" broker_id=-1 cluster_id= listen= \
 	peers= topics=
@@ -562,6 +563,15 @@ bad "kafka_max_request_bytes=65535" \
 	kafka_max_request_bytes=65535
 bad "kafka_max_connections=0" \
 	"bad kafka_max_connections 0: must be 1..65536" kafka_max_connections=0
+
+# producer state per partition (kmod/producer.c)
+SYS="producers_max=1048576 producer_id_expiration_ms=1000" \
+	good "producers_max at its highest, producer_id_expiration_ms at its lowest" \
+	"$NONE" producers_max=1048576 producer_id_expiration_ms=1000
+bad "producers_max=0" "bad producers_max 0: must be 1..1048576" producers_max=0
+bad "producer_id_expiration_ms=999" \
+	"bad producer_id_expiration_ms 999: must be 1000..2147483647" \
+	producer_id_expiration_ms=999
 
 # the kernel refuses a string parameter of more than 1024 characters before
 # the module sees it

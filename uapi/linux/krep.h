@@ -161,7 +161,10 @@
  *             appended), NOT_ENOUGH_REPLICAS_AFTER_APPEND (EAGAIN),
  *             REQUEST_TIMED_OUT (ETIMEDOUT), NOT_LEADER_OR_FOLLOWER
  *             (EREMOTE), KAFKA_STORAGE_ERROR (ENOSPC: broker memory cap),
- *             INVALID_TXN_STATE (EINVAL)
+ *             INVALID_TXN_STATE (EINVAL); for a batch with a producer id,
+ *             POLICY_VIOLATION (EUSERS: a new producer id past the module
+ *             parameter producers_max) and UNKNOWN_SERVER_ERROR (ENOMEM:
+ *             no memory for its producer state; nothing appended)
  * KREP_CMD_FETCH       (do)          any user
  *   request:  KREP_A_TOPIC, KREP_A_PARTITION, KREP_A_OFFSET,
  *             KREP_A_MAX_BYTES (default 1 MiB; at least one whole batch is
@@ -212,7 +215,9 @@
  *             twice; INVALID_PRODUCER_EPOCH (EINVAL): an epoch older than
  *             the producer's last; in PRODUCE, a transactional batch with no open
  *             transaction; INVALID_PRODUCER_EPOCH (EINVAL) in PRODUCE, a
- *             transactional batch of another producer epoch
+ *             transactional batch of another producer epoch;
+ *             POLICY_VIOLATION (EUSERS): BEGIN of a new producer id past
+ *             producers_max; UNKNOWN_SERVER_ERROR (ENOMEM): out of memory
  *
  * KREP_CMD_LEADER_AND_ISR (do)       CAP_NET_ADMIN; only from the controller
  *   The controller's word on one partition (docs/design.md §2, Roles).
