@@ -203,7 +203,7 @@ out:
 }
 
 /* Busy CPU time of the whole machine, in microseconds (/proc/stat). */
-static uint64_t vm_cpu_us(void)
+uint64_t bench_vm_cpu_us(void)
 {
 	unsigned long long v[8] = { 0 };
 	FILE *f = fopen("/proc/stat", "r");
@@ -221,7 +221,7 @@ static uint64_t vm_cpu_us(void)
 	return (v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) * 1000000ull / hz;
 }
 
-static uint64_t self_cpu_us(void)
+uint64_t bench_self_cpu_us(void)
 {
 	struct rusage ru;
 
@@ -229,6 +229,26 @@ static uint64_t self_cpu_us(void)
 		return 0;
 	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000ull +
 	       ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+}
+
+void bench_latencies(const struct bench_opts *o, uint32_t *lat, size_t n,
+		     struct bench_result *r)
+{
+	FILE *f;
+
+	if (o->lat_out) {
+		f = fopen(o->lat_out, "a");
+		if (!f || fwrite(lat, sizeof(*lat), n, f) != n)
+			fprintf(stderr, "%s: cannot write %s: %s\n",
+				bench_prog, o->lat_out, strerror(errno));
+		if (f)
+			fclose(f);
+	}
+	bench_sort(lat, n);
+	r->p50 = bench_pctl(lat, n, 0.50);
+	r->p99 = bench_pctl(lat, n, 0.99);
+	r->p999 = bench_pctl(lat, n, 0.999);
+	r->max = n ? lat[n - 1] : 0;
 }
 
 int bench_run(const struct bench_opts *o, const struct bench_ops *ops,
@@ -239,7 +259,6 @@ int bench_run(const struct bench_opts *o, const struct bench_ops *ops,
 	uint32_t *all = NULL;
 	size_t n = 0, k;
 	bool init_ok = true;
-	FILE *f;
 	int i;
 
 	memset(r, 0, sizeof(*r));
@@ -265,16 +284,16 @@ int bench_run(const struct bench_opts *o, const struct bench_ops *ops,
 		init_ok &= t[i].init_ok;
 	if (!init_ok)
 		atomic_store(&run.stop, 1);
-	vm0 = vm_cpu_us();
-	cl0 = self_cpu_us();
+	vm0 = bench_vm_cpu_us();
+	cl0 = bench_self_cpu_us();
 	start = bench_now_ns();
 	run.deadline = start + (uint64_t)(o->seconds * 1e9);
 	pthread_barrier_wait(&run.go);
 	for (i = 0; i < o->threads; i++)
 		pthread_join(t[i].th, NULL);
 	end = bench_now_ns();
-	r->vm_cpu_us = vm_cpu_us() - vm0;
-	r->client_cpu_us = self_cpu_us() - cl0;
+	r->vm_cpu_us = bench_vm_cpu_us() - vm0;
+	r->client_cpu_us = bench_self_cpu_us() - cl0;
 	r->secs = (end - start) / 1e9;
 
 	for (i = 0; i < o->threads; i++) {
@@ -286,21 +305,8 @@ int bench_run(const struct bench_opts *o, const struct bench_ops *ops,
 		for (k = 0; k < t[i].n; k++)
 			all[n++] = t[i].lat[k];
 	}
-	if (all && o->lat_out) {
-		f = fopen(o->lat_out, "a");
-		if (!f || fwrite(all, sizeof(*all), n, f) != n)
-			fprintf(stderr, "%s: cannot write %s: %s\n",
-				bench_prog, o->lat_out, strerror(errno));
-		if (f)
-			fclose(f);
-	}
-	if (all) {
-		bench_sort(all, n);
-		r->p50 = bench_pctl(all, n, 0.50);
-		r->p99 = bench_pctl(all, n, 0.99);
-		r->p999 = bench_pctl(all, n, 0.999);
-		r->max = n ? all[n - 1] : 0;
-	}
+	if (all)
+		bench_latencies(o, all, n, r);
 	free(all);
 	for (i = 0; i < o->threads; i++)
 		free(t[i].lat);

@@ -79,7 +79,17 @@ void bench_print(const struct bench_opts *o, const struct bench_result *r,
 /* Exit status for a run: 0 all fine, 3 some errors, 1 nothing worked. */
 int bench_status(const struct bench_result *r);
 
+/*
+ * Append @n latencies (ns) to o->lat_out if set, sort them and fill the
+ * percentiles of @r.
+ */
+void bench_latencies(const struct bench_opts *o, uint32_t *lat, size_t n,
+		     struct bench_result *r);
+
 uint64_t bench_now_ns(void);
+/* Busy CPU time of the whole machine (/proc/stat), of this process, µs */
+uint64_t bench_vm_cpu_us(void);
+uint64_t bench_self_cpu_us(void);
 /* Fill @buf with printable bytes that differ from record to record. */
 void bench_fill(uint8_t *buf, size_t len, uint64_t seed);
 uint32_t bench_pctl(uint32_t *sorted, size_t n, double q);

@@ -49,9 +49,7 @@
 
 #include "../agent/lib/record.h"
 #include "common.h"
-
-#define BROKERS_MAX	8
-#define RBUF_SIZE	(128 << 10)
+#include "krep_nl.h"
 
 static const char usage[] =
 "Usage: krep_load --topic T [--partitions P] [--acks 0|1|all]\n"
@@ -66,16 +64,13 @@ struct cfg {
 	int partitions;
 	int acks;
 	int timeout_ms;
-	int nbrokers;
-	char *brokers[BROKERS_MAX];
-	int ns_fd[BROKERS_MAX];
+	struct brokers b;
 	struct bench_opts o;
 };
 
 static int opt(const char *name, const char *val, void *arg)
 {
 	struct cfg *c = arg;
-	char *s, *tok, *save = NULL;
 
 	if (!strcmp(name, "--topic")) {
 		c->topic = val;
@@ -93,250 +88,11 @@ static int opt(const char *name, const char *val, void *arg)
 	} else if (!strcmp(name, "--timeout-ms")) {
 		c->timeout_ms = atoi(val);
 	} else if (!strcmp(name, "--brokers")) {
-		s = strdup(val);
-		c->nbrokers = 0;
-		for (tok = strtok_r(s, ",", &save); tok;
-		     tok = strtok_r(NULL, ",", &save)) {
-			if (c->nbrokers == BROKERS_MAX)
-				return -1;
-			c->brokers[c->nbrokers++] = tok;
-		}
-		if (!c->nbrokers)
-			return -1;
+		return brokers_parse(&c->b, val);
 	} else {
 		return -1;
 	}
 	return 0;
-}
-
-static int ns_open(const char *name)
-{
-	char path[256];
-
-	if (!strcmp(name, "-"))
-		return open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-	snprintf(path, sizeof(path), "/run/netns/%s", name);
-	return open(path, O_RDONLY | O_CLOEXEC);
-}
-
-/* A generic netlink socket of the current thread's namespace. */
-struct gsock {
-	struct nl_sock *sk;
-	int fd, family;
-	uint32_t seq;
-	uint8_t *rbuf;
-};
-
-static int gsock_open(struct gsock *g)
-{
-	int one = 1, size = 1 << 20;
-
-	memset(g, 0, sizeof(*g));
-	g->sk = nl_socket_alloc();
-	if (!g->sk || genl_connect(g->sk)) {
-		fprintf(stderr, "%s: cannot open a generic netlink socket\n",
-			bench_prog);
-		return -1;
-	}
-	g->family = genl_ctrl_resolve(g->sk, KREP_GENL_NAME);
-	if (g->family < 0) {
-		fprintf(stderr, "%s: genl family %s not found (module loaded?)\n",
-			bench_prog, KREP_GENL_NAME);
-		return -1;
-	}
-	g->fd = nl_socket_get_fd(g->sk);
-	setsockopt(g->fd, SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof(one));
-	setsockopt(g->fd, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof(one));
-	setsockopt(g->fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
-	setsockopt(g->fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
-	g->rbuf = malloc(RBUF_SIZE);
-	g->seq = 1;
-	return g->rbuf ? 0 : -1;
-}
-
-static void gsock_close(struct gsock *g)
-{
-	nl_socket_free(g->sk);
-	free(g->rbuf);
-}
-
-/* The request bytes of @msg, to be sent over and over. */
-static uint8_t *msg_bytes(struct nl_msg *msg, size_t *len)
-{
-	struct nlmsghdr *nlh = nlmsg_hdr(msg);
-	uint8_t *b = malloc(nlh->nlmsg_len);
-
-	if (b)
-		memcpy(b, nlh, nlh->nlmsg_len);
-	*len = nlh->nlmsg_len;
-	return b;
-}
-
-/*
- * Send @req (a complete netlink message), receive the reply into g->rbuf:
- * 0 with the reply's header, or -errno after printing the kernel's reason
- * when @loud.
- */
-static int transact(struct gsock *g, uint8_t *req, size_t len,
-		    struct nlmsghdr **reply, bool loud)
-{
-	struct nlmsghdr *nlh = (struct nlmsghdr *)req;
-	struct nlattr *tb[NLMSGERR_ATTR_MAX + 1];
-	struct nlmsgerr *e;
-	uint32_t seq = g->seq++;
-	ssize_t n;
-
-	nlh->nlmsg_seq = seq;
-	nlh->nlmsg_pid = 0;
-	if (send(g->fd, req, len, 0) != (ssize_t)len) {
-		if (loud)
-			fprintf(stderr, "%s: netlink send: %s\n", bench_prog,
-				strerror(errno));
-		return -EIO;
-	}
-	for (;;) {
-		n = recv(g->fd, g->rbuf, RBUF_SIZE, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < (ssize_t)NLMSG_HDRLEN) {
-			if (loud)
-				fprintf(stderr, "%s: netlink recv: %s\n",
-					bench_prog, strerror(errno));
-			return -EIO;
-		}
-		nlh = (struct nlmsghdr *)g->rbuf;
-		if (nlh->nlmsg_seq == seq)
-			break;
-	}
-	if (nlh->nlmsg_type != NLMSG_ERROR) {
-		*reply = nlh;
-		return 0;
-	}
-	e = NLMSG_DATA(nlh);
-	if (!e->error) {
-		*reply = NULL;
-		return 0;
-	}
-	if (loud) {
-		const char *msg = "";
-
-		if ((nlh->nlmsg_flags & NLM_F_ACK_TLVS) &&
-		    !nla_parse(tb, NLMSGERR_ATTR_MAX,
-			       (struct nlattr *)((uint8_t *)e + sizeof(*e)),
-			       nlh->nlmsg_len - NLMSG_HDRLEN - sizeof(*e),
-			       NULL) && tb[NLMSGERR_ATTR_MSG])
-			msg = nla_get_string(tb[NLMSGERR_ATTR_MSG]);
-		fprintf(stderr, "%s: PRODUCE: %s: %s\n", bench_prog,
-			strerror(-e->error), msg);
-	}
-	return e->error;
-}
-
-/* ---- BROKER_GET stats ------------------------------------------------ */
-
-struct stats {
-	bool present;
-	uint64_t v[KREP_A_STAT_MAX + 1];
-};
-
-static int stats_get(struct gsock *g, struct stats *s)
-{
-	struct nlattr *tb[KREP_A_MAX + 1], *st[KREP_A_STAT_MAX + 1];
-	struct nlmsghdr *reply;
-	struct nl_msg *msg;
-	uint8_t *req;
-	size_t len;
-	int i, err;
-
-	memset(s, 0, sizeof(*s));
-	msg = nlmsg_alloc();
-	if (!msg || !genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, g->family, 0,
-				 NLM_F_REQUEST, KREP_CMD_BROKER_GET,
-				 KREP_GENL_VERSION))
-		return -ENOMEM;
-	req = msg_bytes(msg, &len);
-	nlmsg_free(msg);
-	if (!req)
-		return -ENOMEM;
-	err = transact(g, req, len, &reply, true);
-	free(req);
-	if (err || !reply)
-		return err ? err : -EPROTO;
-	if (nlmsg_parse(reply, GENL_HDRLEN, tb, KREP_A_MAX, NULL))
-		return -EPROTO;
-	if (!tb[KREP_A_STATS])
-		return 0;
-	if (nla_parse_nested(st, KREP_A_STAT_MAX, tb[KREP_A_STATS], NULL))
-		return -EPROTO;
-	s->present = true;
-	for (i = 1; i <= KREP_A_STAT_MAX; i++)
-		if (st[i] && nla_len(st[i]) == 8)
-			s->v[i] = nla_get_u64(st[i]);
-	return 0;
-}
-
-/*
- * The smallest ISR among the partitions of @topic that this broker leads
- * (PARTITION_GET dump), or -1 if it leads none or the dump fails; @behind
- * (if not NULL) counts those whose HW is below their LEO.
- */
-static int isr_min(struct gsock *g, const char *topic, int *behind)
-{
-	struct nlattr *tb[KREP_A_MAX + 1], *a;
-	struct nl_msg *msg;
-	struct nlmsghdr *nlh;
-	uint8_t *req;
-	size_t len;
-	ssize_t n;
-	int min = -1, cnt, rem;
-	uint32_t seq = g->seq++;
-
-	msg = nlmsg_alloc();
-	if (!msg || !genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, g->family, 0,
-				 NLM_F_REQUEST | NLM_F_DUMP,
-				 KREP_CMD_PARTITION_GET, KREP_GENL_VERSION) ||
-	    nla_put_string(msg, KREP_A_TOPIC, topic)) {
-		nlmsg_free(msg);
-		return -1;
-	}
-	req = msg_bytes(msg, &len);
-	nlmsg_free(msg);
-	if (!req)
-		return -1;
-	((struct nlmsghdr *)req)->nlmsg_seq = seq;
-	n = send(g->fd, req, len, 0);
-	free(req);
-	if (n != (ssize_t)len)
-		return -1;
-	for (;;) {
-		n = recv(g->fd, g->rbuf, RBUF_SIZE, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		for (nlh = (struct nlmsghdr *)g->rbuf; NLMSG_OK(nlh, n);
-		     nlh = NLMSG_NEXT(nlh, n)) {
-			if (nlh->nlmsg_seq != seq)
-				continue;
-			if (nlh->nlmsg_type == NLMSG_DONE)
-				return min;
-			if (nlh->nlmsg_type == NLMSG_ERROR)
-				return -1;
-			if (nlmsg_parse(nlh, GENL_HDRLEN, tb, KREP_A_MAX, NULL) ||
-			    !tb[KREP_A_ROLE] || !tb[KREP_A_ISR] ||
-			    nla_get_u8(tb[KREP_A_ROLE]) != KREP_ROLE_LEADER)
-				continue;
-			cnt = 0;
-			nla_for_each_nested(a, tb[KREP_A_ISR], rem)
-				cnt++;
-			if (min < 0 || cnt < min)
-				min = cnt;
-			if (behind && tb[KREP_A_HW] && tb[KREP_A_LEO] &&
-			    nla_get_u64(tb[KREP_A_HW]) <
-			    nla_get_u64(tb[KREP_A_LEO]))
-				(*behind)++;
-		}
-	}
 }
 
 /* ---- the writers ------------------------------------------------------ */
@@ -352,7 +108,7 @@ static void *writer_init(int tid, void *arg)
 {
 	struct cfg *c = arg;
 	int part = tid % c->partitions;
-	int b = part % c->nbrokers;
+	int b = part % c->b.n;
 	struct krep_batch_enc enc;
 	struct krep_record r = { 0 };
 	const uint8_t *batch;
@@ -362,9 +118,9 @@ static void *writer_init(int tid, void *arg)
 	size_t blen;
 	int i;
 
-	if (setns(c->ns_fd[b], CLONE_NEWNET)) {
+	if (setns(c->b.ns_fd[b], CLONE_NEWNET)) {
 		fprintf(stderr, "%s: cannot enter namespace %s: %s\n",
-			bench_prog, c->brokers[b], strerror(errno));
+			bench_prog, c->b.names[b], strerror(errno));
 		return NULL;
 	}
 	w = calloc(1, sizeof(*w));
@@ -437,7 +193,7 @@ static void writer_fini(void *ctx)
  * DRAIN_MAX_S; -1 when that ran out.
  */
 #define DRAIN_MAX_S	30.0
-static double drain_secs(const struct cfg *c, struct gsock *gs)
+static double drain_secs(struct cfg *c)
 {
 	uint64_t t0 = bench_now_ns();
 	double t;
@@ -445,9 +201,8 @@ static double drain_secs(const struct cfg *c, struct gsock *gs)
 
 	for (;;) {
 		behind = 0;
-		for (i = 0; i < c->nbrokers; i++) {
-			isr_min(&gs[i], c->topic, &behind);
-		}
+		for (i = 0; i < c->b.n; i++)
+			isr_min(&c->b.gs[i], c->topic, &behind);
 		t = (bench_now_ns() - t0) / 1e9;
 		if (!behind)
 			return t;
@@ -464,75 +219,34 @@ int main(int argc, char **argv)
 		.op = writer_op,
 		.thread_fini = writer_fini,
 	};
-	struct cfg c = { .partitions = 1, .acks = -1, .timeout_ms = 30000 };
-	struct stats before[BROKERS_MAX], after[BROKERS_MAX];
-	struct gsock gs[BROKERS_MAX];
+	static struct cfg c = { .partitions = 1, .acks = -1,
+				.timeout_ms = 30000 };
 	struct bench_result r;
 	char extra[512];
-	uint64_t d[KREP_A_STAT_MAX + 1] = { 0 };
-	bool stats = true;
-	int self, i, k, n, rc, isr = -1;
+	int n, rc;
 	double drain;
 
 	bench_prog = "krep_load";
-	c.brokers[0] = "-";
-	c.nbrokers = 1;
+	c.b.names[0] = "-";
+	c.b.n = 1;
 	bench_parse(argc, argv, &c.o, opt, &c, usage);
 	if (!c.topic) {
 		fprintf(stderr, "%s: --topic is required\n%s", bench_prog, usage);
 		return 2;
 	}
-	self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-	for (i = 0; i < c.nbrokers; i++) {
-		c.ns_fd[i] = ns_open(c.brokers[i]);
-		if (c.ns_fd[i] < 0 || setns(c.ns_fd[i], CLONE_NEWNET)) {
-			fprintf(stderr, "%s: cannot enter namespace %s: %s\n",
-				bench_prog, c.brokers[i], strerror(errno));
-			return 1;
-		}
-		if (gsock_open(&gs[i]))
-			return 1;
-		if (setns(self, CLONE_NEWNET))
-			return 1;
-	}
-	for (i = 0; i < c.nbrokers; i++)
-		stats &= !stats_get(&gs[i], &before[i]) && before[i].present;
+	if (brokers_open(&c.b))
+		return 1;
+	brokers_stats_begin(&c.b);
 
 	rc = bench_run(&c.o, &ops, &c, &r);
-	drain = drain_secs(&c, gs);
+	drain = drain_secs(&c);
 
-	for (i = 0; i < c.nbrokers; i++) {
-		stats &= !stats_get(&gs[i], &after[i]) && after[i].present;
-		for (k = 1; stats && k <= KREP_A_STAT_MAX; k++)
-			d[k] += after[i].v[k] - before[i].v[k];
-		k = isr_min(&gs[i], c.topic, NULL);
-		if (k >= 0 && (isr < 0 || k < isr))
-			isr = k;
-		gsock_close(&gs[i]);
-	}
 	n = snprintf(extra, sizeof(extra),
-		     "drain_secs=%.3f replicated_rec_per_s=%.1f ",
+		     "drain_secs=%.3f replicated_rec_per_s=%.1f acks=%d partitions=%d ",
 		     drain, drain < 0 || r.secs + drain <= 0 ? 0.0 :
-		     (double)r.ok * c.o.batch / (r.secs + drain));
-	if (stats)
-		snprintf(extra + n, sizeof(extra) - n,
-			 "acks=%d partitions=%d isr_min=%d krep_records=%llu copy_bytes=%llu "
-			 "produce_bytes=%llu follower_bytes=%llu "
-			 "rx_copy_bytes=%llu zc_bytes=%llu fetch_resps=%llu",
-			 c.acks, c.partitions, isr,
-			 (unsigned long long)d[KREP_A_STAT_RECORDS],
-			 (unsigned long long)(d[KREP_A_STAT_PRODUCE_BYTES] +
-					      d[KREP_A_STAT_FOLLOWER_BYTES] +
-					      d[KREP_A_STAT_RX_COPY_BYTES]),
-			 (unsigned long long)d[KREP_A_STAT_PRODUCE_BYTES],
-			 (unsigned long long)d[KREP_A_STAT_FOLLOWER_BYTES],
-			 (unsigned long long)d[KREP_A_STAT_RX_COPY_BYTES],
-			 (unsigned long long)d[KREP_A_STAT_TX_ZEROCOPY_BYTES],
-			 (unsigned long long)d[KREP_A_STAT_FETCH_RESPONSES]);
-	else
-		snprintf(extra + n, sizeof(extra) - n,
-			 "acks=%d partitions=%d isr_min=%d stats=absent",
-			 c.acks, c.partitions, isr);
+		     (double)r.ok * c.o.batch / (r.secs + drain),
+		     c.acks, c.partitions);
+	brokers_stats_end(&c.b, c.topic, extra + n, sizeof(extra) - n);
 	bench_print(&c.o, &r, extra);
 	return rc ? 1 : bench_status(&r);
 }

@@ -24,6 +24,8 @@ import sys
 COMMIT_RULE = {
     "krep acks=all": "all ISR replicas (3 of 3 while the ISR is full)",
     "krep acks=1": "leader only",
+    "kafka": "all ISR replicas (acks=all, as above)",
+    "kafka acks=1": "leader only",
     "redis": "all replicas (WAIT 2, 2 replicas)",
     "nats": "majority (JetStream R3: 2 of 3)",
     "etcd": "majority (Raft: 2 of 3)",
@@ -194,6 +196,7 @@ def main():
     md.append("")
     idle = []
     for system, name in (("calib", "none (calibration)"), ("krep", "krep"),
+                         ("kafka", "krep (Kafka port)"),
                          ("redis", "Redis"), ("nats", "NATS"), ("etcd", "etcd")):
         st = stats(series(system, "idle", "busy_pct").values())
         if st:
@@ -232,15 +235,19 @@ def main():
     md.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | "
               "--- | --- | --- | --- |")
 
-    def sys_rows(system, label_of):
+    def sys_rows(system, label_of, infl_of=None):
+        order = ["1", "N", "M", "B", "B1"]
         cases = sorted({c for (s, c) in runs if s == system and case_parts(c)},
                        key=lambda c: (case_parts(c)[3], case_parts(c)[2],
                                       case_parts(c)[0],
-                                      "1NMB".find(case_parts(c)[1])))
+                                      order.index(case_parts(c)[1])
+                                      if case_parts(c)[1] in order else 9))
         for c in cases:
             parts, infl, mode, size = case_parts(c)
             label, rule = label_of(mode)
-            if infl == "B":
+            if infl_of:
+                infl = infl_of(infl)
+            elif infl == "B":
                 b = [num(d, "batch") for d in runs[(system, c)].values()]
                 b = [v for v in b if v]
                 infl = f"{inflight} × {int(b[0]) if b else '?'} records"
@@ -281,6 +288,22 @@ def main():
         return k, COMMIT_RULE[k]
 
     sys_rows("krep", krep_label)
+    def kafka_label(mode):
+        if mode == "acksall":
+            return ("krep acks=all, Kafka port (librdkafka)",
+                    COMMIT_RULE["kafka"])
+        return "krep acks=1, Kafka port (librdkafka)", COMMIT_RULE["kafka acks=1"]
+
+    def kafka_infl(infl):
+        return {"1": "1",
+                "N": f"{inflight} producers",
+                "B": f"{inflight} producers × {bkib} batches",
+                "B1": f"1 producer, {bkib} batches"}.get(infl, infl)
+    if "kafka" in notm:
+        md.append(f"| {kafka_label('acksall')[0]} | - | - | - | - | not measured: "
+                  f"{notm['kafka']} | | | | | | | | |")
+    else:
+        sys_rows("kafka", kafka_label, kafka_infl)
     for system, _, name in PEERS:
         if system in notm:
             md.append(f"| {name} | {COMMIT_RULE[system]} | - | - | - | "
@@ -291,7 +314,8 @@ def main():
     if "krep" in notm:
         md.append(f"| krep | - | - | - | - | not measured: {notm['krep']} "
                   "| | | | | | | | |")
-    isr = [num(d, "isr_min") for (s, c), tr in runs.items() if s == "krep"
+    isr = [num(d, "isr_min") for (s, c), tr in runs.items()
+           if s in ("krep", "kafka") and not c.startswith("consume")
            for d in tr.values() if num(d, "isr_min") is not None
            and num(d, "isr_min") >= 0]
     md.append("")
@@ -305,6 +329,117 @@ def main():
                   f"after a run: {min(isr):.0f}): acks=all then committed on "
                   "fewer than all replicas.")
     md.append("")
+
+    # ---- the Kafka port beside netlink
+    if any(s == "kafka" for (s, c) in runs):
+        md.append("## krep: the Kafka port beside netlink (1 partition)")
+        md.append("")
+        md.append("The same brokers and topic, in the same trial: netlink "
+                  "(krep_load, prebuilt requests over local generic netlink) "
+                  "and the Kafka port (kafka_load: librdkafka over TCP, one "
+                  "connection per producer; batched: batch.size "
+                  f"{bbytes}, linger.ms 5). Kafka ÷ netlink is the median "
+                  "of the per-trial ratios of records/s. Client CPU: the "
+                  "load generator's own CPU time per record (for netlink it "
+                  "includes the kernel's produce work, done in its system "
+                  "calls). Copied: payload bytes copied per record over the "
+                  "three brokers.")
+        md.append("")
+        md.append("| size B | acks | Kafka port | netlink | Kafka records/s | "
+                  "netlink records/s | Kafka ÷ netlink | Kafka p50 µs | "
+                  "netlink p50 µs | Kafka client CPU µs/rec | netlink client "
+                  "CPU µs/rec | Kafka copied B/rec | netlink copied B/rec | "
+                  "Kafka records per round | netlink records per round |")
+        md.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | "
+                  "--- | --- | --- | --- | --- | --- |")
+        for size in (100, 1024):
+            for shape, acks, kw, nw in (
+                    ("p1-if1", "all", "1 producer, 1 record in flight",
+                     "1 writer, 1 record"),
+                    ("p1-ifN", "all", f"{inflight} producers, 1 record each",
+                     f"{inflight} writers, 1 record each"),
+                    ("p1-ifB", "all", f"{inflight} producers, {bkib} batches",
+                     f"{inflight} writers, {bkib} batches"),
+                    ("p1-ifB1", "all", f"1 producer, {bkib} batches",
+                     f"{inflight} writers, {bkib} batches"),
+                    ("p1-ifB1", "1", f"1 producer, {bkib} batches",
+                     f"{inflight} writers, {bkib} batches")):
+                kc = f"{shape}-acks{acks}-{size}"
+                nc = ("p1-ifB" if shape == "p1-ifB1" else shape) + \
+                    f"-acks{acks}-{size}"
+                if not runs.get(("kafka", kc)):
+                    continue
+                krps = series("kafka", kc, "rec_per_s")
+                nrps = series("krep", nc, "rec_per_s")
+                rr = stats([krps[t] / nrps[t] for t in krps
+                            if t in nrps and nrps[t]])
+                cells = [fmt_spread(stats(krps.values())),
+                         fmt_spread(stats(nrps.values())), fmt_spread(rr)]
+                for sysn, cc, key, fn, dg in (
+                        ("kafka", kc, "p50_us", None, None),
+                        ("krep", nc, "p50_us", None, None),
+                        ("kafka", kc, None, per_rec("client_cpu_us"), None),
+                        ("krep", nc, None, per_rec("client_cpu_us"), None),
+                        ("kafka", kc, None, per_rec("copy_bytes", "krep_records"), 0),
+                        ("krep", nc, None, per_rec("copy_bytes", "krep_records"), 0),
+                        ("kafka", kc, None, per_round, None),
+                        ("krep", nc, None, per_round, None)):
+                    cells.append(fmt_spread(stats(
+                        series(sysn, cc, key, fn).values()), dg))
+                md.append(f"| {size} | {acks} | {kw} | {nw} | "
+                          + " | ".join(cells) + " |")
+                st = stats(series("kafka", kc, None,
+                                  per_rec("client_cpu_us")).values())
+                if st:
+                    row("system", "krep Kafka port", kc,
+                        "client_cpu_us_per_rec", st, "librdkafka")
+        md.append("")
+
+    # ---- the Kafka consumer
+    ccases = sorted({c for (s, c) in runs if s == "kafka"
+                     and c.startswith("consume-")},
+                    key=lambda c: int(c.split("-")[1]))
+    if ccases:
+        md.append("### krep's Kafka consumer (librdkafka, one partition, "
+                  "no group)")
+        md.append("")
+        md.append("It reads back every record the Kafka port's runs of "
+                  "that size just wrote, from the partition's leader. "
+                  "Copied: payload bytes the brokers copied per record read "
+                  "(every socket read counts, the consumer's Fetch requests "
+                  "too; a copy of the records would be about their size); "
+                  "zero-copy: log bytes sent from the log's pages by "
+                  "reference, per record read.")
+        md.append("")
+        md.append("| size B | records read | records/s | MB/s | "
+                  "VM CPU µs/rec | client CPU µs/rec | copied B/rec | "
+                  "zero-copy B/rec | out of order or missing |")
+        md.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        for c in ccases:
+            size = c.split("-")[1]
+            rd = stats(series("kafka", c, "records").values())
+            rps = stats(series("kafka", c, "rec_per_s").values())
+            mbs = stats(series("kafka", c, "mb_per_s").values())
+            cpu = stats(series("kafka", c, None, per_rec("vm_cpu_us")).values())
+            ccpu = stats(series("kafka", c, None,
+                                per_rec("client_cpu_us")).values())
+            cp = stats(series("kafka", c, None, per_rec("copy_bytes")).values())
+            zc = stats(series("kafka", c, None, per_rec("zc_bytes")).values())
+            gaps = sum(num(d, "gaps") or 0
+                       for d in runs[("kafka", c)].values())
+            md.append(f"| {size} | {fmt_spread(rd, 0)} | {fmt_spread(rps)} | "
+                      f"{fmt_spread(mbs)} | {fmt_spread(cpu)} | "
+                      f"{fmt_spread(ccpu)} | {fmt_spread(cp, 1)} | "
+                      f"{fmt_spread(zc, 0)} | {gaps:.0f} |")
+            for metric, st in (("records", rd), ("rec_per_s", rps),
+                               ("mb_per_s", mbs), ("vm_cpu_us_per_rec", cpu),
+                               ("client_cpu_us_per_rec", ccpu),
+                               ("copied_bytes_per_rec", cp),
+                               ("zerocopy_bytes_per_rec", zc)):
+                if st is not None:
+                    row("system", "krep Kafka consumer", c, metric, st,
+                        "librdkafka simple consumer, no group")
+        md.append("")
 
     # ---- ratios
     md.append("## Ratios (median of per-trial ratios, min–max)")
@@ -354,6 +489,40 @@ def main():
                   size,
                   series("krep", f"{shape}-acksall-{size}", "rec_per_s"),
                   series("krep", f"{shape}-acks1-{size}", "replicated_rec_per_s"))
+    kruns = any(s == "kafka" for (s, c) in runs)
+    kp = "krep Kafka port"
+    if kruns:
+        for size in (100, 1024):
+            for shape, what in (("p1-if1", "1 in flight"),
+                                ("p1-ifN", f"{inflight} in flight: "
+                                 f"{inflight} producers ÷ {inflight} writers"),
+                                ("p1-ifB", f"{batched}: {inflight} "
+                                 f"producers ÷ {inflight} writers"),
+                                ("p1-ifB1", f"{bkib} batches: 1 producer ÷ "
+                                 f"{inflight} writers")):
+                nl = "p1-ifB" if shape == "p1-ifB1" else shape
+                ratio(f"{kp} ÷ netlink, acks=all records/s ({what})", size,
+                      series("kafka", f"{shape}-acksall-{size}", "rec_per_s"),
+                      series("krep", f"{nl}-acksall-{size}", "rec_per_s"))
+        for size in (100, 1024):
+            ratio(f"{kp} acks=all ÷ acks=1 records/s (1 producer, {bkib} "
+                  "batches)", size,
+                  series("kafka", f"p1-ifB1-acksall-{size}", "rec_per_s"),
+                  series("kafka", f"p1-ifB1-acks1-{size}", "rec_per_s"))
+            ratio(f"{kp} acks=all ÷ acks=1 records/s, acks=1 counted until "
+                  f"its followers caught up (1 producer, {bkib} batches)",
+                  size,
+                  series("kafka", f"p1-ifB1-acksall-{size}", "rec_per_s"),
+                  series("kafka", f"p1-ifB1-acks1-{size}",
+                         "replicated_rec_per_s"))
+        for size in (100, 1024):
+            ratio(f"{kp} ÷ netlink, commit p50 (acks=all, 1 in flight; "
+                  "< 1 is faster)", size,
+                  series("kafka", f"p1-if1-acksall-{size}", "p50_us"),
+                  series("krep", f"p1-if1-acksall-{size}", "p50_us"))
+            ratio(f"{kp} commit p50 (acks=all, 1 in flight) ÷ TCP "
+                  "ping-pong p50", size,
+                  series("kafka", f"p1-if1-acksall-{size}", "p50_us"), pp50)
     for system, mode, name in PEERS:
         if system in notm:
             md.append(f"| krep ÷ {name} | - | not measured: {notm[system]} | 0 |")
@@ -370,6 +539,21 @@ def main():
             for q in ("p50", "p99"):
                 ratio(f"krep acks=all ÷ {name} commit {q} (1 in flight; < 1 is faster)",
                       size, series("krep", f"p1-if1-acksall-{size}", f"{q}_us"),
+                      series(system, f"p1-if1-{mode}-{size}", f"{q}_us"))
+            if not kruns:
+                continue
+            # like for like: krep's client over TCP too
+            for shape, what in (("p1-if1", "1 in flight"),
+                                ("p1-ifN", f"{inflight} in flight"),
+                                ("p1-ifB", batched)):
+                if not runs.get((system, f"{shape}-{mode}-{size}")):
+                    continue
+                ratio(f"{kp} ÷ {name} records/s ({what})", size,
+                      series("kafka", f"{shape}-acksall-{size}", "rec_per_s"),
+                      series(system, f"{shape}-{mode}-{size}", "rec_per_s"))
+            for q in ("p50", "p99"):
+                ratio(f"{kp} ÷ {name} commit {q} (1 in flight; < 1 is faster)",
+                      size, series("kafka", f"p1-if1-acksall-{size}", f"{q}_us"),
                       series(system, f"p1-if1-{mode}-{size}", f"{q}_us"))
     md.append("")
     md.append("Commit rules differ: Redis WAIT 2 and krep acks=all (full ISR) "

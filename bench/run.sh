@@ -7,9 +7,15 @@
 #   initial namespace (VM)              netns kbench-b2       netns kbench-b3
 #   10.77.0.1 on br0 ----------+------- veth 10.77.0.2        veth 10.77.0.3
 #     krep broker 1 (insmod)    \------ krep broker 2         krep broker 3
+#       (Kafka port :9093)              (:9093)               (:9093)
 #     redis primary                     redis replica         redis replica
 #     nats n1, etcd e1                  nats n2, etcd e2      nats n3, etcd e3
 #     the clients                       tcp_rr/iperf3 server
+#
+# krep is measured twice: through its netlink interface (krep_load, the
+# "krep" system) and through its Kafka listener with librdkafka over TCP
+# (kafka_load, the "kafka" system: the same brokers and topic b1, the
+# way the peers' clients reach their servers).
 #
 # The client runs beside the leader (krep broker 1 leads partition 0,
 # the Redis primary, the NATS stream leader and the etcd leader are moved
@@ -53,7 +59,9 @@
 #                         first trial, a trial starts only if the slowest
 #                         so far would still end in time (the VM's
 #                         timeout in make bench is 900 s)
-#   BENCH_SYSTEMS ["krep redis nats etcd"]
+#   BENCH_SYSTEMS ["krep kafka redis nats etcd"]  (kafka: krep through
+#                         its Kafka port; it needs krep's brokers, so
+#                         "kafka" alone starts them too)
 set -u
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -72,7 +80,7 @@ BUDGET=${BENCH_BUDGET:-780}
 INFL=${BENCH_INFLIGHT:-8}
 INFL_MANY=${BENCH_INFLIGHT_MANY:-32}
 BATCH_BYTES=${BENCH_BATCH_BYTES:-16384}
-SYSTEMS=${BENCH_SYSTEMS:-krep redis nats etcd}
+SYSTEMS=${BENCH_SYSTEMS:-krep kafka redis nats etcd}
 SIZES="100 1024"
 
 NS2=kbench-b2
@@ -80,6 +88,7 @@ NS3=kbench-b3
 IP1=10.77.0.1
 IP2=10.77.0.2
 IP3=10.77.0.3
+KPORT=9093	# every broker's Kafka listener (replication: 9092)
 W=/tmp/kbench
 PIDS=()
 declare -A SYS_PIDS=()	# system -> pids of its servers
@@ -142,14 +151,17 @@ cleanup() {
 trap cleanup EXIT
 
 # measure TRIAL SYSTEM CASE CMD...: one run; its RESULT line becomes a
-# BENCH-RAW line. A failed run is reported and counted.
+# BENCH-RAW line (also kept in MEASURED). A failed run is reported and
+# counted.
 measure() {
 	local trial=$1 sys=$2 case=$3 out rc w=$SECONDS
 	shift 3
 	out=$("$@" 2>"$W/err.txt")
 	rc=$?
+	MEASURED=
 	if [[ $out == *RESULT\ * ]]; then
 		out=${out#*RESULT }
+		MEASURED=${out%%$'\n'*}
 		echo "BENCH-RAW trial=$trial system=$sys case=$case rc=$rc wall=$((SECONDS - w)) ${out%%$'\n'*}"
 	fi
 	if [ "$rc" != 0 ]; then
@@ -209,17 +221,22 @@ KREP_CFG=min_insync_replicas=2:retention_bytes=33554432:segment_bytes=4194304
 # leader keeps until their HW lets retention drop it. 3 x 512 MiB fits
 # the 4 GiB VM beside Redis' 3 x 256 MiB.
 KREP_MEM=$((512 << 20))
+# The Kafka listeners (kafka_listen, on every broker, so that Metadata
+# lists all three) only when the kafka system runs.
 start_krep() {
-	local n others
+	local n others kafka=()
+	[[ " $SYSTEMS " == *" kafka "* ]] && kafka=(kafka_listen=$IP1:$KPORT)
 	insmod kmod/krep.ko broker_id=1 cluster_id=bench listen=$IP1:9092 \
-		log_memory_max=$KREP_MEM \
+		log_memory_max=$KREP_MEM "${kafka[@]}" \
 		peers=2@$IP2:9092,3@$IP3:9092 \
 		topics=b1:1:3:$KREP_CFG,b4:4:3:$KREP_CFG ||
 		{ echo "insmod failed"; return 1; }
 	for n in 2 3; do
 		others=$(for o in 1 2 3; do [ $o = $n ] || printf '%s@10.77.0.%s:9092,' $o $o; done)
+		[ ${#kafka[@]} = 0 ] || kafka=(kafka-listen 10.77.0.$n:$KPORT)
 		"$KREPCTL" --netns kbench-b$n broker set id $n cluster bench \
-			listen 10.77.0.$n:9092 peers "${others%,}" >/dev/null &&
+			listen 10.77.0.$n:9092 peers "${others%,}" \
+			"${kafka[@]}" >/dev/null &&
 		for t in b1:1 b4:4; do
 			"$KREPCTL" --netns kbench-b$n topic create ${t%:*} \
 				partitions ${t#*:} replication-factor 3 \
@@ -240,6 +257,28 @@ krep_replicating() {
 }
 ready_krep() {
 	wait_for 60 krep_replicating || { echo "no acks=all commit with a full ISR after 60 s"; return 1; }
+}
+
+# kafka: krep's brokers, through their Kafka listeners (start_krep
+# starts them; "kafka" without "krep" in BENCH_SYSTEMS starts them here)
+start_kafka() {
+	[[ " $SYSTEMS " == *" krep "* ]] || start_krep
+}
+KAFKA_LOAD=("$B/kafka_load" --bootstrap $IP1:$KPORT --topic b1 --partition 0
+	--brokers -,$NS2,$NS3)
+# one record through the Kafka port, acks=all
+kafka_produces() {
+	"${KAFKA_LOAD[@]}" --mode sync -t 1 -n 1 -d 5 >/dev/null
+}
+ready_kafka() {
+	if [[ " $SYSTEMS " != *" krep "* ]]; then
+		ready_krep || return 1
+	elif ! on krep; then
+		echo "krep's brokers did not come up"
+		return 1
+	fi
+	wait_for 30 kafka_produces ||
+		{ echo "no acks=all produce through the Kafka port after 30 s"; return 1; }
 }
 
 REDIS_OPTS=(--save "" --appendonly no --protected-mode no --port 6379 --daemonize no
@@ -380,6 +419,57 @@ run_krep() {	# run_krep TRIAL
 	done
 }
 
+# krep through the Kafka port (kafka_load, librdkafka): at each size the
+# shapes of the netlink runs (acks=all) plus one producer with batches,
+# then a consumer reading back every record these runs wrote:
+#   p1-if1   one producer, one record in flight (linger.ms 0)
+#   p1-ifN   INFL producers (connections), one record in flight each
+#   p1-ifB   INFL producers, batch.size BATCH_BYTES, linger.ms 5, each
+#            with at most 2 batches of payload unacknowledged (one being
+#            committed, the next filling), as the netlink p1-ifB's
+#            writers each have one batch in flight and the next ready
+#   p1-ifB1  one producer, batch.size BATCH_BYTES, linger.ms 5, at most
+#            INFL batches of payload unacknowledged (netlink p1-ifB's)
+#   consume  one consumer, no group, from the first record of this size's
+#            runs to the end
+#   p1-ifB1 again with acks=1 (after the consumer; kafka_load waits until
+#            the followers caught up, as krep_load does)
+run_kafka() {	# run_kafka TRIAL
+	local t=$1 s shape infl args case n rec
+	for s in $SIZES; do
+		n=0
+		for shape in p1-if1 p1-ifN p1-ifB p1-ifB1; do
+			case $shape in
+			p1-if1) infl=1 args=(--mode sync) ;;
+			p1-ifN) infl=$INFL args=(--mode sync) ;;
+			p1-ifB) infl=$INFL args=(--mode batched
+				--window $((2 * BATCH_BYTES))) ;;
+			p1-ifB1) infl=1 args=(--mode batched
+				--window $((INFL * BATCH_BYTES))) ;;
+			esac
+			case=$shape-acksall-$s
+			if [ $shape = p1-ifB1 ]; then	# time-bound, as p1-ifB
+				opts "$t" "$INFL" "kafka-$case"
+				OPTS+=(-t 1)
+			else
+				opts "$t" $infl "kafka-$case"
+			fi
+			measure "$t" kafka "$case" "${KAFKA_LOAD[@]}" "${args[@]}" \
+				--batch-bytes "$BATCH_BYTES" -s "$s" "${OPTS[@]}"
+			# the records it appended, with each producer's first
+			rec=0
+			[[ $MEASURED =~ (^| )ok=([0-9]+) ]] && rec=${BASH_REMATCH[2]}
+			n=$((n + rec + infl))
+		done
+		measure "$t" kafka "consume-$s" "${KAFKA_LOAD[@]}" --mode consume \
+			--from-end "$n" -s "$s" -n 100000000 -d 20
+		opts "$t" "$INFL" "kafka-p1-ifB1-acks1-$s"
+		measure "$t" kafka "p1-ifB1-acks1-$s" "${KAFKA_LOAD[@]}" \
+			--mode batched --acks 1 --window $((INFL * BATCH_BYTES)) \
+			--batch-bytes "$BATCH_BYTES" -s "$s" "${OPTS[@]}" -t 1
+	done
+}
+
 # run_peer TRIAL SYSTEM MODE SHAPES CMD...: a peer's cases, one record
 # per request (p1-if1, p1-ifN) or batched (p1-ifB)
 run_peer() {
@@ -423,14 +513,14 @@ longest=0
 slub=$(cat /sys/kernel/slab/kmalloc-64/sanity_checks 2>/dev/null)
 clk=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)
 echo "BENCH-BEGIN trials=$TRIALS slub_debug_checks=${slub:-?} clocksource=${clk:-?} secs=$SECS lat_n=$LAT_N inflight=$INFL inflight_many=$INFL_MANY batch_bytes=$BATCH_BYTES systems=\"$SYSTEMS\" kernel=$(uname -r) cpus=$(nproc) cpu=\"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')\""
-for f in krep_load tcp_rr redis_wait nats_pub etcd_put bench_pctl; do
+for f in krep_load kafka_load tcp_rr redis_wait nats_pub etcd_put bench_pctl; do
 	[ -x "$B/$f" ] || { echo "bench: $B/$f is not built (make -C bench)" >&2; exit 1; }
 done
 setup_net || { echo "bench: cannot build the network" >&2; exit 1; }
 bg calib tcp_rr 2 "$B/tcp_rr" server $IP2 7001 --lifetime 1200
 bg calib iperf3 2 iperf3 -s -B $IP2 -p 5201
 for sys in $SYSTEMS; do
-	case $sys in krep|redis|nats|etcd) ;; *) echo "bench: unknown system $sys" >&2; exit 2 ;; esac
+	case $sys in krep|kafka|redis|nats|etcd) ;; *) echo "bench: unknown system $sys" >&2; exit 2 ;; esac
 	start_$sys >"$W/setup-$sys.out" 2>&1 ||
 		not_measured "$sys" "start failed: $(tail -n 3 "$W/setup-$sys.out" | tr '\n' ' ')"
 done

@@ -51,6 +51,7 @@ BENCH_PKGS=(
 	nats-server libnats-dev			# NATS JetStream
 	etcd-server etcd-client			# etcd 3.4
 	iperf3 python3				# calibration
+	librdkafka-dev				# krep through its Kafka port
 )
 
 usage() {
