@@ -25,48 +25,7 @@
 #include "topic.h"
 #include "trace.h"
 #include "producer.h"
-
-/* the ISR of @lai as a bitmap of replica indexes; -EINVAL when outside AR */
-static int lai_isr(const struct krep_partition *p, const struct krep_lai *lai,
-		   unsigned long *isr, struct krep_status *st)
-{
-	unsigned int i;
-	int idx;
-
-	bitmap_zero(isr, KREP_RF_MAX);
-	for (i = 0; i < lai->nisr; i++) {
-		idx = krep_partition_replica_index(p, lai->isr[i]);
-		if (idx < 0)
-			return krep_fail(st, KREP_KERR_INVALID_REPLICA_ASSIGNMENT,
-					 -EINVAL, "ISR member outside the assigned replicas");
-		__set_bit(idx, isr);
-	}
-	return 0;
-}
-
-static int lai_check(const struct krep_partition *p,
-		     const struct krep_lai *lai, const unsigned long *isr,
-		     struct krep_status *st)
-{
-	int idx;
-
-	if (lai->nreplicas &&
-	    (lai->nreplicas != p->nreplicas ||
-	     memcmp(lai->replicas, p->replicas,
-		    p->nreplicas * sizeof(p->replicas[0]))))
-		return krep_fail(st, KREP_KERR_INVALID_REPLICA_ASSIGNMENT, -EINVAL,
-				 "replicas differ from the partition's (no reassignment)");
-	if (lai->leader < 0)
-		return 0;
-	idx = krep_partition_replica_index(p, lai->leader);
-	if (idx < 0)
-		return krep_fail(st, KREP_KERR_INVALID_REPLICA_ASSIGNMENT, -EINVAL,
-				 "leader outside the assigned replicas");
-	if (!test_bit(idx, isr))
-		return krep_fail(st, KREP_KERR_INVALID_REPLICA_ASSIGNMENT, -EINVAL,
-				 "leader outside the ISR");
-	return 0;
-}
+#include "topic_meta.h"
 
 /*
  * As Kafka's Replica.resetReplicaState: a new leader knows nothing of
@@ -129,9 +88,7 @@ int krep_partition_leader_and_isr(struct krep_partition *p,
 				"topic was deleted");
 		goto out;
 	}
-	err = lai_isr(p, lai, isr, st);
-	if (!err)
-		err = lai_check(p, lai, isr, st);
+	err = krep_lai_check(p->replicas, p->nreplicas, lai, isr, st);
 	if (err)
 		goto out;
 	if (lai->leader_epoch < p->leader_epoch ||

@@ -11,7 +11,8 @@
  * never serves its records.
  *
  * One slot per partition the broker does not host, in an array made at
- * the topic's creation, under the topic's meta_lock.
+ * the topic's creation, under the topic's meta_lock. krep_lai_check()
+ * holds the checks of a LEADER_AND_ISR that replicas make as well.
  */
 #include <linux/bitmap.h>
 #include <linux/mm.h>
@@ -34,18 +35,6 @@ struct krep_pmeta_slot {
 static const u32 *assignment(const struct krep_topic *t, u32 index)
 {
 	return &t->replicas[(size_t)index * t->replication_factor];
-}
-
-static int replica_index(const struct krep_topic *t, u32 index, u32 id)
-{
-	const u32 *ar = assignment(t, index);
-	unsigned int i;
-
-	for (i = 0; i < t->replication_factor; i++) {
-		if (ar[i] == id)
-			return i;
-	}
-	return -1;
 }
 
 /**
@@ -75,31 +64,53 @@ void krep_topic_meta_free(struct krep_topic *t)
 	t->meta = NULL;
 }
 
-/* the ISR of @lai as indexes in the assignment, with the leader in it */
-static int meta_check(const struct krep_topic *t, u32 index,
-		      const struct krep_lai *lai, unsigned long *isr,
-		      struct krep_status *st)
+static int ar_index(const u32 *ar, unsigned int nr, u32 id)
 {
-	unsigned int i, rf = t->replication_factor;
+	unsigned int i;
+
+	for (i = 0; i < nr; i++) {
+		if (ar[i] == id)
+			return i;
+	}
+	return -1;
+}
+
+/**
+ * krep_lai_check - a LEADER_AND_ISR against a partition's assignment
+ * @ar: the assigned replicas
+ * @nr: their number
+ * @lai: the controller's word
+ * @isr: set to its ISR, as a bitmap of indexes in @ar
+ * @st: the refusal
+ *
+ * As a replica checks it, and a broker keeping it for Metadata: the ISR
+ * within the assignment, the replicas (when given) equal to it -- no
+ * reassignment --, and the leader (when there is one) in the ISR.
+ *
+ * Return: 0 or -EINVAL (INVALID_REPLICA_ASSIGNMENT).
+ */
+int krep_lai_check(const u32 *ar, unsigned int nr, const struct krep_lai *lai,
+		   unsigned long *isr, struct krep_status *st)
+{
+	unsigned int i;
 	int idx;
 
-	if (lai->nreplicas &&
-	    (lai->nreplicas != rf ||
-	     memcmp(lai->replicas, assignment(t, index),
-		    rf * sizeof(lai->replicas[0]))))
-		return krep_fail(st, KREP_KERR_INVALID_REPLICA_ASSIGNMENT, -EINVAL,
-				 "replicas differ from the partition's (no reassignment)");
 	bitmap_zero(isr, KREP_RF_MAX);
 	for (i = 0; i < lai->nisr; i++) {
-		idx = replica_index(t, index, lai->isr[i]);
+		idx = ar_index(ar, nr, lai->isr[i]);
 		if (idx < 0)
 			return krep_fail(st, KREP_KERR_INVALID_REPLICA_ASSIGNMENT,
 					 -EINVAL, "ISR member outside the assigned replicas");
 		__set_bit(idx, isr);
 	}
+	if (lai->nreplicas &&
+	    (lai->nreplicas != nr ||
+	     memcmp(lai->replicas, ar, nr * sizeof(ar[0]))))
+		return krep_fail(st, KREP_KERR_INVALID_REPLICA_ASSIGNMENT, -EINVAL,
+				 "replicas differ from the partition's (no reassignment)");
 	if (lai->leader < 0)
 		return 0;
-	idx = replica_index(t, index, lai->leader);
+	idx = ar_index(ar, nr, lai->leader);
 	if (idx < 0)
 		return krep_fail(st, KREP_KERR_INVALID_REPLICA_ASSIGNMENT, -EINVAL,
 				 "leader outside the assigned replicas");
@@ -116,8 +127,8 @@ static int meta_check(const struct krep_topic *t, u32 index,
  * @lai: leader, epochs and ISR, as LEADER_AND_ISR gives them
  * @st: the refusal
  *
- * The same checks as a replica makes: the leader in the ISR, the ISR in
- * the assignment, epochs never going back.
+ * The same checks as a replica makes (krep_lai_check()), and epochs
+ * never going back.
  *
  * Return: 0, -EINVAL or -ESTALE (FENCED_LEADER_EPOCH).
  */
@@ -131,7 +142,8 @@ int krep_topic_meta_set(struct krep_topic *t, u32 index,
 	if (WARN_ON_ONCE(!t->meta || index >= t->npartitions))
 		return krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR, -EINVAL,
 				 "no metadata slot for the partition");
-	err = meta_check(t, index, lai, isr, st);
+	err = krep_lai_check(assignment(t, index), t->replication_factor, lai,
+			     isr, st);
 	if (err)
 		return err;
 	m = &t->meta[index];
