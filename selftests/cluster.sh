@@ -20,6 +20,11 @@
 #                            namespace and every log in memory, and comes
 #                            back empty (ARGS: more of `broker set`, such
 #                            as `log-dir DIR` to recover from)
+#   cluster_krepd DIR        krepd --controller over the three brokers'
+#                            namespaces (polls every 250 ms, session
+#                            timeout 3 s), its socket DIR/krepd.sock (also
+#                            in $SOCK), state and log in DIR; its pid in
+#                            $KREPD_PID, killed at cleanup
 #   kc NS ARGS...            krepctl --netns NS ARGS
 #   describe NS [TOPIC]      krepctl --json topic describe
 #   part NS TOPIC P          one partition of describe, compact JSON
@@ -107,6 +112,17 @@ cluster_topic_on() {
 	local n=$1
 	shift
 	kc "$(bns "$n")" topic create "$@" >/dev/null
+}
+
+cluster_krepd() {
+	SOCK=$1/krepd.sock
+	"$KREPD" --controller --foreground --session-timeout-ms 3000 \
+		--poll-ms 250 --preferred-interval-ms 0 \
+		--state-file "$1/krepd.state" --socket "$SOCK" \
+		--broker "1@netns:$B1" --broker "2@netns:$B2" \
+		--broker "3@netns:$B3" >"$1/krepd.log" 2>&1 &
+	KREPD_PID=$!
+	krep_cleanup_push "kill $KREPD_PID 2>/dev/null; wait $KREPD_PID 2>/dev/null"
 }
 
 # cluster_broker_recreate N CLUSTER [ARGS...]: broker N loses its namespace

@@ -236,13 +236,7 @@ ktap_check "... before its Fetch's 20 s max wait ran out ($took s)" \
 # and ISR, hosted there or not, and hears when the leader moves (krepd
 # sends its LEADER_AND_ISR to the brokers without a replica too, as
 # Kafka's controller sends UpdateMetadata)
-SOCK=$tmp/krepd.sock
-"$KREPD" --controller --foreground --session-timeout-ms 3000 --poll-ms 250 \
-	--preferred-interval-ms 0 --state-file "$tmp/krepd.state" \
-	--socket "$SOCK" --broker "1@netns:$B1" --broker "2@netns:$B2" \
-	--broker "3@netns:$B3" >"$tmp/krepd.log" 2>&1 &
-KREPD_PID=$!
-krep_cleanup_push "kill $KREPD_PID 2>/dev/null; wait $KREPD_PID 2>/dev/null"
+cluster_krepd "$tmp"
 # shellcheck disable=SC2317 # the conditions krep_wait_for polls
 km_create() {
 	"$KREPCTL" topic create km partitions 3 rf 2 --socket "$SOCK" \

@@ -74,13 +74,7 @@ for i in 1 2 3; do
 	kc "$(bns "$i")" broker set id "$i" cluster krepld listen "$NET.$i:$PORT" \
 		peers "$peers" log-dir "$dir" >/dev/null || ktap_bail "broker $i"
 done
-SOCK=$tmp/krepd.sock
-"$KREPD" --controller --foreground --poll-ms 250 --session-timeout-ms 3000 \
-	--preferred-interval-ms 0 --state-file "$tmp/krepd.state" \
-	--socket "$SOCK" --broker "1@netns:$B1" --broker "2@netns:$B2" \
-	--broker "3@netns:$B3" >"$tmp/krepd.log" 2>&1 &
-KREPD_PID=$!
-krep_cleanup_push "kill $KREPD_PID 2>/dev/null; wait $KREPD_PID 2>/dev/null"
+cluster_krepd "$tmp"
 o_create() {
 	"$KREPCTL" topic create o partitions 3 rf 3 config segment_bytes=262144 \
 		--socket "$SOCK" >"$tmp/o.create" 2>&1
