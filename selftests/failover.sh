@@ -38,9 +38,16 @@
 #    (Last: every partition led by broker 1 loses its only ISR member.)
 # The module runs with short deadlines (a cut link is noticed in 2.5 s, a
 # restored one used again within 0.5 s); krepd's session timeout is 3 s.
-# Prints KTAP; leaves the module unloaded and no namespace behind.
+# Every wait polls a condition with a deadline; the conditions are asked of
+# one long-lived Python (selftests/krep_probe.py, through
+# selftests/pyserve.py: krepd's control socket and the brokers' netlink),
+# so that a poll starts no process (a poll of krepd's view and three
+# brokers through krepctl and jq took 2 to 8 s in the VM). The clients
+# that follow the leader (fault_helper.py) run until told where to stop,
+# not for a fixed time. With KREP_TIMES set, each wait says how long it
+# took. Prints KTAP; leaves the module unloaded and no namespace behind.
 
-# shellcheck disable=SC2317,SC2016 # the conditions krep_wait_for polls; jq programs
+# shellcheck disable=SC2317,SC2016 # the conditions poll calls; jq programs
 set -u
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
@@ -48,6 +55,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 . "$here/lib.sh"
 # shellcheck source=selftests/cluster.sh
 . "$here/cluster.sh"
+# shellcheck source=selftests/krep_probe.sh
+. "$here/krep_probe.sh"
 
 krep_require_vm
 krep_require_cmd jq ip /usr/bin/python3
@@ -60,33 +69,43 @@ krep_cleanup_push rm -rf "$tmp"
 mark=failover-$$
 SOCK=$tmp/krepd.sock
 STATE=$tmp/krepd.state
-FH=$here/fault_helper.py
 
-# Each poll below asks krepctl once and jq once (a process start costs
-# 0.15 to 0.5 s in the VM).
-cv() { # TOPIC FILTER: of krepd's view of TOPIC-0
-	local s
-	s=$("$KREPCTL" elect --status --socket "$SOCK" 2>/dev/null) || return 1
-	jq -r --arg t "$1" "select(.topic == \$t and .partition == 0) | $2" <<<"$s"
+# The conditions: questions to krep_probe.py (its docstring lists them),
+# in one Python started first (krep_probe.sh: probe, pv); a question costs
+# no process start, nor a fork unless its answer is taken with $(...)
+cv() { probe view "$@"; }	# TOPIC FIELD: of krepd's view of TOPIC-0
+sv() { probe part "$@"; }	# N TOPIC FIELD: of broker N's TOPIC-0
+seen() { probe seen "$1"; }	# N: krepd reaches broker N, claimed, unfenced
+# for the diagnostics only: krepctl and jq
+status() { # TOPIC: krepd's view of TOPIC-0, compact JSON
+	"$KREPCTL" elect --status --socket "$SOCK" 2>/dev/null |
+		jq -c --arg t "$1" 'select(.topic == $t and .partition == 0)'
 }
-status() { cv "$1" tojson; }	# TOPIC: krepd's view of TOPIC-0, compact JSON
-kbrokers() { # FILTER: of krepd's --brokers, one array: the controller, then
-	# the brokers
-	local s
-	s=$("$KREPCTL" elect --brokers --socket "$SOCK" 2>/dev/null) || return 1
-	jq -rs "$1" <<<"$s"
+kbrokers() { # krepd's --brokers: the controller, then the brokers
+	"$KREPCTL" elect --brokers --socket "$SOCK" 2>&1
 }
-seen() { # N: krepd reaches broker N, has it claimed and unfenced
-	[ "$(kbrokers ".[1:][] | select(.id == $1) |
-		.reachable and .claimed and (.fenced | not)")" = true ]
+st() { # N TOPIC: broker N's TOPIC-0, compact JSON
+	describe "$(bns "$1")" "$2" | jq -c '.[] | select(.partition == 0)'
 }
 
-sv() { # N TOPIC FILTER: of broker N's TOPIC-0
-	local d
-	d=$(describe "$(bns "$1")" "$2") || return 1
-	jq -r ".[] | select(.partition == 0) | $3" <<<"$d"
+# sleep without a process: read on a FIFO nobody writes
+mkfifo "$tmp/nap" || ktap_bail "cannot make a FIFO"
+exec {NAP}<>"$tmp/nap"
+nap() { read -r -t "$1" -u "$NAP" _ || true; }
+# poll SECONDS CMD...: CMD every 0.2 s until it succeeds; false once
+# SECONDS have passed. With KREP_TIMES set, a line for each: how long
+poll() {
+	local deadline=$((SECONDS + $1)) t=${EPOCHREALTIME/./} rc=0
+	shift
+	until "$@"; do
+		[ "$SECONDS" -lt "$deadline" ] || { rc=1; break; }
+		nap 0.2
+	done
+	[ -z "${KREP_TIMES:-}" ] ||
+		ktap_diag "at ${SECONDS}s: $(( (${EPOCHREALTIME/./} - t) / 1000 )) ms, status $rc: $*"
+	return $rc
 }
-st() { sv "$1" "$2" tojson; }	# N TOPIC: compact JSON
+stamp() { [ -z "${KREP_TIMES:-}" ] || ktap_diag "at ${SECONDS}s: $*"; }
 
 # The system under test first: this script and its clients (polls, Python)
 # run $NICE steps nicer than krepd and its relays, so that a VM short of
@@ -127,26 +146,59 @@ krepd_stop() {
 	kill "$KREPD_PID" 2>/dev/null
 	wait "$KREPD_PID" 2>/dev/null
 }
-ctl_up() { [ -S "$SOCK" ] && status f | grep -q .; }
+ctl_up() { [ -S "$SOCK" ] && cv f leader >/dev/null; }
 
-fh() { /usr/bin/python3 "$FH" "$@"; }	# for the long runs in the background
+# fault_helper.py ARG... in the background, its output in file OUT: a fork
+# of the conditions' Python (no interpreter start); sets FH_PID (a reap
+# waits for it, and gives its status)
+fh() { # OUT ARG...
+	pv FH_PID spawn "$1" fh "${@:2}" ||
+		ktap_bail "cannot start fault_helper.py ${*:2}"
+	krep_cleanup_push "kill $FH_PID 2>/dev/null"
+}
+fh_reap() { probe reap "$1"; }	# PID
+nlines() { # FILE N: FILE has N lines or more
+	local -a _l
+	mapfile -t _l <"$1"
+	[ "${#_l[@]}" -ge "$2" ]
+}
+# Text checks without a process (a grep, seq, cmp or cat starts in 0.2 to
+# 1 s in a busy VM):
+slurp() { # VAR FILE: VAR = FILE's text ("" if it cannot be read)
+	IFS= read -r -d '' "$1" <"$2" || true
+}
+has() { # FILE ERE: a line of FILE matches ERE (a "^" in front: at its start)
+	local _t _re=$2
+	slurp _t "$1"
+	[ "${_re:0:1}" != "^" ] || _re="(^|"$'\n'")${_re:1}"
+	[[ $_t =~ $_re ]]
+}
+values() { # PREFIX FIRST LAST: the lines PREFIX-FIRST .. PREFIX-LAST
+	local _n
+	eval "_n=({$2..$3})"
+	printf "$1-%d\n" "${_n[@]}"
+}
+same() { # FILE TEXT: FILE holds exactly the lines of TEXT
+	local _t
+	slurp _t "$1"
+	[ "${_t%$'\n'}" = "${2%$'\n'}" ]
+}
 all_ns() { echo "$B1,$B2,$B3"; }
 
 produce_to() { # N TOPIC ACKS PREFIX COUNT
-	seq -f "$4-%g" 0 $(($5 - 1)) |
+	values "$4" 0 $(($5 - 1)) |
 		kc "$(bns "$1")" --json produce "$2" acks "$3" timeout 10000
 }
 
-leader_is() { # TOPIC N: the controller and broker N agree N leads
-	[ "$(cv "$1" .leader)" = "$2" ] && [ "$(sv "$2" "$1" .role)" = leader ]
+leader_is() { probe leader_is "$@"; }	# TOPIC N: krepd and broker N agree N leads
+isr_is() { # TOPIC ISR ("1,2": krepd's order)
+	local i
+	pv i isr "$1" && [ "$i" = "$2" ]
 }
-isr_is() { [ "$(cv "$1" '.isr | join(",")')" = "$2" ]; }
-isr_full() { [ "$(cv "$1" '.isr | sort | join(",")')" = 1,2,3 ]; }	# TOPIC
+isr_full() { probe isr_full "$1"; }	# TOPIC
 led_by_1() { # TOPIC: broker 1 leads it; if not, krepd is asked to make it so
 	# (the preferred replica: not eligible until it is in the ISR)
-	leader_is "$1" 1 && return 0
-	"$KREPCTL" elect --preferred "$1" 0 --socket "$SOCK" >/dev/null 2>&1
-	return 1
+	probe led_by_1 "$1"
 }
 
 diag_log() { # krepd's last decisions and troubles (not its ISR commits)
@@ -155,6 +207,7 @@ diag_log() { # krepd's last decisions and troubles (not its ISR commits)
 }
 diag_state() { # TOPIC
 	status "$1" | ktap_diag_stdin
+	tail -n 5 "$tmp/probe.err" | ktap_diag_stdin
 	for n in 1 2 3; do st "$n" "$1" | ktap_diag_stdin; done
 	diag_log
 }
@@ -164,18 +217,40 @@ ktap_plan 23
 # --- set-up ---------------------------------------------------------------
 
 krep_kmsg_mark "$mark"
+# the conditions' Python first (its start overlaps the set-up)
+probe_start KREP_PROBE_SOCK="$SOCK" KREP_PROBE_NS="$tmp/brokers" \
+	KREP_PROBE_ERR="$tmp/probe.err" || ktap_bail "cannot start krep_probe.py"
 krep_mod_unload
 krep_mod_load fetch_timeout_ms=2000 reconnect_backoff_max_ms=500 ||
 	ktap_bail "insmod krep.ko failed"
+stamp "module loaded"
 cluster_up krepf || ktap_bail "cannot set up three brokers"
-cluster_topic f partitions 1 replication-factor 3 \
-	config replica_lag_time_max_ms=$LAG || ktap_bail "topic f"
-cluster_topic l partitions 1 replication-factor 3 \
-	config replica_lag_time_max_ms=$LAG,min_insync_replicas=2 ||
-	ktap_bail "topic l"
-cluster_topic o partitions 1 replication-factor 2 \
-	config replica_lag_time_max_ms=$LAG || ktap_bail "topic o"
-krep_wait_for 60 cluster_peers_up || ktap_bail "peers did not connect"
+stamp "cluster up"
+echo "$B1 $B2 $B3" >"$tmp/brokers"	# for the conditions' Python
+# which ends before the namespaces go (its sockets would keep them)
+krep_cleanup_push probe_quit
+# the topics, the three brokers side by side
+for n in 1 2 3; do
+	{
+		cluster_topic_on "$n" f partitions 1 replication-factor 3 \
+			config replica_lag_time_max_ms=$LAG &&
+		cluster_topic_on "$n" l partitions 1 replication-factor 3 \
+			config replica_lag_time_max_ms=$LAG,min_insync_replicas=2 &&
+		cluster_topic_on "$n" o partitions 1 replication-factor 2 \
+			config replica_lag_time_max_ms=$LAG
+	} &
+	tpid[n]=$!
+done
+for n in 1 2 3; do
+	wait "${tpid[n]}" || ktap_bail "topics f, l, o on broker $n"
+done
+stamp "topics created"
+# the relays (listening before krepd comes)
+printf 'failover-secret-%s%s\n' "$RANDOM" "$RANDOM" >"$tmp/secret"
+chmod 600 "$tmp/secret"
+declare -a RELAY
+for n in 1 2 3; do relay_start "$n"; done
+poll 60 probe peers_up || ktap_bail "peers did not connect"
 # the controller's host: the initial namespace on the bridge
 ip link add krc type veth peer name pc netns "$BR" &&
 	ip -n "$BR" link set pc master krbr up &&
@@ -190,47 +265,31 @@ for kv in base_reachable_time_ms=1000 delay_first_probe_time=1 \
 	echo "${kv#*=}" >"/proc/sys/net/ipv4/neigh/krc/${kv%%=*}" ||
 		ktap_bail "cannot set krc's ${kv%%=*}"
 done
-printf 'failover-secret-%s%s\n' "$RANDOM" "$RANDOM" >"$tmp/secret"
-chmod 600 "$tmp/secret"
-declare -a RELAY
-for n in 1 2 3; do relay_start "$n"; done
 
 # --- 1. one controller --------------------------------------------------------
 
 ktap_diag "1. krepd takes over (at ${SECONDS}s)"
 krepd_start
-claimed() { # every broker holds krepd's claim at its epoch (asked at once)
-	local n rc=0 e
-	local -a pids=()
-	e=$(kbrokers '.[0].controller_epoch') || return 1
-	for n in 1 2 3; do
-		ip netns exec "$(bns "$n")" /usr/bin/python3 "$here/ctl_helper.py" \
-			broker >"$tmp/claim.$n" 2>&1 &
-		pids+=($!)
-	done
-	for n in 1 2 3; do
-		wait "${pids[n - 1]}" || rc=1
-		grep -q " ctrl-epoch $e " "$tmp/claim.$n" || rc=1
-	done
-	return $rc
-}
-krep_wait_for 30 ctl_up && up=1 || up=0
-# meanwhile a second krepd, which must refuse to act while the first lives
+# up, and every broker holds its claim at its epoch
+claimed() { probe claimed >"$tmp/claims" 2>&1; }
+poll 30 ctl_up && poll 30 claimed && up=1 || up=0
+# then a second krepd, which must refuse to act while the first lives
 # shellcheck disable=SC2046 # brokers prints separate words
 timeout 30 "$KREPD" --controller --foreground --session-timeout-ms $SESSION \
 	--state-file "$tmp/second.state" --socket "$tmp/second.sock" \
 	$(brokers) >"$tmp/second.out" 2>&1 &
 second=$!
-if [ "$up" = 1 ] && [ "$(cv f .leader)" = 1 ] && claimed; then
+if [ "$up" = 1 ] && [ "$(cv f leader)" = 1 ]; then
 	ktap_ok "krepd claims the three brokers and adopts their partitions"
 else
 	diag_state f
-	cat "$tmp"/claim.* 2>&1 | ktap_diag_stdin
+	ktap_diag_stdin <"$tmp/claims"
 	ktap_fail "krepd claims the three brokers and adopts their partitions"
 fi
 wait "$second" && rc=0 || rc=$?
-out=$(cat "$tmp/second.out")
-if [ "$rc" = 1 ] && grep -q "another controller is active" <<<"$out"; then
+stamp "second krepd exited"
+slurp out "$tmp/second.out"
+if [ "$rc" = 1 ] && [[ $out == *"another controller is active"* ]]; then
 	ktap_ok "a second krepd refuses to act while the first lives"
 else
 	ktap_diag "exit $rc: $out"
@@ -243,27 +302,24 @@ ktap_diag "1b. krepctl topic create/delete --controller (at ${SECONDS}s)"
 out=$("$KREPCTL" topic create c partitions 6 replication-factor 3 \
 	config replica_lag_time_max_ms=$LAG --socket "$SOCK" 2>&1) && rc=0 || rc=$?
 declare -A AR
-while read -r pr reps; do
+while read -r pr reps; do	# its "c-P replicas=R,R,R" lines
+	[[ $pr == c-[0-5] && $reps == replicas=* ]] || continue
 	AR[${pr#c-}]=${reps#replicas=}
-done < <(grep '^c-[0-5] replicas=' <<<"$out")
-firsts=$(for p in 0 1 2 3 4 5; do echo "${AR[$p]%%,*}"; done | sort | uniq -c |
-	awk '{ print $1 }' | sort -u | tr '\n' ' ')
-cdesc() { # FILTER: jq -r FILTER over [describe c on broker 1, 2, 3]
-	local d
-	d=$(describe "$B1" c && describe "$B2" c && describe "$B3" c) || return 1
-	jq -rs "$1" <<<"$d"
-}
-same_ar() { # every broker has the six partitions of c with these replicas
-	local want n p
-
-	want=$(for n in 1 2 3; do
-		for p in 0 1 2 3 4 5; do echo "$n $p ${AR[$p]}"; done
-	done)
-	[ "$(cdesc 'to_entries[] | (.key + 1) as $b | .value | sort_by(.partition)[] |
-		"\($b) \(.partition) \(.replicas | join(","))"')" = "$want" ]
-}
+done <<<"$out"
+# how many partitions each broker is the first replica of: each number
+# once, in order ("2 ": two each)
+declare -A nfirst=()
+for p in "${!AR[@]}"; do
+	nfirst[${AR[$p]%%,*}]=$((${nfirst[${AR[$p]%%,*}]:-0} + 1))
+done
+firsts=
+for k in 1 2 3 4 5 6; do
+	[[ " ${nfirst[*]} " != *" $k "* ]] || firsts+="$k "
+done
+ar=
+for p in "${!AR[@]}"; do ar+="${ar:+ }$p:${AR[$p]}"; done
 if [ "$rc" = 0 ] && [ "${#AR[@]}" = 6 ] && [ "$firsts" = "2 " ] &&
-   krep_wait_for 10 same_ar; then
+   poll 10 probe same_ar c "$ar"; then
 	ktap_ok "krepd creates c on every broker: the assignment it printed, each broker the preferred leader of 2 of 6"
 else
 	ktap_diag "exit $rc: $out" "first replicas per broker: $firsts"
@@ -271,22 +327,19 @@ else
 	ktap_fail "krepd creates c on every broker: the assignment it printed, each broker the preferred leader of 2 of 6"
 fi
 pleader() { echo "${AR[$1]%%,*}"; }	# P: its preferred leader
-led() { # every partition of c led by its preferred replica (and no other)
-	# at epoch 0, ISR full
-	local want p
-
-	want=$(for p in 0 1 2 3 4 5; do echo "$p $(pleader "$p") 0 3"; done)
-	[ "$(cdesc '[to_entries[] | (.key + 1) as $b | .value[] |
-		select(.role == "leader") |
-		{p: .partition, b: $b, e: .leader_epoch, i: (.isr | length)}] |
-		sort_by(.p)[] | "\(.p) \(.b) \(.e) \(.i)"')" = "$want" ]
-}
+# every partition of c led by its preferred replica (and no other) at
+# epoch 0, ISR full
+led() { probe led c "$ar"; }
 rc=0
-if krep_wait_for 20 led; then
+if poll 20 led; then
+	# the six side by side
+	pids=()
 	for p in 0 1 2 3 4 5; do
-		seq -f "c$p-%g" 1 5 | kc "$(bns "$(pleader "$p")")" produce c \
-			partition "$p" acks all timeout 10000 >/dev/null || rc=1
+		values "c$p" 1 5 | kc "$(bns "$(pleader "$p")")" produce c \
+			partition "$p" acks all timeout 10000 >/dev/null &
+		pids+=($!)
 	done
+	for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
 fi
 if led && [ "$rc" = 0 ]; then
 	ktap_ok "each partition of c led by its preferred replica at epoch 0; acks=all on each"
@@ -296,28 +349,11 @@ else
 	ktap_fail "each partition of c led by its preferred replica at epoch 0; acks=all on each"
 fi
 kc "$B3" topic delete c
-back3() { # broker 3 has c again, caught up, in every ISR; none of it led by 3
-	local s d
-	s=$("$KREPCTL" elect --status --socket "$SOCK" 2>/dev/null) &&
-		d=$(describe "$B1" c && describe "$B2" c && describe "$B3" c) ||
-		return 1
-	# krepd's view (objects), then the three describes (arrays)
-	jq -es '
-	def one($d; $p): [$d[] | select(.partition == $p)] |
-		if length == 1 then .[0] else null end;
-	map(select(type == "object" and .topic == "c")) as $s |
-	map(select(type == "array")) as $d |
-	($d | length) == 3 and ($s | length) == 6 and
-	all($s[]; . as $x | ($x.leader == 1 or $x.leader == 2) and
-		(one($d[$x.leader - 1]; $x.partition) |
-		 . != null and .role == "leader" and .leo == 5 and (.isr | length) == 3) and
-		(one($d[2]; $x.partition) |
-		 . != null and .role == "follower" and .leo == 5))' \
-		<<<"$s"$'\n'"$d" >/dev/null
-}
-if krep_wait_for 60 back3 &&
-   grep -q 'topic c: created on broker 3 (it had missed it)' "$tmp/krepd.log" &&
-   grep -q 'broker 3 lost its replica' "$tmp/krepd.log"; then
+# broker 3 has c again, caught up (LEO 5), in every ISR; none of it led
+# by 3: krepd's view and the three brokers agree
+if poll 60 probe back3 c 5 &&
+   has "$tmp/krepd.log" 'topic c: created on broker 3 \(it had missed it\)' &&
+   has "$tmp/krepd.log" 'broker 3 lost its replica'; then
 	ktap_ok "broker 3 lost c: krepd takes it out of the ISRs, creates c again there, it catches up and rejoins"
 else
 	describe "$B3" c | ktap_diag_stdin
@@ -327,21 +363,10 @@ else
 	ktap_fail "broker 3 lost c: krepd takes it out of the ISRs, creates c again there, it catches up and rejoins"
 fi
 out=$("$KREPCTL" topic delete c --controller --socket "$SOCK" 2>&1) && rc=0 || rc=$?
-gone() { # each asked, each answers, none has c
-	local n out
-	for n in 1 2 3; do
-		out=$(kc "$(bns "$n")" --json topic list) &&
-			jq -e 'type == "array" and all(.[]; .topic != "c")' \
-				<<<"$out" >/dev/null || return 1
-	done
-	out=$("$KREPCTL" elect --status --socket "$SOCK") &&
-		jq -se 'length > 0 and all(.[]; .topic != "c")' <<<"$out" \
-			>/dev/null || return 1
-	[ -s "$STATE" ] && grep -q '^controller-epoch ' "$STATE" &&
-		! grep -qE '^(topic|partition) c ' "$STATE"
-}
-if [ "$rc" = 0 ] && krep_wait_for 20 gone &&
-   grep -q 'topic c: deleted from every broker' "$tmp/krepd.log"; then
+# each broker answers with its other topics and without c; krepd's view
+# has partitions, none of c; its state file a controller epoch and no c
+if [ "$rc" = 0 ] && poll 20 probe gone c "$STATE" &&
+   has "$tmp/krepd.log" 'topic c: deleted from every broker'; then
 	ktap_ok "krepctl topic delete c --controller: gone from every broker, krepd's view and its state file"
 else
 	ktap_diag "exit $rc: $out"
@@ -354,38 +379,38 @@ fi
 
 ktap_diag "2. leader failover (at ${SECONDS}s)"
 # broker 1 leads f-0, ISR full (whatever happened before)
-krep_wait_for 30 led_by_1 f && krep_wait_for 30 isr_full f || diag_state f
+poll 30 led_by_1 f && poll 30 isr_full f || diag_state f
 out=$(produce_to 1 f all pre 50) && rc=0 || rc=$?
 [ "$rc" = 0 ] || ktap_diag "produce: $out"
-# the consumer follows f's leader until section 5 (it only needs to outlive
-# the failover and the rejoin below, which take well under 40 s)
-fh consume f "$(all_ns)" 40 "$tmp/cons.f" >"$tmp/cons.f.out" 2>&1 &
-cons=$!
-krep_cleanup_push "kill $cons 2>/dev/null"
-epoch0=$(cv f .leader_epoch)
+# the consumer follows f's leader through sections 2 to 4, until told (at
+# the end of section 4) to stop once it has read all 70 records; 300 s at
+# most. It has read the first 50 before the cut.
+: >"$tmp/cons.f"
+fh "$tmp/cons.f.out" consume f "$(all_ns)" 300 "$tmp/cons.f" "$tmp/cons.f.until"
+cons=$FH_PID
+poll 30 nlines "$tmp/cons.f" 50 || ktap_diag "the consumer has not read the first 50 records: $(cat "$tmp/cons.f.out")"
+epoch0=$(cv f leader_epoch)
 link_down 1
 t0=$SECONDS
 new_leader() { leader_is f 2 || leader_is f 3; }
-if krep_wait_for 30 new_leader; then
-	new=$(cv f .leader)
-	ktap_ok "broker 1 cut off: broker $new leads (epoch $epoch0 -> $(cv f .leader_epoch)) after $((SECONDS - t0)) s"
+if poll 30 new_leader; then
+	new=$(cv f leader)
+	ktap_ok "broker 1 cut off: broker $new leads (epoch $epoch0 -> $(cv f leader_epoch)) after $((SECONDS - t0)) s"
 else
 	new=2
 	diag_state f
 	ktap_fail "broker 1 cut off: a new leader from the ISR"
 fi
 out=$(produce_to "$new" f all post 20 2>&1) && rc=0 || rc=$?
-# the new leader's log, read while broker 1 comes back (a Python start)
-ip netns exec "$(bns "$new")" /usr/bin/python3 "$here/repl_helper.py" \
-	dump f 0 "$tmp/f" >"$tmp/f.out" 2>&1 &
-dump=$!
+# the new leader's log (repl_helper.py dump)
+probe dump f "$new" "$tmp/f" >"$tmp/f.out" 2>&1
 link_up 1
-krep_wait_for 40 isr_full f && [ "$(sv 1 f .role)" = follower ] &&
-	[ "$(sv 1 f .leo)" = "$(sv "$new" f .leo)" ] && rejoin=1 || rejoin=0
-wait "$dump"
-{ seq -f 'pre-%g' 0 49; seq -f 'post-%g' 0 19; } >"$tmp/f.want"
-if [ "$rc" = 0 ] && grep -q "records 70 " "$tmp/f.out" &&
-   cmp -s "$tmp/f.want" "$tmp/f.0"; then
+poll 40 isr_full f && [ "$(sv 1 f role)" = follower ] &&
+	[ "$(sv 1 f leo)" = "$(sv "$new" f leo)" ] && rejoin=1 || rejoin=0
+{ values pre 0 49; values post 0 19; } >"$tmp/f.want"
+want=
+slurp want "$tmp/f.want"
+if [ "$rc" = 0 ] && has "$tmp/f.out" "records 70 " && same "$tmp/f.0" "$want"; then
 	ktap_ok "all 50 records acknowledged before, and 20 after, in order on the new leader"
 else
 	ktap_diag "exit $rc: $out" "$(cat "$tmp/f.out")"
@@ -398,7 +423,7 @@ else
 	ktap_fail "broker 1 returns, follows broker $new and rejoins the ISR"
 fi
 out=$("$KREPCTL" elect --preferred f 0 --socket "$SOCK" 2>&1) && rc=0 || rc=$?
-if [ "$rc" = 0 ] && krep_wait_for 15 leader_is f 1; then
+if [ "$rc" = 0 ] && poll 15 leader_is f 1; then
 	ktap_ok "krepctl elect --preferred: broker 1 leads f-0 again"
 else
 	ktap_diag "exit $rc: $out"
@@ -409,41 +434,32 @@ fi
 # --- 3. krepd restarts ---------------------------------------------------------
 
 ktap_diag "3. krepd restart (at ${SECONDS}s)"
-view() { # every partition's leader and leader epoch in krepd's view; f-0's
-	# partition epoch and ISR too (l-0 and o-0 may still be taking broker 1
-	# back into their ISRs)
-	local s
-	s=$("$KREPCTL" elect --status --socket "$SOCK" 2>/dev/null) || return 1
-	jq -cs 'map(if .topic == "f" then {topic, partition, leader, leader_epoch,
-			partition_epoch, isr}
-		else {topic, partition, leader, leader_epoch} end) |
-		sort_by(.topic, .partition)' <<<"$s"
-}
+# every partition's leader and leader epoch in krepd's view (their number
+# first); f-0's partition epoch and ISR too (l-0 and o-0 may still be
+# taking broker 1 back into their ISRs)
+view() { probe snapshot; }
 before=$(view)
-epoch=$(kbrokers '.[0].controller_epoch')
+epoch=$(probe ctrl_epoch)
 krepd_stop
-nlog=$(wc -l <"$tmp/krepd.log")
-newlog() { tail -n +$((nlog + 1)) "$tmp/krepd.log"; }
+nbytes=$(stat -c %s "$tmp/krepd.log")
+newlog() { tail -c +$((nbytes + 1)) "$tmp/krepd.log"; }
 krepd_start
 # up again: every broker claimed at the next epoch, the state file read
-restarted() {
-	[ "$(kbrokers '.[0].controller_epoch as $e |
-		"\($e) \([.[1:][] | select(.claimed)] | length)"')" = "$((epoch + 1)) 3" ] &&
-		newlog | grep -qF "state from $STATE: controller epoch $epoch, "
-}
 same=0
-if krep_wait_for 30 restarted; then
-	# a few polls of krepd's view (each longer than its 250 ms poll)
+if [ -n "$epoch" ] && poll 30 probe restarted "$epoch" "$STATE" "$tmp/krepd.log" "$nbytes"; then
+	# three polls of krepd's view, 300 ms apart (more than its 250 ms poll)
 	for i in 1 2 3; do
+		nap 0.3
 		[ "$(view)" = "$before" ] && same=$((same + 1))
 	done
 fi
-if [ -n "$epoch" ] && [ "$(jq length <<<"$before")" = 3 ] && [ "$same" = 3 ] &&
-   ! newlog | grep -q 'adopting' && ! newlog | grep -qE '^[a-z]+-[0-9]+: leader '; then
+if [ -n "$epoch" ] && [ "${before%% *}" = 3 ] && [ "$same" = 3 ] &&
+   newlog >"$tmp/krepd.new" && ! has "$tmp/krepd.new" 'adopting' &&
+   ! has "$tmp/krepd.new" '^[a-z]+-[0-9]+: leader '; then
 	ktap_ok "krepd restarts from its state file: controller epoch $epoch -> $((epoch + 1)), nothing elected"
 else
 	ktap_diag "before: $before" "controller epoch $epoch before; $same of 3 views the same"
-	kbrokers . | ktap_diag_stdin
+	kbrokers | ktap_diag_stdin
 	diag_state f
 	newlog | head -n 20 | ktap_diag_stdin
 	ktap_fail "krepd restarts from its state file"
@@ -452,22 +468,24 @@ fi
 # --- 4. offline without an ISR member -------------------------------------------
 
 ktap_diag "4. offline partition (at ${SECONDS}s)"
-krep_wait_for 30 led_by_1 o && w0=1 || w0=0
+poll 30 led_by_1 o && w0=1 || w0=0
 produce_to 1 o all o 10 >/dev/null
 link_down 2
-krep_wait_for 30 isr_is o 1 && w1=1 || w1=0
+poll 30 isr_is o 1 && w1=1 || w1=0
 link_down 1
-offline() { [ "$(cv o '.leader == null or .offline == true')" = true ]; }
-krep_wait_for 30 offline && w2=1 || w2=0
+offline() { probe offline o; }
+poll 30 offline && w2=1 || w2=0
 link_up 2
-# krepd sees broker 2 again (and would elect it now if it were to); then a
-# few polls, each longer than krepd's 250 ms poll, in which it must not be
+# krepd sees broker 2 again (and would elect it now if it were to); then
+# three polls, 300 ms apart (more than krepd's 250 ms poll), in which it
+# must not be
 not2() { # o-0 offline, broker 2 not its leader
-	offline && case $(sv 2 o .role) in follower|offline) true ;; *) false ;; esac
+	offline && case $(sv 2 o role) in follower|offline) true ;; *) false ;; esac
 }
 polls=0
-if krep_wait_for 60 seen 2; then
+if poll 60 seen 2; then
 	for i in 1 2 3; do
+		nap 0.3
 		not2 && polls=$((polls + 1))
 	done
 fi
@@ -475,12 +493,12 @@ if [ "$w0$w1$w2" = 111 ] && [ "$polls" = 3 ]; then
 	ktap_ok "no ISR member alive: o-0 offline, the out-of-sync broker 2 is not elected"
 else
 	ktap_diag "led by 1: $w0, ISR {1}: $w1, offline: $w2, $polls of 3 polls after krepd saw broker 2 again"
-	kbrokers . | ktap_diag_stdin
+	kbrokers | ktap_diag_stdin
 	diag_state o
 	ktap_fail "no ISR member alive: o-0 offline, the out-of-sync broker 2 is not elected"
 fi
 link_up 1
-if krep_wait_for 30 leader_is o 1 && produce_to 1 o all back 1 >/dev/null; then
+if poll 30 leader_is o 1 && produce_to 1 o all back 1 >/dev/null; then
 	ktap_ok "broker 1, the ISR member, returns: o-0 leads again and takes acks=all"
 else
 	diag_state o
@@ -488,12 +506,15 @@ else
 fi
 
 # the consumer of section 2 followed f's leader through the failover, the
-# rejoin, the preferred election, krepd's restart and section 4's cuts
-wait "$cons"
+# rejoin, the preferred election, krepd's restart and section 4's cuts: it
+# stops once it has read the 70 records
+echo 70 >"$tmp/cons.f.until"
+fh_reap "$cons"
 read -r _ nread _ hw _ back <"$tmp/cons.f.out"
-missing=$(sort -u "$tmp/cons.f" | comm -23 <(sort "$tmp/f.want") - | wc -l)
+# the lines it wrote, and the values of f.want not among them
+read -r _ lines _ _ _ missing < <(probe consumed "$tmp/cons.f" "$tmp/f.want")
 if [ "${back:-1}" = 0 ] && [ "${nread:-0}" = 70 ] &&
-   [ "$(wc -l <"$tmp/cons.f")" = 70 ] && [ "$missing" = 0 ]; then
+   [ "${lines:-0}" = 70 ] && [ "${missing:-1}" = 0 ]; then
 	ktap_ok "a consumer following the leader read all 70 records once, never saw a leader's HW go back (HW $hw)"
 else
 	ktap_diag "$(cat "$tmp/cons.f.out")" "records not read: $missing"
@@ -504,64 +525,71 @@ fi
 # --- 5. random faults ---------------------------------------------------------
 
 ktap_diag "5. random link faults for ${FAULT_SECS}s (at ${SECONDS}s)"
-krep_wait_for 40 isr_full f || diag_state f
+poll 40 isr_full f || diag_state f
 : >"$tmp/acks"
-fh produce f "$(all_ns)" "$FAULT_SECS" "$tmp/acks" >"$tmp/prod.out" 2>&1 &
-prod=$!
-# the consumer runs 12 s longer than the faults: to read the last
-# acknowledged records once every link is back
-fh consume f "$(all_ns)" $((FAULT_SECS + 12)) "$tmp/cons.r" >"$tmp/cons.r.out" 2>&1 &
-cons=$!
-krep_cleanup_push "kill $prod $cons 2>/dev/null"
-# the checks' Python, started while the links go up and down (after the
-# clients: they would keep its input open)
-krep_pyserve_start fh "" fault_helper || ktap_bail "cannot start fault_helper.py"
+# the producer runs until the faults are over (told below; FAULT_SECS +
+# 120 s at most)
+fh "$tmp/prod.out" produce f "$(all_ns)" $((FAULT_SECS + 120)) "$tmp/acks" v \
+	"$tmp/prod.stop"
+prod=$FH_PID
+# the consumer runs until it has read the last acknowledged record, once
+# every link is back (told below; FAULT_SECS + 120 s at most)
+fh "$tmp/cons.r.out" consume f "$(all_ns)" $((FAULT_SECS + 120)) "$tmp/cons.r" \
+	"$tmp/cons.r.until"
+cons=$FH_PID
+# the faults begin once the producer is under way: its first record is
+# acknowledged
+acking() { [ -s "$tmp/acks" ]; }
+poll 60 acking || ktap_diag "no record acknowledged yet: $(cat "$tmp/prod.out")"
 end=$((SECONDS + FAULT_SECS))
 # the cuts' schedule comes from this seed: KREP_FAULT_SEED=N reruns it
 seed=${KREP_FAULT_SEED:-$(((RANDOM << 15 | RANDOM) % 1000000))}
 ktap_diag "fault schedule seed $seed (rerun: KREP_FAULT_SEED=$seed make check SUITES=failover)"
 RANDOM=$seed
-nap() { # SECONDS: sleep that long, but not past the end of the faults
+fault_nap() { # SECONDS: sleep that long, but not past the end of the faults
 	local s=$1 left=$((end - SECONDS))
 	[ "$s" -le "$left" ] || s=$left
-	[ "$s" -le 0 ] || sleep "$s"
+	[ "$s" -le 0 ] || nap "$s"
 }
 cuts=0
 while [ "$SECONDS" -lt "$end" ]; do
 	n=$((RANDOM % 3 + 1))
 	link_down "$n"
 	cuts=$((cuts + 1))
-	nap $((RANDOM % 4 + 1))
+	fault_nap $((RANDOM % 4 + 1))
 	# sometimes a second broker goes too, for a moment
 	if [ $((RANDOM % 4)) = 0 ]; then
 		m=$(((n % 3) + 1))
 		link_down "$m"
-		nap 1
+		fault_nap 1
 		link_up "$m"
 	fi
 	link_up "$n"
-	nap $((RANDOM % 3 + 1))
+	fault_nap $((RANDOM % 3 + 1))
 done
+# the faults are over: the producer stops (after the request it may be
+# waiting on) while the links come back
+touch "$tmp/prod.stop"
 for n in 1 2 3; do link_up "$n"; done
-wait "$prod"
-ktap_diag "producer: $(cat "$tmp/prod.out"); $cuts cuts"
-# let the ISR fill, then every in-sync replica (all three) must hold every ack
-hw_same() { # the three at the leader's HW
-	local l h
-	l=$(cv f .leader)
-	h=$(sv "$l" f .hw)
-	[ -n "$h" ] && [ "$(sv 1 f .hw)" = "$h" ] && [ "$(sv 2 f .hw)" = "$h" ] &&
-		[ "$(sv 3 f .hw)" = "$h" ]
-}
-krep_wait_for 60 isr_full f && krep_wait_for 30 hw_same && filled=1 || filled=0
-acked=$(wc -l <"$tmp/acks")
+fh_reap "$prod"
+slurp out "$tmp/prod.out"
+ktap_diag "producer: ${out%$'\n'}; $cuts cuts"
+# the consumer stops once it has read every offset up to the last
+# acknowledged one (acknowledged offsets only grow)
+mapfile -t ackl <"$tmp/acks"
+last="0 -1"
+[ ${#ackl[@]} = 0 ] || last=${ackl[${#ackl[@]} - 1]}
+echo $((${last#* } + 1)) >"$tmp/cons.r.until"
+# let the ISR fill, then every in-sync replica (all three) must hold every
+# ack: the three at the leader's HW
+poll 60 isr_full f && poll 30 probe hw_same f && filled=1 || filled=0
+acked=${#ackl[@]}
 checked=0
 for n in 1 2 3; do
-	out=$(krep_pyserve fh check f "$(bns "$n")" "$tmp/acks" 2>&1) &&
+	out=$(krep_pyserve probe fh check f "$(bns "$n")" "$tmp/acks" 2>&1) &&
 		[ "$out" = "ok $acked" ] && checked=$((checked + 1))
 	ktap_diag "broker $n: $out"
 done
-krep_pyserve_stop fh	# before any namespace goes
 if [ "$filled" = 1 ] && [ "$checked" = 3 ] && [ "$acked" -gt 0 ]; then
 	ktap_ok "random faults: all $acked acknowledged records on every in-sync replica, once, in order"
 else
@@ -571,16 +599,16 @@ else
 fi
 # section 6 begins while the consumer reads its last records (nothing is
 # cut here): l-0 with its full ISR, led by broker 1
-krep_wait_for 60 isr_full l || diag_state l
-krep_wait_for 30 led_by_1 l || diag_state l
-wait "$cons"
+poll 60 isr_full l || diag_state l
+poll 30 led_by_1 l || diag_state l
+fh_reap "$cons"
 read -r _ nread _ hw _ back <"$tmp/cons.r.out"
 # every acknowledged value was read (it may also have read records that
 # were written but not acknowledged: their producer gave up in time)
-missing=$(sort -u "$tmp/cons.r" | comm -23 <(sed 's/^\([0-9]*\) .*/v-\1/' "$tmp/acks" | sort) - | wc -l)
+read -r _ lines _ distinct _ missing < <(probe consumed "$tmp/cons.r" "$tmp/acks" acks)
 if [ "${back:-1}" = 0 ] && [ "${nread:-0}" -gt 0 ] && [ "$nread" -ge "$acked" ] &&
-   [ "$(wc -l <"$tmp/cons.r")" = "$nread" ] && [ "$missing" = 0 ] &&
-   [ "$(sort "$tmp/cons.r" | uniq -d | wc -l)" = 0 ]; then
+   [ "${lines:-0}" = "$nread" ] && [ "${missing:-1}" = 0 ] &&
+   [ "${distinct:-0}" = "$lines" ]; then
 	ktap_ok "the consumer read $nread records ($acked acknowledged, all of them) without a duplicate and never saw a leader's HW go back"
 else
 	ktap_diag "$(cat "$tmp/cons.r.out")" "acknowledged $acked, of them not read: $missing"
@@ -593,15 +621,15 @@ fi
 ktap_diag "6. last replica standing (at ${SECONDS}s)"
 out=$(produce_to 1 l all committed 30 2>&1) || ktap_diag "produce: $out"
 link_down 3
-krep_wait_for 30 isr_is l 1,2 || diag_state l
+poll 30 isr_is l 1,2 || diag_state l
 link_down 2
-krep_wait_for 30 isr_is l 1 && w1=1 || w1=0
-elr=$(cv l '.elr | join(",")')
-leo0=$(sv 1 l .leo)
+poll 30 isr_is l 1 && w1=1 || w1=0
+elr=$(cv l elr)
+leo0=$(sv 1 l leo)
 # the error, exactly: --json prints it on stdout
 out=$(produce_to 1 l all refused 1 2>"$tmp/refused.err") && rc=0 || rc=$?
 err=$(jq -rs 'map(.error // empty) | join(",")' <<<"$out" 2>&1)
-leo1=$(sv 1 l .leo)
+leo1=$(sv 1 l leo)
 if [ "$w1" = 1 ] && [ "$rc" != 0 ] && [ "$err" = NOT_ENOUGH_REPLICAS ] &&
    [ "$elr" = 2 ] && [ "$leo0" = 30 ] && [ "$leo1" = 30 ]; then
 	ktap_ok "ISR {1} is below min ISR 2: acks=all refused (NOT_ENOUGH_REPLICAS, nothing appended), broker 2 is an eligible leader replica"
@@ -612,49 +640,54 @@ else
 	ktap_fail "ISR {1} is below min ISR 2: acks=all refused (NOT_ENOUGH_REPLICAS, nothing appended), broker 2 is an eligible leader replica"
 fi
 produce_to 1 l 1 tail 5 >/dev/null	# broker 1's tail, never committed
+stamp "broker 1 goes"
 # broker 1 is lost with its log: its namespace goes (with its relay), a new
 # empty one comes
 relay_stop 1
+probe drop 1	# its socket would keep the namespace alive
 cluster_broker_recreate 1 krepf || ktap_bail "cannot recreate broker 1"
 # the controller's host still has the old broker 1's MAC address for it (the
 # other two forgot it with their links): ask again, not after its timeout
 ip neigh flush to "$NET.1" dev krc
+stamp "broker 1 recreated"
 relay_start 1
+# its topics, side by side
 cluster_topic_on 1 l partitions 1 replication-factor 3 \
-	config replica_lag_time_max_ms=$LAG,min_insync_replicas=2
+	config replica_lag_time_max_ms=$LAG,min_insync_replicas=2 &
+tpid[1]=$!
 cluster_topic_on 1 f partitions 1 replication-factor 3 \
-	config replica_lag_time_max_ms=$LAG
+	config replica_lag_time_max_ms=$LAG &
+tpid[2]=$!
 cluster_topic_on 1 o partitions 1 replication-factor 2 \
-	config replica_lag_time_max_ms=$LAG
-# krepd sees the new broker 1 (its log says so); then a few polls, each
-# longer than krepd's 250 ms poll, while only it is up: l-0's leader is
-# never 1 (offline: "null")
-saw1() { grep -q '^broker 1 restarted (incarnation ' "$tmp/krepd.log"; }
+	config replica_lag_time_max_ms=$LAG &
+tpid[3]=$!
+wait "${tpid[1]}" "${tpid[2]}" "${tpid[3]}"
+# krepd sees the new broker 1 (its log says so); then three polls, 300 ms
+# apart (more than krepd's 250 ms poll), while only it is up: l-0's leader
+# is never 1 (offline: "null")
+saw1() { has "$tmp/krepd.log" '^broker 1 restarted \(incarnation '; }
 l1=
-if krep_wait_for 60 saw1; then
+if poll 60 saw1; then
 	for i in 1 2 3; do
-		l1+="$(cv l .leader) "
+		nap 0.3
+		l1+="$(cv l leader) "
 	done
 fi
 link_up 2
 not1='^((2|3|null) ){3}$'	# three samples, none of them 1 nor empty
-if krep_wait_for 30 leader_is l 2 && [[ $l1 =~ $not1 ]]; then
+if poll 30 leader_is l 2 && [[ $l1 =~ $not1 ]]; then
 	ktap_ok "broker 2, from the ELR, leads l-0 (broker 1 came back empty and was not elected)"
 else
 	ktap_diag "leader while only the empty broker 1 was up, in 3 polls: ${l1:-(krepd did not see broker 1 back)}"
-	kbrokers . | ktap_diag_stdin
+	kbrokers | ktap_diag_stdin
 	diag_state l
 	ktap_fail "broker 2, from the ELR, leads l-0 (broker 1 came back empty and was not elected)"
 fi
-# broker 2's log, read while brokers 1 and 3 catch up (a Python start)
-ip netns exec "$B2" /usr/bin/python3 "$here/repl_helper.py" dump l 0 "$tmp/l" \
-	>"$tmp/l.out" 2>&1 &
-dump=$!
+# broker 2's log (repl_helper.py dump), before brokers 1 and 3 catch up
+probe dump l 2 "$tmp/l" >"$tmp/l.out" 2>&1
 link_up 3
-krep_wait_for 40 isr_full l && rejoin=1 || rejoin=0
-wait "$dump"
-if grep -q "records 30 " "$tmp/l.out" &&
-   seq -f 'committed-%g' 0 29 | cmp -s - "$tmp/l.0"; then
+poll 40 isr_full l && rejoin=1 || rejoin=0
+if has "$tmp/l.out" "records 30 " && same "$tmp/l.0" "$(values committed 0 29)"; then
 	ktap_ok "every committed record of l-0 survives on broker 2"
 else
 	ktap_diag_stdin <"$tmp/l.out"
@@ -683,7 +716,7 @@ decisions=(
 )
 nolog=()
 for re in "${decisions[@]}"; do
-	grep -qE "$re" "$tmp/krepd.log" || nolog+=("$re")
+	has "$tmp/krepd.log" "$re" || nolog+=("$re")
 done
 if [ ${#nolog[@]} = 0 ]; then
 	ktap_ok "krepd logged its decisions: failover, fencing, preferred election, offline, restart, ELR election"

@@ -5,14 +5,19 @@
 Each opens one krep genl socket in every broker namespace (/run/netns/NAME)
 and talks to whichever broker leads, as a Kafka client follows metadata:
 
-  produce TOPIC NS,NS,... SECONDS LOG [PREFIX]
+  produce TOPIC NS,NS,... SECONDS LOG [PREFIX [STOP]]
       one record at a time, acks=all, timeout 3000 ms, values PREFIX-N
       (default "v"); after each acknowledgement append "N OFFSET" to LOG
       (flushed). A refusal (not leader, timeout, not enough replicas)
-      moves on to the broker that now leads. Prints "acked A failed F".
-  consume TOPIC NS,NS,... SECONDS LOG
+      moves on to the broker that now leads. For SECONDS at most; with
+      STOP, a file: until it exists. Prints "acked A failed F".
+  consume TOPIC NS,NS,... SECONDS LOG [UNTIL]
       FETCH (read_uncommitted) from the leader from offset 0 on; append
-      every value read to LOG, one a line. Prints "read R hw H backward B":
+      every value read to LOG, one a line, for SECONDS at most; with
+      UNTIL, a file: once it holds a number N, stop as soon as every
+      offset below N has been read (at once if it already has), or 30 s
+      later if they cannot all be read. Prints
+      "read R hw H backward B":
       B counts replies whose HW was below one the same leader gave before
       (must be 0). A new leader's HW may trail its predecessor's, as in
       Kafka (fetches up to it are served at once); that is not counted.
@@ -87,13 +92,15 @@ def leader_of(socks, topic):
     return best
 
 
-def produce(topic, names, seconds, log, prefix="v"):
+def produce(topic, names, seconds, log, prefix="v", stop=None):
     socks = sockets(names)
     acked = failed = n = 0
     cur = None
     end = time.monotonic() + seconds
     with open(log, "a") as f:
         while time.monotonic() < end:
+            if stop is not None and os.path.exists(stop):
+                break
             if cur is None:
                 cur = leader_of(socks, topic)
                 if cur is None:
@@ -139,13 +146,30 @@ def fetch(g, topic, offset, follower=False):
     return hw, out
 
 
-def consume(topic, names, seconds, log):
+def until_offset(path):
+    """The number in file PATH, None while it has none."""
+    try:
+        with open(path) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def consume(topic, names, seconds, log, until=None):
     socks = sockets(names)
     offset = hw_max = backward = nread = hw_leader = 0
     cur = prev = None
     end = time.monotonic() + seconds
+    told = False
     with open(log, "w") as f:
         while time.monotonic() < end:
+            if until is not None and not told:
+                stop = until_offset(until)
+                if stop is not None:
+                    told = True
+                    end = min(end, time.monotonic() + 30)
+            if told and offset >= stop:
+                break
             if cur is None:
                 cur = leader_of(socks, topic)
                 if cur is None:
@@ -207,11 +231,12 @@ def check(topic, name, acklog):
 
 
 def main(argv):
-    if len(argv) in (6, 7) and argv[1] == "produce":
+    if len(argv) in (6, 7, 8) and argv[1] == "produce":
         return produce(argv[2], argv[3].split(","), float(argv[4]), argv[5],
                        *(argv[6:]))
-    if len(argv) == 6 and argv[1] == "consume":
-        return consume(argv[2], argv[3].split(","), float(argv[4]), argv[5])
+    if len(argv) in (6, 7) and argv[1] == "consume":
+        return consume(argv[2], argv[3].split(","), float(argv[4]), argv[5],
+                       *(argv[6:]))
     if len(argv) == 5 and argv[1] == "check":
         return check(argv[2], argv[3], argv[4])
     print(__doc__.split("\n\n", 1)[1].split("Exit status")[0],

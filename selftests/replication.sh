@@ -64,7 +64,7 @@
 # ISR scan that must change nothing). Prints KTAP; leaves the module
 # unloaded and no namespace behind.
 
-# shellcheck disable=SC2317 # the conditions krep_wait_for polls
+# shellcheck disable=SC2317 # the conditions poll calls
 set -u
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
@@ -79,6 +79,8 @@ NET=10.201.0
 PORT=9092
 # shellcheck source=selftests/cluster.sh
 . "$here/cluster.sh"
+# shellcheck source=selftests/krep_probe.sh
+. "$here/krep_probe.sh"
 
 LAG=1000		# replica_lag_time_max_ms of every topic but ...
 SLAG=2000		# ... steady's
@@ -104,67 +106,26 @@ krep_cleanup_push rm -rf "$tmp"
 mark=replication-$$
 
 # --- helpers --------------------------------------------------------------
-# (cluster.sh: kc NS ARGS..., describe NS [TOPIC], bns N)
+# (cluster.sh: kc NS ARGS..., bns N; describe NS [TOPIC] below)
+
+# The brokers' state, and what the suite asks of them, from one long-lived
+# Python (selftests/krep_probe.py through selftests/pyserve.py: the
+# brokers' netlink, a socket in each namespace), started first
+# (krep_probe.sh: probe, pv): a question costs no process (krepctl and jq
+# cost 0.3 to 1 s each in the VM), and no fork either in pv VAR ... (a
+# fork of this shell costs 20 ms of CPU). describe NS [TOPIC] is krepctl
+# --json topic describe's JSON, field for field; desc VAR NS [TOPIC] the
+# same into VAR.
+describe() { probe describe "$@"; }
+desc() { pv "$1" describe "${@:2}"; }
 
 # dump_all: repl_helper.py dump bulk 0,1,2 on each broker, into
-# $tmp/dump.B.P and $tmp/sum.B (its output): one Python for the three, in
-# each broker's namespace in turn (a Python start costs ~0.5 s in the VM)
+# $tmp/dump.B.P and $tmp/sum.B (its output), in a fork of the probe: runs
+# in the background; sets DUMP_PID (probe reap DUMP_PID: its status)
 dump_all() {
-	/usr/bin/python3 - "$here" "$tmp" "$B1" "$B2" "$B3" <<'EOF'
-import contextlib
-import ctypes
-import os
-import sys
-
-here, tmp = sys.argv[1], sys.argv[2]
-sys.path.insert(0, here)
-import repl_helper  # noqa: E402
-
-CLONE_NEWNET = 0x40000000
-libc = ctypes.CDLL(None, use_errno=True)
-rc = 0
-for b, ns in enumerate(sys.argv[3:], 1):
-    with open("%s/sum.%d" % (tmp, b), "w") as out, \
-            contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        fd = os.open("/run/netns/" + ns, os.O_RDONLY)
-        if libc.setns(fd, CLONE_NEWNET):
-            print("setns %s: %s" % (ns, os.strerror(ctypes.get_errno())))
-            sys.exit(1)
-        os.close(fd)
-        try:
-            r = repl_helper.dump("bulk", [0, 1, 2], "%s/dump.%d" % (tmp, b))
-        except SystemExit as e:
-            r = 1 if e.code else 0
-        rc = rc or r
-sys.exit(rc)
-EOF
-}
-
-# The helper's calls in netns X go to one long-lived selftests/pyserve.py
-# (a Python start costs ~0.5 s in the VM), started in section 4:
-#   pyx_send ARGS...  ask for repl_helper.py ARGS
-#   pyx_recv          its output (stdout, stderr) and status, once done
-#   pyx ARGS...       both
-pyx_send() {
-	local IFS=$'\x1f'
-	# in a subshell: a write to a Python that died fails, it does not
-	# kill this shell
-	(printf '%s\n' "$*" >&"$PYIN") 2>/dev/null
-}
-pyx_recv() {
-	local line
-	while IFS= read -r -t 120 -u "$PYOUT" line; do
-		case $line in
-		$'\x1e '*) return "${line#$'\x1e '}" ;;
-		"1 "*) printf '%s\n' "${line#1 }" ;;
-		"2 "*) printf '%s\n' "${line#2 }" >&2 ;;
-		esac
-	done
-	echo "repl_helper.py in pyserve.py: no answer ($(cat "$tmp/pyx.err"))" >&2
-	return 125
-}
-pyx() {
-	pyx_send "$@" && pyx_recv
+	pv DUMP_PID spawn "$tmp/dump.err" dumps bulk 0,1,2 "$tmp" \
+		"$B1" "$B2" "$B3" || return 1
+	krep_cleanup_push "kill $DUMP_PID 2>/dev/null"
 }
 
 section() { # NAME: a "# " line with the time since the start
@@ -206,43 +167,57 @@ isnum() {
 
 # ready B...: on every broker B, the partitions it leads are those it
 # should (LEADS[B]), and each has its whole AR in the ISR and knows every
-# follower's LEO. One describe per broker, one jq.
-LEADS=([1]='["acks-0","bulk-0","minisr-0","steady-0"]' [2]='["bulk-1"]' [3]='["bulk-2"]')
+# follower's LEO (krep_probe.py ready)
+LEADS=([1]="acks-0,bulk-0,minisr-0,steady-0" [2]="bulk-1" [3]="bulk-2")
 ready() {
-	local b v want=
-	: >"$tmp/ready"
+	local b v
+	local -a want=()
 	for b in "$@"; do
 		v=B$b
-		describe "${!v}" >>"$tmp/ready" 2>/dev/null || return 1
-		want+="${want:+,}${LEADS[b]}"
+		want+=("${!v}=${LEADS[b]}")
 	done
-	jq -e -s --argjson want "[$want]" '
-		length == ($want | length) and
-		([range(0; length) as $i | .[$i] as $d |
-		  ([$d[] | select(.role == "leader") | "\(.topic)-\(.partition)"] | sort) ==
-			($want[$i] | sort) and
-		  all($d[] | select(.role == "leader");
-			(.isr | length) == (.replicas | length) and
-			all(.remotes[]; .in_isr and .leo != null))] | all)' \
-		"$tmp/ready" >/dev/null 2>&1
+	probe ready "${want[@]}"
 }
 
 # peers_up: every broker has both its peers up
-peers_up() {
-	local ns
-	: >"$tmp/peers"
-	for ns in "$B1" "$B2" "$B3"; do
-		kc "$ns" --json broker show >>"$tmp/peers" 2>/dev/null || return 1
-	done
-	jq -e -s 'length == 3 and all(.[]; (.peers | length) == 2 and
-		all(.peers[]; .state == "up"))' "$tmp/peers" >/dev/null 2>&1
-}
+peers_up() { probe peers_up; }
 
 # sleep without a process: read on a FIFO nobody writes
 mkfifo "$tmp/nap"
 exec {napfd}<>"$tmp/nap"
 nap() { read -r -t "$1" -u "$napfd" _ || true; }
 nap_ms() { nap "$(($1 / 1000)).$(printf %03d $(($1 % 1000)))"; }
+# poll SECONDS CMD...: CMD every 0.2 s (a nap: no process) until it
+# succeeds; false once SECONDS have passed. With KREP_TIMES set, a line
+# for each: how long it took
+poll() {
+	local deadline=$((SECONDS + $1)) t=${EPOCHREALTIME/./} rc=0
+	shift
+	until "$@"; do
+		[ "$SECONDS" -lt "$deadline" ] || { rc=1; break; }
+		nap 0.2
+	done
+	[ -z "${KREP_TIMES:-}" ] ||
+		ktap_diag "at ${SECONDS}s: $(( (${EPOCHREALTIME/./} - t) / 1000 )) ms, status $rc: $*"
+	return $rc
+}
+stamp() { [ -z "${KREP_TIMES:-}" ] || ktap_diag "at ${SECONDS}s: $*"; }
+# vm_cpu: the VM's busy and idle CPU seconds since it booted
+vm_cpu() {
+	local c
+	read -ra c </proc/stat
+	echo "busy $(( (c[1] + c[2] + c[3] + c[6] + c[7]) / 100 )) idle $(( (c[4] + c[5]) / 100 ))"
+}
+cpu_report() { # with KREP_TIMES: where the CPU went
+	local f
+	[ -n "${KREP_TIMES:-}" ] || return 0
+	read -ra f <"/proc/${_krep_ps_pid[probe]}/stat" 2>/dev/null &&
+		ktap_diag "CPU s: the probe $(( (f[13] + f[14]) / 100 )), its children $(( (f[15] + f[16]) / 100 ))"
+	times >"$tmp/times"
+	ktap_diag "CPU s: the suite and its children: $(tr '\n' ' ' <"$tmp/times")"
+	ktap_diag "CPU s: the VM at the start: $VM_CPU0; now: $(vm_cpu)"
+}
+VM_CPU0=$(vm_cpu)
 
 # A producer fed through a FIFO, started ahead so that its records go out
 # at once when written (no process start in between).
@@ -328,7 +303,7 @@ fresh_close_window() {
 		index($0, m) && substr($0, index($0, m) + length(m)) == "" { now = t }
 		END {
 			d = (last == "" || now == "") ? 0 : last + win / 1000 - now
-			printf "%.3f\n", d > 0 ? d : 0
+			printf "%.3f\n", (d > 0 ? d : 0)	# not "> 0": a redirection
 		}')
 	[ "${s:-0}" = 0.000 ] || nap "$s"
 }
@@ -389,6 +364,9 @@ watchdog &
 wdog=$!
 krep_cleanup_push "kill $wdog 2>/dev/null"
 krep_kmsg_mark "$mark"
+# the probe first (its start overlaps the set-up)
+probe_start KREP_PROBE_NS="$tmp/brokers" KREP_PROBE_ERR="$tmp/probe.err" \
+	FLOOD_READY="$tmp/flood.ready" || ktap_bail "cannot start krep_probe.py"
 krep_mod_unload
 params="hello_timeout_ms=$HELLO_MS fetch_timeout_ms=$FETCH_MS"
 params+=" reconnect_backoff_max_ms=$BACKOFF_MS close_log_interval_ms=$CLOSE_MS"
@@ -404,7 +382,12 @@ for p in $params; do
 	}
 done
 
+stamp "module loaded"
 cluster_up "$CLUSTER" || ktap_bail "cannot set up the three brokers"
+stamp "cluster up"
+echo "$B1 $B2 $B3" >"$tmp/brokers"	# the probe's brokers 1, 2 and 3
+# which ends before the namespaces go (its sockets would keep them)
+krep_cleanup_push probe_quit
 krep_netns_add X x || ktap_bail "ip netns add failed"
 if ! ip link add kr0 netns "$X" type veth peer name px netns "$BR" ||
    ! ip -n "$BR" link set px master krbr up ||
@@ -413,27 +396,21 @@ if ! ip link add kr0 netns "$X" type veth peer name px netns "$BR" ||
 	ktap_bail "cannot connect netns $X to the bridge"
 fi
 
-# the topics, the three brokers side by side
+# the topics on each broker (krepctl topic create NAME partitions P
+# replication-factor RF config ..., through the probe: no process each)
 for i in 1 2 3; do
 	v=B$i
-	{
-		kc "${!v}" topic create bulk partitions 3 replication-factor 3 \
-			config replica_lag_time_max_ms=$LAG &&
-		kc "${!v}" topic create acks partitions 1 replication-factor 3 \
-			config replica_lag_time_max_ms=$LAG &&
-		kc "${!v}" topic create minisr partitions 1 replication-factor 3 \
-			config replica_lag_time_max_ms=$LAG,min_insync_replicas=2,segment_bytes=$RSEG,retention_bytes=$RKEEP &&
-		kc "${!v}" topic create steady partitions 1 replication-factor 3 \
-			config replica_lag_time_max_ms=$SLAG
-	} >/dev/null &
-	tpid[i]=$!
+	probe topic_new "${!v}" bulk 3 3 replica_lag_time_max_ms=$LAG &&
+	probe topic_new "${!v}" acks 1 3 replica_lag_time_max_ms=$LAG &&
+	probe topic_new "${!v}" minisr 1 3 \
+		replica_lag_time_max_ms=$LAG,min_insync_replicas=2,segment_bytes=$RSEG,retention_bytes=$RKEEP &&
+	probe topic_new "${!v}" steady 1 3 replica_lag_time_max_ms=$SLAG ||
+		setup_ok=1
 done
-for i in 1 2 3; do
-	wait "${tpid[i]}" || setup_ok=1
-done
+stamp "topics created"
 # every leader knows all its followers' LEO: they all connected to it
-krep_wait_for 60 ready 1 2 3 || setup_ok=1
-krep_wait_for 60 peers_up || setup_ok=1
+poll 60 ready 1 2 3 || setup_ok=1
+poll 60 peers_up || setup_ok=1
 if [ "$setup_ok" = 0 ]; then
 	ktap_ok "3 brokers up: every peer connected, every ISR full"
 else
@@ -465,7 +442,6 @@ CHUNK=$((BULK / CHUNKS))
 
 bulk_fp=0
 fifo_producer bulk0 "$B1" bulk partition 0 batch "$BATCH" acks all || bulk_fp=1
-pid0=$FP_PID
 kc "$B2" --json produce bulk partition 1 batch 50 acks all <"$tmp/in1" \
 	>"$tmp/prod1" 2>&1 {FP_FD}>&- &
 pid1=$!
@@ -474,28 +450,20 @@ kc "$B3" --json produce bulk partition 2 batch 50 acks all <"$tmp/in2" \
 pid2=$!
 krep_cleanup_push "kill $pid1 $pid2 2>/dev/null"
 
-# Samplers, one per broker, in parallel while bulk-0 is produced and for two
-# dumps after: each line one PARTITION_GET dump (atomic per partition) with
-# the times (us) it was asked for and answered. A failed dump is "d":null.
-# A pause of 250 ms between dumps leaves the CPU to the replication.
-sampler() { # BROKER-NUMBER
-	local v=B$1 n=0 after=0 running d t0 t1
-	while [ "$n" -lt 1000 ]; do
-		[ "$n" = 0 ] || nap 0.25
-		running=false
-		kill -0 "$pid0" 2>/dev/null && running=true
-		t0=${EPOCHREALTIME/./}
-		d=$(describe "${!v}" bulk) || d=null
-		t1=${EPOCHREALTIME/./}
-		echo "{\"t0\":$t0,\"t1\":$t1,\"broker\":$1,\"running\":$running,\"d\":$d}"
-		n=$((n + 1))
-		[ "$running" = true ] || [ "$((after += 1))" -lt 2 ] || break
-	done >"$tmp/samples.$1"
-}
+# Samplers, one per broker, in parallel while bulk-0 is produced (while
+# $tmp/bulk0.running exists) and for two dumps after: each line one
+# PARTITION_GET dump (atomic per partition, as describe shows it) with the
+# times (us) it was asked for and answered. A failed dump is "d":null. A
+# pause of 250 ms between dumps leaves the CPU to the replication. Each is
+# krep_probe.py sample, in a fork of the probe.
+: >"$tmp/bulk0.running"
 for b in 1 2 3; do
 	: >"$tmp/samples.$b"
-	sampler "$b" {FP_FD}>&- &
-	spid[b]=$!
+	v=B$b
+	pv "spid[$b]" spawn "$tmp/sampler.$b" sample "${!v}" bulk \
+		"$tmp/samples.$b" "$tmp/bulk0.running" ||
+		ktap_bail "cannot start the samplers"
+	krep_cleanup_push "kill ${spid[b]} 2>/dev/null"
 done
 # last_t0 B VAR: VAR = the time broker B's last dump so far was asked for
 # (t0 leads its line, so a line being written counts), or 0
@@ -513,7 +481,7 @@ gate() {
 	local b t deadline=$((SECONDS + 60))
 	for b in 1 2 3; do
 		while last_t0 "$b" t && [ "$t" -le "$1" ]; do
-			kill -0 "${spid[b]}" 2>/dev/null || return 1
+			probe alive "${spid[b]}" || return 1
 			[ "$SECONDS" -lt "$deadline" ] || return 1
 			nap 0.05
 		done
@@ -529,7 +497,10 @@ for ((c = 0; c < CHUNKS && bulk_fp == 0; c++)); do
 done
 fifo_producer_end
 rc0=$FP_RC
-wait "${spid[1]}" "${spid[2]}" "${spid[3]}"
+rm -f "$tmp/bulk0.running"
+stamp "bulk-0 produced"
+for b in 1 2 3; do probe reap "${spid[b]}"; done
+stamp "samplers done"
 wait "$pid1"; rc1=$?
 wait "$pid2"; rc2=$?
 
@@ -546,18 +517,11 @@ else
 fi
 
 # every replica catches up: LEO = HW = the end, same log bytes
-final_ok() {
-	describe "$B1" bulk >"$tmp/final" && describe "$B2" bulk >>"$tmp/final" &&
-		describe "$B3" bulk >>"$tmp/final" || return 1
-	jq -e -s --argjson a "$BULK" --argjson b "$SIDE" '
-		length == 3 and ([.[][]] | length == 9 and
-		all(.[]; (if .partition == 0 then $a else $b end) as $e |
-			.leo == $e and .hw == $e and .lso == $e) and
-		(group_by(.partition) | all(.[]; map(.log_bytes) | unique | length == 1)))
-		' "$tmp/final" >/dev/null
+final_ok() { # the three describes in $tmp/final
+	probe final "$tmp/final" bulk "$BULK" "$SIDE" "$B1" "$B2" "$B3"
 }
 final=0
-krep_wait_for 60 final_ok || final=1
+poll 60 final_ok || final=1
 
 # the counters, with the final dumps of bulk (nothing moves any more):
 # a follower receives replicated batches straight into its log's pages,
@@ -574,8 +538,7 @@ done
 # the rest is checked: the raw batches must be identical on all three, the
 # values those produced
 dump_ok=0
-dump_all >"$tmp/dump.err" 2>&1 &
-dpid=$!
+dump_all || dump_ok=1
 
 # One jq over all dumps: a "stats" line (dumps, real ones while bulk-0 was
 # produced, failed ones), then L lines (leader checks) and F lines
@@ -615,6 +578,7 @@ jq -r -s '
 	 select($g[$j].hw < $g[$j - 1].hw) |
 	 "F replica \($g[$j].k): hw went back from \($g[$j - 1].hw) to \($g[$j].hw)")
 	' "$tmp"/samples.[123] >"$tmp/viol" 2>&1
+stamp "samples checked"
 nsamp='' during='' nnull='' viol_l='' viol_f=''
 while IFS= read -r line; do
 	case $line in
@@ -687,7 +651,8 @@ else
 fi
 
 kc "$B1" consume bulk partition 0 -c "$BULK" max-bytes 65531 >"$tmp/out0" 2>"$tmp/cons.err"
-if cmp -s "$tmp/in0" "$tmp/out0"; then
+stamp "consumed"
+if probe same "$tmp/in0" "$tmp/out0"; then
 	ktap_ok "bulk: consume from the leader returns the $BULK records byte-exact"
 else
 	ktap_diag "consume: $(wc -l <"$tmp/out0") lines; $(head -c 300 "$tmp/cons.err")"
@@ -695,17 +660,20 @@ else
 	ktap_fail "bulk: consume from the leader returns the $BULK records byte-exact"
 fi
 
-wait "$dpid" || dump_ok=1
-for b in 1 2 3; do
-	for p in 0 1 2; do
-		cmp -s "$tmp/in$p" "$tmp/dump.$b.$p" || {
-			ktap_diag "broker $b bulk-$p: values differ from the input"
-			dump_ok=1
-		}
-	done
+[ "$dump_ok" = 0 ] && probe reap "$DUMP_PID" || dump_ok=1
+stamp "dumped"
+for p in 0 1 2; do
+	if ! differ=$(probe same "$tmp/in$p" "$tmp/dump.1.$p" "$tmp/dump.2.$p" \
+		"$tmp/dump.3.$p"); then
+		ktap_diag "bulk-$p: values differ from the input in ${differ//$'\n'/ }"
+		dump_ok=1
+	fi
 done
-cmp -s "$tmp/sum.1" "$tmp/sum.2" && cmp -s "$tmp/sum.1" "$tmp/sum.3" || dump_ok=1
-grep -q "^partition 0 records $BULK .* hw $BULK " "$tmp/sum.1" || dump_ok=1
+probe same "$tmp/sum.1" "$tmp/sum.2" "$tmp/sum.3" >/dev/null || dump_ok=1
+sum1=
+IFS= read -r -d '' sum1 <"$tmp/sum.1"
+re="(^|"$'\n'")partition 0 records $BULK [^"$'\n'"]* hw $BULK "
+[[ $sum1 =~ $re ]] || dump_ok=1
 if [ "$dump_ok" = 0 ]; then
 	ktap_ok "bulk: all 3 replicas of bulk-0..2 hold the same batches byte for byte (follower read), values as produced"
 else
@@ -720,7 +688,7 @@ fi
 
 section "2. acks=all and ISR shrink/expand"
 
-krep_wait_for 60 ready 1 || ktap_diag "ISR not full before the acks test"
+poll 60 ready 1 || ktap_diag "ISR not full before the acks test"
 # the producer for the acks=all while broker 3 is frozen, ahead: it waits
 # on its standard input
 fp=0
@@ -763,7 +731,7 @@ leo9=${J[leo]} hw9=${J[hw]} isr9=${J[isr]}
 shrunk=1
 deadline=$((SECONDS + 10 * LAG / 1000))
 while :; do
-	if l=$(describe "$B1" acks); then
+	if desc l "$B1" acks; then
 		echo "$l" >>"$tmp/shrink"
 		if [[ $l == *'"isr":[1,2]'* ]]; then
 			shrunk=0
@@ -850,10 +818,10 @@ jv "$(describe "$B1" acks)" partition_epoch
 pe1=${J[partition_epoch]}
 f2=''
 follower_knows() {
-	f2=$(describe "$B2" acks) && [[ $f2 == *'"isr":[1,2]'* ]] &&
+	desc f2 "$B2" acks && [[ $f2 == *'"isr":[1,2]'* ]] &&
 		jv "$f2" partition_epoch && [ "${J[partition_epoch]}" = "$pe1" ]
 }
-if isnum "$pe1" && [ "$pe1" -gt 0 ] && krep_wait_for 10 follower_knows; then
+if isnum "$pe1" && [ "$pe1" -gt 0 ] && poll 10 follower_knows; then
 	ktap_ok "follower broker 2 shows the leader's ISR {1,2} and partition epoch $pe1"
 else
 	ktap_diag "leader's partition epoch: $pe1; broker 2: $f2"
@@ -870,24 +838,24 @@ load_pid=$!
 krep_cleanup_push "kill $load_pid 2>/dev/null"
 producing() { # the load's LEO moved on since $1
 	local d
-	d=$(describe "$B1" acks) && jv "$d" leo && isnum "${J[leo]}" &&
+	desc d "$B1" acks && jv "$d" leo && isnum "${J[leo]}" &&
 		[ "${J[leo]}" -gt "$1" ]
 }
 jv "$(describe "$B1" acks)" leo
-krep_wait_for 20 producing "${J[leo]}" || ktap_diag "the load does not produce: $(cat "$tmp/load.err")"
+poll 20 producing "${J[leo]}" || ktap_diag "the load does not produce: $(cat "$tmp/load.err")"
 t_up=$(now_ms)
 ip -n "$B3" link set kr0 up
 rejoined() {
 	local d
-	d=$(describe "$B1" acks) && [[ $d == *'"isr":[1,2,3]'* ]]
+	desc d "$B1" acks && [[ $d == *'"isr":[1,2,3]'* ]]
 }
-krep_wait_for 60 rejoined
+poll 60 rejoined
 rj=$?
 t_up=$(($(now_ms) - t_up))
 # the load was still going when broker 3 rejoined
 jv "$(describe "$B1" acks)" leo
 loading=1
-kill -0 "$load_pid" 2>/dev/null && krep_wait_for 10 producing "${J[leo]}" && loading=0
+kill -0 "$load_pid" 2>/dev/null && poll 10 producing "${J[leo]}" && loading=0
 kill "$load_pid" 2>/dev/null
 wait "$load_pid" 2>/dev/null
 out=$(echo four | kc "$B1" --json produce acks acks all timeout 10000 2>&1)
@@ -926,7 +894,7 @@ steady_try() {
 	local d
 	fp=0
 	fifo_producer "steady$1" "$B1" steady acks 1 || fp=1
-	krep_wait_for 60 ready 1 || ktap_diag "ISR not full before the steady stream"
+	poll 60 ready 1 || ktap_diag "ISR not full before the steady stream"
 	l0=$(describe "$B1" steady)
 	krep_kmsg_mark "$mark-steady-$1"
 	t_steady=${EPOCHREALTIME/./}
@@ -948,12 +916,14 @@ steady_try() {
 	) 2>/dev/null &
 	gen=$!
 	krep_cleanup_push "kill $gen 2>/dev/null"
+	# a dump every 0.1 s or so (not more often: the CPU is the stream's)
 	while kill -0 "$gen" 2>/dev/null; do
-		if d=$(describe "$B1" steady); then
+		if desc d "$B1" steady; then
 			echo "$d"
 		else
 			echo null
 		fi >>"$tmp/steady"
+		nap 0.1
 	done
 	wait "$gen"
 	genrc=$?
@@ -996,17 +966,10 @@ else
 fi
 jv "$l0" leo
 leo0=${J[leo]}
-caught() {
-	describe "$B1" steady >"$tmp/caught" && describe "$B2" steady >>"$tmp/caught" &&
-		describe "$B3" steady >>"$tmp/caught" || return 1
-	jq -e -s --argjson n "${leo0:-null}" --argjson k "$STEADY" '
-		.[0][0] as $l |
-		$l.leo == $n + $k and $l.hw == $l.leo and
-		all($l.remotes[]; .leo == $l.leo) and
-		.[1][0].hw == $l.leo and .[2][0].hw == $l.leo' \
-		"$tmp/caught" >/dev/null 2>&1
+caught() { # the leader at LEO leo0 + STEADY, everyone at it
+	probe caught "$tmp/caught" steady $((leo0 + STEADY)) "$B1" "$B2" "$B3"
 }
-if isnum "$leo0" && krep_wait_for 60 caught; then
+if isnum "$leo0" && poll 60 caught; then
 	ktap_ok "steady stream: every record replicated, HW = LEO on all replicas"
 else
 	ktap_diag_stdin <"$tmp/caught"
@@ -1017,17 +980,7 @@ fi
 
 section "4. min_insync_replicas"
 
-# the bad peers' Python (section 5): it starts while this section waits
-# for the ISR
-coproc PYX {
-	FLOOD_READY=$tmp/flood.ready exec ip netns exec "$X" /usr/bin/python3 \
-		"$here/pyserve.py" repl_helper 2>"$tmp/pyx.err"
-}
-krep_cleanup_push "kill $PYX_PID 2>/dev/null"
-# its pipes as ordinary descriptors (a subshell has none of a coproc's)
-exec {PYIN}>&"${PYX[1]}" {PYOUT}<&"${PYX[0]}"
-
-krep_wait_for 60 ready 1 || ktap_diag "ISR not full before the min ISR test"
+poll 60 ready 1 || ktap_diag "ISR not full before the min ISR test"
 echo m1 | kc "$B1" produce minisr acks all timeout 10000 >/dev/null 2>&1 ||
 	ktap_diag "acks=all to minisr with the full ISR failed"
 krep_kmsg_mark "$mark-minisr"
@@ -1035,20 +988,22 @@ ip -n "$B2" link set kr0 down
 ip -n "$B3" link set kr0 down
 # an acks=all produce waits for the cut followers; the ISR shrinks below
 # min_insync_replicas under it (after LAG), which does not end the wait,
-# as in Kafka: HW never passed the record, so it times out
+# as in Kafka: HW never passed the record, so it times out. The shrink
+# comes 1 to 1.5 x LAG after the cut (an ISR scan every LAG / 2); the
+# produce waits 5 x LAG.
 l0=$(describe "$B1" minisr)
-out=$(echo m2 | kc "$B1" --json produce minisr acks all timeout 8000 2>/dev/null)
+out=$(echo m2 | kc "$B1" --json produce minisr acks all timeout $((5 * LAG)) 2>/dev/null)
 rc=$?
 la=$(describe "$B1" minisr)
 alone() {
 	[[ $la == *'"isr":[1]'* ]] || {
-		la=$(describe "$B1" minisr) && [[ $la == *'"isr":[1]'* ]]
+		desc la "$B1" minisr && [[ $la == *'"isr":[1]'* ]]
 	}
 }
 # the shrink came while the produce waited (a reply at the shrink would
 # be NOT_ENOUGH_REPLICAS_AFTER_APPEND, and Kafka gives none)
 [[ $la == *'"isr":[1]'* ]] && shrunk=1 || shrunk=0
-krep_wait_for 60 alone
+poll 60 alone
 al=$?
 jv "$out" error code
 e=${J[error]} code=${J[code]}
@@ -1114,10 +1069,10 @@ t_up=$(now_ms)
 ip -n "$B2" link set kr0 up
 ip -n "$B3" link set kr0 up
 full_minisr() {
-	lfull=$(describe "$B1" minisr) && [[ $lfull == *'"isr":[1,2,3]'* ]] &&
+	desc lfull "$B1" minisr && [[ $lfull == *'"isr":[1,2,3]'* ]] &&
 		jv "$lfull" hw leo && isnum "${J[hw]}" && [ "${J[hw]}" = "${J[leo]}" ]
 }
-krep_wait_for 60 full_minisr
+poll 60 full_minisr
 rj=$?
 t_up=$(($(now_ms) - t_up))
 # no append since the burst: only the HW move can apply retention, on
@@ -1127,17 +1082,11 @@ jv "$lburst" log_bytes hw leo
 bytesb=${J[log_bytes]} hwburst=${J[hw]} leoburst=${J[leo]}
 max=$((RKEEP + RSEG))
 kept=''
-shrunk_all() {
-	describe "$B1" minisr >"$tmp/kept" && describe "$B2" minisr >>"$tmp/kept" &&
-		describe "$B3" minisr >>"$tmp/kept" || return 1
-	kept=$(jq -r -s -e --argjson max "$max" --argjson leo "${leoburst:-null}" '
-	.[0][0] as $l |
-	if length == 3 and $l.leo == $leo and all(.[]; .[0] |
-		.log_bytes <= $max and .log_start == $l.log_start and .log_start > 0)
-	then "\($l.log_bytes) \($l.log_start)" else empty end' "$tmp/kept" 2>/dev/null)
+shrunk_all() { # sets kept: the leader's "LOG_BYTES LOG_START"
+	pv kept kept "$tmp/kept" minisr "$max" "$leoburst" "$B1" "$B2" "$B3"
 }
 if [ "$rj" = 0 ] && isnum "$bytesb" "$hwburst" "$leoburst" && [ "$bytesb" -gt "$max" ] &&
-   [ "$hwburst" -lt "$leoburst" ] && krep_wait_for 60 shrunk_all; then
+   [ "$hwburst" -lt "$leoburst" ] && poll 60 shrunk_all; then
 	read -r kbytes kstart <<<"$kept"
 	ktap_ok "minisr: a log past retention_bytes while HW was held ($bytesb B) shrinks to $kbytes B once HW catches up, with no append; followers adopt log start $kstart"
 else
@@ -1171,11 +1120,12 @@ lw1=$(delrec "$h1")
 ip -n "$B3" link set kr0 down
 printf 'm8\nm9\n' | kc "$B1" produce minisr acks 1 >/dev/null 2>&1
 stale3() { # broker 3 has not fetched for longer than LAG
-	describe "$B1" minisr | jq -e --argjson lag "$LAG" \
-		'.[0].remotes[] | select(.id == 3) | .fetch_age_ms > $lag' >/dev/null
+	local d re='\{"id":3,[^}]*"fetch_age_ms":([0-9]+)'
+	desc d "$B1" minisr && [[ $d =~ $re ]] &&
+		[ "${BASH_REMATCH[1]}" -gt "$LAG" ]
 }
-moved() { jv "$(describe "$B1" minisr)" hw; [ "${J[hw]}" = $((h1 + 2)) ]; }
-krep_wait_for 20 stale3 && krep_wait_for 20 moved
+moved() { local d; desc d "$B1" minisr && jv "$d" hw && [ "${J[hw]}" = $((h1 + 2)) ]; }
+poll 20 stale3 && poll 20 moved
 lw2=$(delrec $((h1 + 2)))
 jv "$(describe "$B3" minisr)" log_start
 ls3=${J[log_start]}
@@ -1196,7 +1146,7 @@ section "5. bad peers"
 # steady meanwhile), a good HELLO and an acks=all after it all; what it
 # found in files and variables, checked below
 bad_try() {
-	krep_wait_for 60 ready 1 || ktap_diag "ISR not full before the bad peers"
+	poll 60 ready 1 || ktap_diag "ISR not full before the bad peers"
 	fresh_close_window	# room for every "closed:" line of the bad peers
 	l0=$(describe "$B1" steady)
 	# the producer for the acks=all during the flood, ahead
@@ -1205,9 +1155,9 @@ bad_try() {
 	fifo_producer "$fpname" "$B1" steady acks all timeout 10000 || fp=1
 	krep_kmsg_mark "$mark-bad-$1"
 	t_bad=${EPOCHREALTIME/./}
-	pyx badpeer "$NET.1:$PORT" "$CLUSTER" 1 2 garbage short-hello oversized \
-		bad-type fetch-first bad-cluster unknown-id wrong-addr trunc-hold \
-		>"$tmp/bad" 2>&1
+	krep_pyserve probe repl "$X" badpeer "$NET.1:$PORT" "$CLUSTER" 1 2 \
+		garbage short-hello oversized bad-type fetch-first bad-cluster \
+		unknown-id wrong-addr trunc-hold >"$tmp/bad" 2>&1
 	bad_rc=$?
 	log=$(klog "$mark-bad-$1")
 
@@ -1219,27 +1169,30 @@ bad_try() {
 	krep_kmsg_mark "$mark-flood-$1"
 	t_flood=${EPOCHREALTIME/./}
 	rm -f "$tmp/flood.ready"
-	pyx_send flood "$NET.1:$PORT" "$FLOOD" 25
-	krep_wait_for 60 test -e "$tmp/flood.ready"
+	# in a fork of the probe, from X; it touches $tmp/flood.ready (the
+	# probe's FLOOD_READY) once all are connected
+	pv flood spawn "$tmp/flood.res" repl "$X" flood "$NET.1:$PORT" \
+		"$FLOOD" 25 && krep_cleanup_push "kill $flood 2>/dev/null"
+	poll 60 test -e "$tmp/flood.ready"
 	frc=$?
 	if [ "$frc" = 0 ]; then
 		fifo_write during-flood
 	fi
 	fifo_producer_end
 	# the flood still holds its connections after the produce returned:
-	# the helper answers once all are closed
+	# the helper ends once all are closed
 	falive=0
-	if read -r -t 0 -u "$PYOUT"; then
-		falive=1
-	fi
+	probe alive "$flood" || falive=1
 	stall_since "$t_flood" fstall
-	pyx_recv >"$tmp/flood.res" 2>&1
+	probe reap "$flood"
 	flog=$(klogm "$mark-flood-$1")
 
 	# from broker 3's own address: the one a HELLO claiming 3 must
 	# come from. The AUTH of bad-fetch replaces broker 3's connection
 	# for a moment (one per peer id); broker 3 reconnects at once.
-	hello=$(ip netns exec "$B3" /usr/bin/python3 "$here/repl_helper.py" \
+	# (its close line in a window of its own: the flood's filled the last)
+	fresh_close_window
+	hello=$(krep_pyserve probe repl "$B3" \
 		badpeer "$NET.1:$PORT" "$CLUSTER" 1 3 bad-fetch hello 2>&1)
 	hrc=$?
 	blog=$(klog "$mark-bad-$1")
@@ -1267,9 +1220,6 @@ for ((att = 1; att <= 3; att++)); do
 		break
 	fi
 done
-# done with the bad peer's Python
-kill "$PYX_PID" 2>/dev/null
-wait "$PYX_PID" 2>/dev/null
 
 declare -A badt=()
 while read -r c what t; do
@@ -1391,21 +1341,22 @@ krep_cleanup_push "kill -- -$loop 2>/dev/null; kill $loop 2>/dev/null"
 # the loop is running: acks-0 grew by 20 records
 loop_running() {
 	local d
-	d=$(describe "$B1" acks) && jv "$d" leo && isnum "${J[leo]}" "$leos" &&
+	desc d "$B1" acks && jv "$d" leo && isnum "${J[leo]}" "$leos" &&
 		[ "${J[leo]}" -ge $((leos + 20)) ]
 }
-krep_wait_for 60 loop_running || ktap_diag "the producer loop did not get going: $(cat "$tmp/loop.err" 2>/dev/null)"
+poll 60 loop_running || ktap_diag "the producer loop did not get going: $(cat "$tmp/loop.err" 2>/dev/null)"
 la=$(describe "$B1" acks)
 jv "$la" leo hw
 leoa=${J[leo]} hwa=${J[hw]}
 krep_kmsg_mark "$mark-delete"
+probe drop "$B3"	# the probe's socket would keep the namespace
 ip netns del "$B3"
 dele=$?
 progress() {
-	lp=$(describe "$B1" acks) && [[ $lp == *'"isr":[1,2]'* ]] &&
+	desc lp "$B1" acks && [[ $lp == *'"isr":[1,2]'* ]] &&
 		jv "$lp" hw && isnum "${J[hw]}" "$leoa" && [ "${J[hw]}" -gt $((leoa + 20)) ]
 }
-krep_wait_for 60 progress
+poll 60 progress
 prog=$?
 jv "$lp" hw
 hwp=${J[hw]}
@@ -1436,8 +1387,10 @@ parked() {
 gone() {
 	! kill -0 "$1" 2>/dev/null
 }
-krep_wait_for 60 parked "$cpid"
+poll 60 parked "$cpid"
 pk=$?
+cpu_report
+probe_quit	# no socket of the probe's left to the rmmod
 kill -0 "$cpid" 2>/dev/null
 calive=$?
 t0=$(now_ms)
@@ -1445,7 +1398,7 @@ timeout 60 rmmod krep
 rmrc=$?
 t1=$(now_ms)
 crc=none
-if krep_wait_for 60 gone "$cpid"; then
+if poll 60 gone "$cpid"; then
 	wait "$cpid"
 	crc=$?
 fi
