@@ -9,6 +9,7 @@
 # On a failure the tour's last lines are shown. Prints KTAP; leaves the
 # module unloaded and no namespace behind.
 set -u
+shopt -s extglob
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 # shellcheck source=selftests/lib.sh
@@ -28,15 +29,31 @@ ktap_plan $((STEPS + 1))
 krep_kmsg_mark "$mark"
 krep_mod_unload
 
-"$KREP_ROOT/scripts/demo.sh" </dev/null 2>&1 |
-	sed 's/\x1b\[[0-9;]*m//g' >"$tmp/tour.out"
+# each line of the tour with the suite's clock in front ("SECONDS LINE"),
+# without its colours; tour.out without the clock
+stamp() {
+	local l
+	while IFS= read -r l || [ -n "$l" ]; do
+		printf '%s %s\n' "$SECONDS" "${l//$'\e['*([0-9;])m/}"
+	done
+}
+"$KREP_ROOT/scripts/demo.sh" </dev/null 2>&1 | stamp >"$tmp/tour.times"
 rc=${PIPESTATUS[0]}
+while IFS= read -r l; do
+	printf '%s\n' "${l#* }"
+done <"$tmp/tour.times" >"$tmp/tour.out"
 
 title() { # N: the step's narration line
 	sed -n "s/^==> step $1: //p" "$tmp/tour.out" | head -n 1
 }
+at() { # N: the second step N began (its narration line came)
+	sed -n "s/^\([0-9]*\) ==> step $1: .*/\1/p" "$tmp/tour.times" | head -n 1
+}
 for ((n = 1; n <= STEPS; n++)); do
 	t=$(title "$n")
+	t0=$(at "$n") t1=$(at $((n + 1)))
+	[ -n "$t1" ] || t1=$SECONDS
+	[ -z "$t0" ] || ktap_diag "step $n took $((t1 - t0)) s"
 	if [ -n "$(title $((n + 1)))" ] ||
 	   { [ "$n" = "$STEPS" ] && [ "$rc" = 0 ]; }; then
 		ktap_ok "step $n: ${t:0:100}"
