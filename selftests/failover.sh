@@ -88,24 +88,7 @@ st() { # N TOPIC: broker N's TOPIC-0, compact JSON
 	describe "$(bns "$1")" "$2" | jq -c '.[] | select(.partition == 0)'
 }
 
-# sleep without a process: read on a FIFO nobody writes
-mkfifo "$tmp/nap" || ktap_bail "cannot make a FIFO"
-exec {NAP}<>"$tmp/nap"
-nap() { read -r -t "$1" -u "$NAP" _ || true; }
-# poll SECONDS CMD...: CMD every 0.2 s until it succeeds; false once
-# SECONDS have passed. With KREP_TIMES set, a line for each: how long
-poll() {
-	local deadline=$((SECONDS + $1)) t=${EPOCHREALTIME/./} rc=0
-	shift
-	until "$@"; do
-		[ "$SECONDS" -lt "$deadline" ] || { rc=1; break; }
-		nap 0.2
-	done
-	[ -z "${KREP_TIMES:-}" ] ||
-		ktap_diag "at ${SECONDS}s: $(( (${EPOCHREALTIME/./} - t) / 1000 )) ms, status $rc: $*"
-	return $rc
-}
-stamp() { [ -z "${KREP_TIMES:-}" ] || ktap_diag "at ${SECONDS}s: $*"; }
+probe_nap_open "$tmp" || ktap_bail "cannot make a FIFO"
 
 # The system under test first: this script and its clients (polls, Python)
 # run $NICE steps nicer than krepd and its relays, so that a VM short of

@@ -16,6 +16,13 @@
 #   probe QUESTION ARG...    the same, the answer on stdout
 #   probe_quit               end it now (before the namespaces it has
 #                            sockets in go); later questions fail
+#   probe_nap_open DIR       make DIR/nap, a FIFO nobody writes, for nap
+#                            (its fd in $KREP_NAP)
+#   nap SECONDS              sleep without a process
+#   poll SECONDS CMD...      CMD every 0.2 s (a nap) until it succeeds;
+#                            false once SECONDS have passed. With
+#                            KREP_TIMES set, a line for each: how long
+#   stamp TEXT               with KREP_TIMES set, TEXT and the time
 #
 # krep_probe.py's docstring lists the questions. Unlike krep_pyserve, a
 # question here costs no fork: in the emulated VM a fork of the suite's
@@ -69,3 +76,22 @@ probe_quit() {
 	pv _pq quit 2>/dev/null
 	krep_pyserve_stop probe
 }
+
+probe_nap_open() {
+	mkfifo "$1/nap" && exec {KREP_NAP}<>"$1/nap"
+}
+
+nap() { read -r -t "$1" -u "$KREP_NAP" _ || true; }
+
+poll() {
+	local deadline=$((SECONDS + $1)) t=${EPOCHREALTIME/./} rc=0
+	shift
+	until "$@"; do
+		[ "$SECONDS" -lt "$deadline" ] || { rc=1; break; }
+		nap 0.2
+	done
+	[ -z "${KREP_TIMES:-}" ] ||
+		ktap_diag "at ${SECONDS}s: $(( (${EPOCHREALTIME/./} - t) / 1000 )) ms, status $rc: $*"
+	return $rc
+}
+stamp() { [ -z "${KREP_TIMES:-}" ] || ktap_diag "at ${SECONDS}s: $*"; }

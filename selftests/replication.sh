@@ -182,26 +182,8 @@ ready() {
 # peers_up: every broker has both its peers up
 peers_up() { probe peers_up; }
 
-# sleep without a process: read on a FIFO nobody writes
-mkfifo "$tmp/nap"
-exec {napfd}<>"$tmp/nap"
-nap() { read -r -t "$1" -u "$napfd" _ || true; }
+probe_nap_open "$tmp" || ktap_bail "cannot make a FIFO"
 nap_ms() { nap "$(($1 / 1000)).$(printf %03d $(($1 % 1000)))"; }
-# poll SECONDS CMD...: CMD every 0.2 s (a nap: no process) until it
-# succeeds; false once SECONDS have passed. With KREP_TIMES set, a line
-# for each: how long it took
-poll() {
-	local deadline=$((SECONDS + $1)) t=${EPOCHREALTIME/./} rc=0
-	shift
-	until "$@"; do
-		[ "$SECONDS" -lt "$deadline" ] || { rc=1; break; }
-		nap 0.2
-	done
-	[ -z "${KREP_TIMES:-}" ] ||
-		ktap_diag "at ${SECONDS}s: $(( (${EPOCHREALTIME/./} - t) / 1000 )) ms, status $rc: $*"
-	return $rc
-}
-stamp() { [ -z "${KREP_TIMES:-}" ] || ktap_diag "at ${SECONDS}s: $*"; }
 # vm_cpu: the VM's busy and idle CPU seconds since it booted
 vm_cpu() {
 	local c
@@ -319,7 +301,7 @@ watchdog() {
 	local t n late
 	while :; do
 		t=${EPOCHREALTIME/./}
-		read -r -t 0.05 -u "$napfd" _
+		read -r -t 0.05 -u "$KREP_NAP" _
 		n=${EPOCHREALTIME/./}
 		late=$(((n - t) / 1000 - 50))
 		[ "$late" -lt "$STALL_MS" ] || echo "$n $late" >>"$tmp/stalls"
