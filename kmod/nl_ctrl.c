@@ -30,6 +30,7 @@ const struct nla_policy krep_leader_and_isr_policy[KREP_A_MAX + 1] = {
 	[KREP_A_PARTITION_EPOCH] = { .type = NLA_U32 },
 	[KREP_A_ISR] = NLA_POLICY_NESTED(krep_id_list_policy),
 	[KREP_A_REPLICAS] = NLA_POLICY_NESTED(krep_id_list_policy),
+	[KREP_A_INELIGIBLE] = NLA_POLICY_NESTED(krep_id_list_policy),
 };
 
 const struct nla_policy krep_epoch_end_policy[KREP_A_MAX + 1] = {
@@ -84,6 +85,9 @@ int krep_nl_leader_and_isr(struct sk_buff *skb, struct genl_info *info)
 	if (!err && attrs[KREP_A_REPLICAS])
 		err = krep_nl_parse_ids(info, attrs[KREP_A_REPLICAS],
 					lai.replicas, &lai.nreplicas);
+	if (!err && attrs[KREP_A_INELIGIBLE])
+		err = krep_nl_parse_ids(info, attrs[KREP_A_INELIGIBLE],
+					lai.inel, &lai.ninel);
 	if (err)
 		return err;
 	if (lai.leader >= 0 && !lai.nisr) {

@@ -138,7 +138,7 @@ static void wake_hw(struct krep_partition *p)
 void krep_partition_kill(struct krep_partition *p)
 {
 	mutex_lock(&p->lock);
-	p->dead = true;
+	WRITE_ONCE(p->dead, true);	/* wait conditions read it unlocked */
 	mutex_unlock(&p->lock);
 	krep_partition_wake(p);
 }
@@ -231,8 +231,9 @@ static bool caught_up(const struct krep_partition *p,
 
 /*
  * Leader HW: the minimum LEO over the leader, the maximal ISR and the
- * caught-up followers, moving only forward and not at all while the ISR
- * is below min.insync.replicas.
+ * caught-up followers the controller has not fenced (Kafka's
+ * maybeIncrementLeaderHW with isReplicaIsrEligible), moving only forward
+ * and not at all while the ISR is below min.insync.replicas.
  * Called when the replica becomes leader, when a fetch moves a follower's
  * LEO, after an append, and when an ISR change is committed.
  */
@@ -255,7 +256,8 @@ void krep_partition_update_hw(struct krep_partition *p)
 			continue;
 		if (test_bit(i, isr) && r->leo < 0)
 			return;		/* not fetched in this epoch yet */
-		if (test_bit(i, isr) || caught_up(p, r, now))
+		if (test_bit(i, isr) ||
+		    (!test_bit(i, p->ineligible) && caught_up(p, r, now)))
 			hw = min_t(u64, hw, r->leo);
 	}
 	if (hw > p->hw) {
@@ -1152,17 +1154,17 @@ static int put_remotes(struct sk_buff *skb, const struct krep_partition *p)
 	return 0;
 }
 
-static int put_pending(struct sk_buff *skb, const struct krep_partition *p)
+/* the replicas in @bits (indexes in p->replicas) as a nest of broker ids */
+static int put_id_bits(struct sk_buff *skb, int type,
+		       const struct krep_partition *p, const unsigned long *bits)
 {
 	struct nlattr *nest;
 	unsigned int i;
 
-	if (!p->isr_pending)
-		return 0;
-	nest = nla_nest_start(skb, KREP_A_PENDING_ISR);
+	nest = nla_nest_start(skb, type);
 	if (!nest)
 		return -EMSGSIZE;
-	for_each_set_bit(i, p->pending_isr, p->nreplicas) {
+	for_each_set_bit(i, bits, p->nreplicas) {
 		if (nla_put_u32(skb, KREP_A_BROKER_ID, p->replicas[i]))
 			return -EMSGSIZE;
 	}
@@ -1214,7 +1216,11 @@ int __krep_partition_fill(struct krep_partition *p, struct sk_buff *skb)
 	    nla_put_u64_64bit(skb, KREP_A_LOW_WATERMARK, p->low_watermark,
 			      KREP_A_PAD) ||
 	    nla_put_u64_64bit(skb, KREP_A_LOG_BYTES, p->log.bytes, KREP_A_PAD) ||
-	    put_epochs(skb, p) || put_pending(skb, p) ||
+	    put_epochs(skb, p) ||
+	    (p->isr_pending &&
+	     put_id_bits(skb, KREP_A_PENDING_ISR, p, p->pending_isr)) ||
+	    (!bitmap_empty(p->ineligible, KREP_RF_MAX) &&
+	     put_id_bits(skb, KREP_A_INELIGIBLE, p, p->ineligible)) ||
 	    put_remotes(skb, p))
 		return -EMSGSIZE;
 	return 0;
@@ -1263,14 +1269,18 @@ static s16 follower_fetch_error(const struct krep_partition *p, int idx,
 	return 0;
 }
 
-/* a follower outside the ISR rejoins once it has caught up to HW */
+/*
+ * A follower outside the ISR rejoins once it has caught up to HW, unless
+ * the controller has fenced it (it would turn the change down).
+ */
 static void maybe_expand_isr(struct krep_partition *p, int idx)
 {
 	const struct krep_remote *r = &p->remotes[idx];
 
 	DECLARE_BITMAP(isr, KREP_RF_MAX);
 
-	if (test_bit(idx, p->isr) || p->isr_pending || r->leo < (s64)p->hw ||
+	if (test_bit(idx, p->isr) || p->isr_pending ||
+	    test_bit(idx, p->ineligible) || r->leo < (s64)p->hw ||
 	    r->leo < (s64)p->epoch_start_offset)
 		return;
 	bitmap_copy(isr, p->isr, KREP_RF_MAX);

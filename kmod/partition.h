@@ -70,6 +70,8 @@ struct krep_partition {
 	DECLARE_BITMAP(isr, KREP_RF_MAX);	/* committed */
 	DECLARE_BITMAP(pending_isr, KREP_RF_MAX); /* asked of the controller */
 	bool isr_pending;		/* an ALTER_ISR is in flight */
+	/* fenced by the controller: not counted outside the ISR, not added */
+	DECLARE_BITMAP(ineligible, KREP_RF_MAX);
 	u64 isr_sent_ms;		/* when it was last sent */
 	struct krep_epoch_cache epochs;
 	struct krep_remote remotes[KREP_RF_MAX];
@@ -130,6 +132,8 @@ struct krep_lai {
 	u32 isr[KREP_RF_MAX];
 	unsigned int nreplicas;		/* 0: AR not given */
 	u32 replicas[KREP_RF_MAX];
+	unsigned int ninel;		/* fenced replicas (within AR) */
+	u32 inel[KREP_RF_MAX];
 };
 
 struct krep_partition *krep_partition_new(struct krep_topic *t, u32 index,

@@ -51,11 +51,15 @@
  * took it), so they may go past the cap until the leader's log start or
  * the expiry catches up.
  *
- * Memory: the leader allocates what a batch or marker will need before
- * it appends it, and refuses it with UNKNOWN_SERVER_ERROR when that
- * fails, with nothing appended. A follower cannot refuse a batch: it is
- * in its log already, so that the logs stay identical. When an
- * allocation fails there (or in a rebuild), the state goes stale at that
+ * Memory: entries, the aborted index and the hash table count against
+ * the broker's log_memory_max, as log pages do (charged before they are
+ * allocated, uncharged when freed). The leader allocates what a batch or
+ * marker will need before it appends it, and refuses it when that fails,
+ * with nothing appended: KAFKA_STORAGE_ERROR at the cap, as an append
+ * past it, UNKNOWN_SERVER_ERROR when the allocation itself fails. A
+ * follower cannot refuse a batch: it is in its log already, so that the
+ * logs stay identical. When an allocation fails there (or finds the cap
+ * reached, or fails in a rebuild), the state goes stale at that
  * batch: LSO does not pass it, the state takes in no more batches, and a
  * leader refuses batches with a producer id and TXN until a rebuild from
  * the log, tried at most once every KREP_PRODUCER_RETRY_MS, succeeds.
@@ -137,6 +141,46 @@ void krep_producer_init(struct krep_partition *p)
 	INIT_LIST_HEAD(&ps->aborted);
 }
 
+static struct krep_mem *ps_mem(struct krep_producers *ps)
+{
+	return container_of(ps, struct krep_partition, producers)->log.mem;
+}
+
+/*
+ * @size bytes of producer state, zeroed, charged to the broker's log
+ * memory first: NULL with -ENOSPC at the cap, -ENOMEM when out of memory
+ */
+static void *ps_alloc(struct krep_producers *ps, size_t size, int *err)
+{
+	struct krep_mem *mem = ps_mem(ps);
+	void *x;
+
+	if (atomic64_add_return(size, &mem->used) > mem->max) {
+		*err = -ENOSPC;
+		goto uncharge;
+	}
+	x = kvzalloc(size, GFP_KERNEL_ACCOUNT);
+	if (x)
+		return x;
+	*err = -ENOMEM;
+uncharge:
+	atomic64_sub(size, &mem->used);
+	return NULL;
+}
+
+static void ps_free(struct krep_producers *ps, void *x, size_t size)
+{
+	if (!x)
+		return;
+	kvfree(x);
+	atomic64_sub(size, &ps_mem(ps)->used);
+}
+
+static size_t table_size(unsigned int bits)
+{
+	return sizeof(struct hlist_head) << bits;
+}
+
 static struct krep_producer *find(const struct krep_producers *ps, u64 pid)
 {
 	struct krep_producer *x;
@@ -156,7 +200,7 @@ static void del_producer(struct krep_producers *ps, struct krep_producer *x)
 	list_del(&x->lru);
 	list_del(&x->txn);
 	list_del(&x->pin);
-	kfree(x);
+	ps_free(ps, x, sizeof(*x));
 	ps->count--;
 }
 
@@ -179,22 +223,22 @@ static void expire_idle(struct krep_producers *ps, u64 now)
 	}
 }
 
-/* the hash table, with the first entry */
+/* the hash table, with the first entry: 0, -ENOSPC or -ENOMEM */
 static int alloc_table(struct krep_producers *ps)
 {
-	unsigned int bits, i;
+	unsigned int bits;
 	struct hlist_head *t;
+	int err;
 
 	if (ps->table)
 		return 0;
 	bits = ilog2(max(krep_param_producers_max() / 4, 1U));
 	bits = clamp_t(unsigned int, bits, KREP_PRODUCER_BITS_MIN,
 		       KREP_PRODUCER_BITS_MAX);
-	t = kvmalloc_array(1U << bits, sizeof(*t), GFP_KERNEL_ACCOUNT);
+	/* zeroed: an empty hlist_head is all zero */
+	t = ps_alloc(ps, table_size(bits), &err);
 	if (!t)
-		return -ENOMEM;
-	for (i = 0; i < 1U << bits; i++)
-		INIT_HLIST_HEAD(&t[i]);
+		return err;
 	ps->table = t;
 	ps->bits = bits;
 	return 0;
@@ -205,6 +249,7 @@ static struct krep_producer *add_producer(struct krep_producers *ps, u64 pid,
 					  u64 now)
 {
 	struct krep_producer *x;
+	int err;
 
 	if (ps->count >= krep_param_producers_max())
 		expire_idle(ps, now);
@@ -213,7 +258,7 @@ static struct krep_producer *add_producer(struct krep_producers *ps, u64 pid,
 	x = ps->spare;
 	ps->spare = NULL;
 	if (!x)
-		x = kzalloc(sizeof(*x), GFP_KERNEL_ACCOUNT);
+		x = ps_alloc(ps, sizeof(*x), &err);
 	if (!x)
 		return NULL;
 	x->producer_id = pid;
@@ -227,8 +272,12 @@ static struct krep_producer *add_producer(struct krep_producers *ps, u64 pid,
 	return x;
 }
 
-static int out_of_memory(struct krep_status *st)
+/* the leader's refusal when producer state cannot grow (@err from ps_alloc) */
+static int no_room(int err, struct krep_status *st)
 {
+	if (err == -ENOSPC)
+		return krep_fail(st, KREP_KERR_KAFKA_STORAGE_ERROR, -ENOSPC,
+				 "log_memory_max reached: no room for the partition's producer state");
 	return krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR, -ENOMEM,
 			 "out of memory for the partition's producer state");
 }
@@ -241,17 +290,19 @@ static int out_of_memory(struct krep_status *st)
 static int admit(struct krep_producers *ps, u64 now, struct krep_status *st)
 {
 	unsigned int max = krep_param_producers_max();
+	int err;
 
 	if (ps->count >= max)
 		expire_idle(ps, now);
 	if (ps->count >= max)
 		return krep_fail(st, KREP_KERR_POLICY_VIOLATION, -EUSERS,
 				 "a new producer id past producers_max on this partition");
-	if (alloc_table(ps))
-		return out_of_memory(st);
+	err = alloc_table(ps);
+	if (err)
+		return no_room(err, st);
 	if (!ps->spare)
-		ps->spare = kzalloc(sizeof(*ps->spare), GFP_KERNEL_ACCOUNT);
-	return ps->spare ? 0 : out_of_memory(st);
+		ps->spare = ps_alloc(ps, sizeof(*ps->spare), &err);
+	return ps->spare ? 0 : no_room(err, st);
 }
 
 /* a new last batch or marker of @x */
@@ -271,7 +322,7 @@ static void go_stale(struct krep_partition *p, u64 offset)
 	ps->stale = true;
 	ps->stale_at = offset;
 	ps->stale_ms = krep_now_ms();
-	pr_warn_ratelimited("%s-%u: out of memory for producer state at offset %llu: LSO stays below it, and batches with a producer id are refused, until it is rebuilt from the log\n",
+	pr_warn_ratelimited("%s-%u: no memory (or log_memory_max reached) for producer state at offset %llu: LSO stays below it, and batches with a producer id are refused, until it is rebuilt from the log\n",
 			    p->topic->name, p->index, offset);
 }
 
@@ -300,15 +351,16 @@ static int add_aborted(struct krep_producers *ps, u64 pid, u64 first,
 		       u64 marker)
 {
 	struct krep_aborted *a;
+	int err;
 
 	if (first >= marker)
 		return 0;
 	a = ps->spare_abort;
 	ps->spare_abort = NULL;
 	if (!a)
-		a = kzalloc(sizeof(*a), GFP_KERNEL_ACCOUNT);
+		a = ps_alloc(ps, sizeof(*a), &err);
 	if (!a)
-		return -ENOMEM;
+		return err;
 	a->producer_id = pid;
 	a->first_offset = first;
 	a->last_offset = marker;
@@ -472,7 +524,7 @@ static void free_all(struct krep_producers *ps)
 		del_producer(ps, x);
 	list_for_each_entry_safe(a, atmp, &ps->aborted, node) {
 		list_del(&a->node);
-		kfree(a);
+		ps_free(ps, a, sizeof(*a));
 	}
 }
 
@@ -481,9 +533,10 @@ void krep_producer_destroy(struct krep_partition *p)
 	struct krep_producers *ps = &p->producers;
 
 	free_all(ps);
-	kvfree(ps->table);
-	kfree(ps->spare);
-	kfree(ps->spare_abort);
+	if (ps->table)
+		ps_free(ps, ps->table, table_size(ps->bits));
+	ps_free(ps, ps->spare, sizeof(*ps->spare));
+	ps_free(ps, ps->spare_abort, sizeof(*ps->spare_abort));
 }
 
 static enum krep_log_verdict rebuild_one(const struct krep_batch *b,
@@ -568,7 +621,7 @@ void krep_producer_prune(struct krep_partition *p)
 		if (a->last_offset >= start)
 			break;
 		list_del(&a->node);
-		kfree(a);
+		ps_free(ps, a, sizeof(*a));
 	}
 	list_for_each_entry_safe(x, xtmp, &ps->lru, lru) {
 		if (x->last_offset >= start)
@@ -634,7 +687,7 @@ static int check_seq(const struct krep_producer *x, const struct krep_batch *b,
 static int stale_refusal(struct krep_status *st)
 {
 	return krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR, -ENOMEM,
-			 "producer state incomplete after an allocation failure; rebuilding");
+			 "producer state incomplete after an allocation failure or at log_memory_max; rebuilding");
 }
 
 /**
@@ -713,10 +766,9 @@ static int txn_end(struct krep_partition *p, struct krep_producer *x, bool commi
 
 	/* the aborted index's entry, before the marker is in the log */
 	if (!commit && x->first_offset >= 0 && !ps->spare_abort) {
-		ps->spare_abort = kzalloc(sizeof(*ps->spare_abort),
-					  GFP_KERNEL_ACCOUNT);
+		ps->spare_abort = ps_alloc(ps, sizeof(*ps->spare_abort), &err);
 		if (!ps->spare_abort)
-			return out_of_memory(st);
+			return no_room(err, st);
 	}
 	krep_batch_build_control(marker, x->producer_id, x->producer_epoch,
 				 commit, ktime_get_real_ns() / NSEC_PER_MSEC);
@@ -829,7 +881,7 @@ int krep_partition_txn(struct krep_partition *p, u64 pid, u16 pepoch, u8 op,
 				goto out;
 			x = add_producer(ps, pid, now);	/* takes the spare */
 			if (!x) {
-				err = out_of_memory(st);
+				err = no_room(-ENOMEM, st);
 				goto out;
 			}
 		}

@@ -76,6 +76,7 @@ int krep_partition_leader_and_isr(struct krep_partition *p,
 				  struct krep_status *st)
 {
 	u32 self = p->replicas[p->self];
+	DECLARE_BITMAP(inel, KREP_RF_MAX);
 	DECLARE_BITMAP(isr, KREP_RF_MAX);
 	bool new_epoch, was_leader;
 	s64 old_leader;
@@ -88,7 +89,7 @@ int krep_partition_leader_and_isr(struct krep_partition *p,
 				"topic was deleted");
 		goto out;
 	}
-	err = krep_lai_check(p->replicas, p->nreplicas, lai, isr, st);
+	err = krep_lai_check(p->replicas, p->nreplicas, lai, isr, inel, st);
 	if (err)
 		goto out;
 	if (lai->leader_epoch < p->leader_epoch ||
@@ -105,6 +106,7 @@ int krep_partition_leader_and_isr(struct krep_partition *p,
 	old_leader = p->leader;
 
 	bitmap_copy(p->isr, isr, KREP_RF_MAX);
+	bitmap_copy(p->ineligible, inel, KREP_RF_MAX);
 	p->isr_pending = false;		/* committed, or turned down */
 	p->partition_epoch = lai->partition_epoch;
 	if (!new_epoch) {
@@ -276,7 +278,7 @@ void krep_partition_truncate(struct krep_partition *p, u64 offset,
 	if (p->hw > leo)
 		WRITE_ONCE(p->hw, leo);
 	if (p->lso > p->hw)
-		p->lso = p->hw;
+		WRITE_ONCE(p->lso, p->hw);	/* read locklessly too */
 	krep_partition_reset_pending(p);
 	krep_producer_rebuild(p);
 	trace_krep_truncate(p, p->replicas[p->self], old, leo);

@@ -75,34 +75,51 @@ static int ar_index(const u32 *ar, unsigned int nr, u32 id)
 	return -1;
 }
 
+/* @ids as a bitmap of their indexes in @ar; -EINVAL when one is outside */
+static int ar_bits(const u32 *ar, unsigned int nr, const u32 *ids,
+		   unsigned int n, unsigned long *bits)
+{
+	unsigned int i;
+	int idx;
+
+	bitmap_zero(bits, KREP_RF_MAX);
+	for (i = 0; i < n; i++) {
+		idx = ar_index(ar, nr, ids[i]);
+		if (idx < 0)
+			return -EINVAL;
+		__set_bit(idx, bits);
+	}
+	return 0;
+}
+
 /**
  * krep_lai_check - a LEADER_AND_ISR against a partition's assignment
  * @ar: the assigned replicas
  * @nr: their number
  * @lai: the controller's word
  * @isr: set to its ISR, as a bitmap of indexes in @ar
+ * @inel: set to its ineligible (fenced) replicas, the same way
  * @st: the refusal
  *
  * As a replica checks it, and a broker keeping it for Metadata: the ISR
- * within the assignment, the replicas (when given) equal to it -- no
- * reassignment --, and the leader (when there is one) in the ISR.
+ * and the ineligible replicas within the assignment, the replicas (when
+ * given) equal to it -- no reassignment --, and the leader (when there
+ * is one) in the ISR.
  *
  * Return: 0 or -EINVAL (INVALID_REPLICA_ASSIGNMENT).
  */
 int krep_lai_check(const u32 *ar, unsigned int nr, const struct krep_lai *lai,
-		   unsigned long *isr, struct krep_status *st)
+		   unsigned long *isr, unsigned long *inel,
+		   struct krep_status *st)
 {
-	unsigned int i;
 	int idx;
 
-	bitmap_zero(isr, KREP_RF_MAX);
-	for (i = 0; i < lai->nisr; i++) {
-		idx = ar_index(ar, nr, lai->isr[i]);
-		if (idx < 0)
-			return krep_fail(st, KREP_KERR_INVALID_REPLICA_ASSIGNMENT,
-					 -EINVAL, "ISR member outside the assigned replicas");
-		__set_bit(idx, isr);
-	}
+	if (ar_bits(ar, nr, lai->isr, lai->nisr, isr))
+		return krep_fail(st, KREP_KERR_INVALID_REPLICA_ASSIGNMENT,
+				 -EINVAL, "ISR member outside the assigned replicas");
+	if (ar_bits(ar, nr, lai->inel, lai->ninel, inel))
+		return krep_fail(st, KREP_KERR_INVALID_REPLICA_ASSIGNMENT,
+				 -EINVAL, "ineligible replica outside the assigned replicas");
 	if (lai->nreplicas &&
 	    (lai->nreplicas != nr ||
 	     memcmp(lai->replicas, ar, nr * sizeof(ar[0]))))
@@ -135,6 +152,7 @@ int krep_lai_check(const u32 *ar, unsigned int nr, const struct krep_lai *lai,
 int krep_topic_meta_set(struct krep_topic *t, u32 index,
 			const struct krep_lai *lai, struct krep_status *st)
 {
+	DECLARE_BITMAP(inel, KREP_RF_MAX);
 	DECLARE_BITMAP(isr, KREP_RF_MAX);
 	struct krep_pmeta_slot *m;
 	int err;
@@ -143,7 +161,7 @@ int krep_topic_meta_set(struct krep_topic *t, u32 index,
 		return krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR, -EINVAL,
 				 "no metadata slot for the partition");
 	err = krep_lai_check(assignment(t, index), t->replication_factor, lai,
-			     isr, st);
+			     isr, inel, st);
 	if (err)
 		return err;
 	m = &t->meta[index];

@@ -13,7 +13,8 @@ struct krep_status;
 struct krep_topic;
 
 int krep_lai_check(const u32 *ar, unsigned int nr, const struct krep_lai *lai,
-		   unsigned long *isr, struct krep_status *st);
+		   unsigned long *isr, unsigned long *inel,
+		   struct krep_status *st);
 int krep_topic_meta_init(struct krep_topic *t);
 void krep_topic_meta_free(struct krep_topic *t);
 int krep_topic_meta_set(struct krep_topic *t, u32 index,

@@ -8,9 +8,11 @@ choose every leader, epoch and ISR itself:
 
   claim EPOCH OWNER LEASE_MS
       BROKER_SET KREP_A_CONTROLLER; prints "ok" or "error ERRNO MESSAGE"
-  lai CEPOCH TOPIC P LEADER LEPOCH PEPOCH ISR
-      LEADER_AND_ISR; LEADER "none" is KREP_NO_LEADER, ISR is a comma
-      list ("-" for empty); prints "ok" or "error ERRNO MESSAGE"
+  lai CEPOCH TOPIC P LEADER LEPOCH PEPOCH ISR [INELIGIBLE]
+      LEADER_AND_ISR; LEADER "none" is KREP_NO_LEADER, ISR and
+      INELIGIBLE (the fenced replicas, KREP_A_INELIGIBLE, absent when not
+      given) are comma lists ("-" for empty); prints "ok" or "error ERRNO
+      MESSAGE"
   topic-new CEPOCH TOPIC PARTITIONS RF ASSIGNMENT
       TOPIC_NEW with KREP_A_ASSIGNMENT: replica lists by partition,
       "1,2,3/2,3,1" ("/" between partitions); CEPOCH "-" sends no
@@ -95,13 +97,15 @@ def claim(g, epoch, owner, lease):
     return 0
 
 
-def lai(g, cepoch, topic, p, leader, lepoch, pepoch, isr):
+def lai(g, cepoch, topic, p, leader, lepoch, pepoch, isr, inel=None):
     attrs = (nla(A["KREP_A_CONTROLLER_EPOCH"], u32(cepoch)) + part(topic, p) +
              nla(A["KREP_A_LEADER"],
                  u32(NO_LEADER if leader == "none" else int(leader))) +
              nla(A["KREP_A_LEADER_EPOCH"], u32(lepoch)) +
              nla(A["KREP_A_PARTITION_EPOCH"], u32(pepoch)) +
              id_nest(A["KREP_A_ISR"], idlist(isr)))
+    if inel is not None:
+        attrs += id_nest(A["KREP_A_INELIGIBLE"], idlist(inel))
     if do(g, "KREP_CMD_LEADER_AND_ISR", attrs) is not None:
         print("ok")
     return 0
@@ -206,9 +210,10 @@ def main(argv):
     g = Genl()
     if len(argv) == 5 and argv[1] == "claim":
         return claim(g, int(argv[2]), int(argv[3]), int(argv[4]))
-    if len(argv) == 9 and argv[1] == "lai":
+    if len(argv) in (9, 10) and argv[1] == "lai":
         return lai(g, int(argv[2]), argv[3], int(argv[4]), argv[5],
-                   int(argv[6]), int(argv[7]), argv[8])
+                   int(argv[6]), int(argv[7]), argv[8],
+                   argv[9] if len(argv) == 10 else None)
     if len(argv) == 7 and argv[1] == "topic-new":
         return topic_new(g, argv[2], argv[3], int(argv[4]), int(argv[5]),
                          argv[6])

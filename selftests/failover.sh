@@ -19,7 +19,9 @@
 #    ISRs first), and deletes it from every broker.
 # 2. the leader's link goes: a new leader from the ISR within the session
 #    timeout, epoch bumped; every acks=all record is there; the old leader
-#    returns, follows, rejoins the ISR; `krepctl elect --preferred` moves
+#    returns, follows, rejoins the ISR; while it is fenced, the new leader
+#    holds it ineligible (KREP_A_INELIGIBLE: not counted towards HW, not
+#    asked into the ISR), and no more once it is unfenced; `krepctl elect --preferred` moves
 #    the leadership back. A consumer following the leader through this,
 #    section 3 and section 4's cuts reads every record once and never sees
 #    HW go back from one leader (a new leader's may trail, as in Kafka).
@@ -195,7 +197,7 @@ diag_state() { # TOPIC
 	diag_log
 }
 
-ktap_plan 23
+ktap_plan 24
 
 # --- set-up ---------------------------------------------------------------
 
@@ -387,9 +389,17 @@ fi
 out=$(produce_to "$new" f all post 20 2>&1) && rc=0 || rc=$?
 # the new leader's log (repl_helper.py dump)
 probe dump f "$new" "$tmp/f" >"$tmp/f.out" 2>&1
+inel() { [ "$(sv "$new" f ineligible)" = "$1" ]; }	# LIST: new leader's
+poll 15 inel 1 && fenced_inel=1 || fenced_inel=0
 link_up 1
 poll 40 isr_full f && [ "$(sv 1 f role)" = follower ] &&
 	[ "$(sv 1 f leo)" = "$(sv "$new" f leo)" ] && rejoin=1 || rejoin=0
+if [ "$fenced_inel" = 1 ] && inel null; then
+	ktap_ok "broker 1 fenced: ineligible on the new leader's f-0; unfenced: eligible again"
+else
+	ktap_diag "while fenced: $fenced_inel (1: ineligible 1); after: $(sv "$new" f ineligible)"
+	ktap_fail "broker 1 fenced: ineligible on the new leader's f-0; unfenced: eligible again"
+fi
 { values pre 0 49; values post 0 19; } >"$tmp/f.want"
 want=
 slurp want "$tmp/f.want"

@@ -27,6 +27,11 @@
 #    with HW below the epoch's start: ListOffsets latest is
 #    OFFSET_NOT_AVAILABLE, earliest and fetches up to HW are answered;
 #    the followers' LEOs are kept, so one fetch moves HW
+# F. the controller takes follower 3 out of the ISR and names it fenced
+#    (KREP_A_INELIGIBLE): caught up at 14 of 15, it no longer holds HW
+#    (15), and at the log end it is not asked back into the ISR; once
+#    the controller names no fenced replica, it is (Kafka's
+#    isReplicaIsrEligible)
 #
 # Steps A and B must take less than LAG (the followers are not caught up
 # meanwhile); the checks say so if a slow machine made an ISR shrink early.
@@ -52,7 +57,7 @@ LAG=12000
 mark=hw-exact-$$
 krep_cleanup_push krep_mod_unload
 
-ktap_plan 12
+ktap_plan 15
 
 krep_mod_unload || ktap_bail "krep is loaded and rmmod fails"
 krep_kmsg_mark "$mark"
@@ -69,11 +74,13 @@ for n in 2 3; do
 		ktap_bail "cannot start follower_helper.py"
 done
 
-ff() { # N TOPIC OFFSET: follower N fetches TOPIC-0 at OFFSET; the HW it gets
+ff() { # N TOPIC OFFSET [EPOCH LAST]: follower N fetches TOPIC-0 at OFFSET
+	# in leader epoch EPOCH (0), its last record's epoch LAST (0, -1 at
+	# offset 0); prints the HW it gets
 	local out w
 	local -a a
-	out=$(krep_pyserve "f$1" fetch f "$2" 0 0 "$3" \
-		"$([ "$3" = 0 ] && echo -1 || echo 0)") || return 1
+	out=$(krep_pyserve "f$1" fetch f "$2" 0 "${4:-0}" "$3" \
+		"${5:-$([ "$3" = 0 ] && echo -1 || echo 0)}") || return 1
 	read -ra a <<<"$out"
 	[ "${a[1]}" = 0 ] || { echo "error ${a[1]}"; return 1; }
 	w=${a[3]}	# a real follower takes min(its LEO, the leader's HW)
@@ -168,6 +175,7 @@ fi
 # a scripted controller (ctl_helper.py) claims broker 1 and elects it again
 # at epoch 1, with LEO 13 and HW 12 (followers at 13 and 12): its epoch
 # starts at 13, above HW
+ff 3 h 12 >/dev/null	# caught up at 12 just now: stays in the ISR
 produce h 12 1
 ff 2 h 13 >/dev/null
 krep_pyserve_start ctl "$B1" ctl_helper || ktap_bail "cannot start ctl_helper.py"
@@ -191,6 +199,42 @@ if [ "$hw3" = 13 ] && [ "$lat" = 13 ]; then
 else
 	ktap_diag "HW in the answer: $hw3; latest: $lat; leader: $(lead h)"
 	ktap_fail "E. the re-elected leader kept its followers' LEOs: one fetch at 13 moves HW to 13, latest answers 13"
+fi
+
+# --- F. a fenced follower is not counted, nor asked back in -----------------
+pe=$(describe "$B1" h | jq '.[0].partition_epoch')
+out=$(krep_pyserve ctl lai 1 h 0 1 1 $((pe + 1)) 1,2 3)
+produce h 13 2
+# in epoch 1, from offset 13 on; caught up: 14 is past the log end (13)
+# at its last fetch
+hw3=$(ff 3 h 14 1 1)
+hw2=$(ff 2 h 15 1 1)
+inel=$(describe "$B1" h | jq -c '.[0].ineligible')
+if [ "$out" = ok ] && [ "$inel" = "[3]" ]; then
+	check "F. follower 3 fenced, out of the ISR, caught up at 14; follower 2 at 15: HW 15, not held at 14" \
+		h "hw 15 leo 15 isr 1,2" "$hw3 $hw2" "13 15" 15
+else
+	ktap_diag "controller: $out; ineligible: $inel"
+	ktap_fail "F. follower 3 fenced, out of the ISR, caught up at 14; follower 2 at 15: HW 15, not held at 14"
+fi
+pending() { describe "$B1" h | jq -c '.[0].pending_isr'; }
+hw3=$(ff 3 h 15 1 1)
+p=$(pending)
+if [ "$hw3" = 15 ] && [ "$p" = null ] && [[ $(lead h) == *"isr 1,2" ]]; then
+	ktap_ok "F. the fenced follower at the log end (15) is not asked into the ISR"
+else
+	ktap_diag "its HW: $hw3; pending ISR: $p; leader: $(lead h)"
+	ktap_fail "F. the fenced follower at the log end (15) is not asked into the ISR"
+fi
+out=$(krep_pyserve ctl lai 1 h 0 1 1 $((pe + 1)) 1,2)
+ff 3 h 15 1 1 >/dev/null
+p=$(pending)
+inel=$(describe "$B1" h | jq -c '.[0].ineligible')
+if [ "$out" = ok ] && [ "$p" = "[1,2,3]" ] && [ "$inel" = null ]; then
+	ktap_ok "F. no longer fenced: its next fetch at 15 asks the controller for ISR 1,2,3"
+else
+	ktap_diag "controller: $out; pending ISR: $p; ineligible: $inel"
+	ktap_fail "F. no longer fenced: its next fetch at 15 asks the controller for ISR 1,2,3"
 fi
 
 krep_teardown_checks "$mark"

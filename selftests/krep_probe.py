@@ -285,6 +285,8 @@ def part_json(m):
         o["epochs"] = None
     o["pending_isr"] = (ids(m[A["KREP_A_PENDING_ISR"]][0])
                         if A["KREP_A_PENDING_ISR"] in m else None)
+    o["ineligible"] = (ids(m[A["KREP_A_INELIGIBLE"]][0])
+                       if A["KREP_A_INELIGIBLE"] in m else None)
     if A["KREP_A_REMOTES"] not in m:
         o["remotes"] = None
         return o

@@ -8,6 +8,8 @@
 #   fill  2 partitions, RF 1: fill-1 lives on broker 2 alone and takes
 #         most of broker 2's memory
 #   rep   1 partition, RF 3, led by broker 1, replica_lag_time_max_ms=1000
+#   ps    3 partitions, RF 3: ps-2 led by broker 3, one small record in it
+#         before the fill, so broker 2's replica has room in its last page
 #
 # 1. broker 2 holds ~3 MiB of fill-1; 2 MiB of acks=1 records to rep fit
 #    brokers 1 and 3, not broker 2: its LEO stops short, the leader drops
@@ -15,8 +17,15 @@
 # 2. broker 2 backs off instead of refetching at once: the leader answers
 #    it a few times a second, not thousands; a producer to broker 2's own
 #    partition gets the clear storage error.
+#    Producer state counts against the cap too: new producer ids on
+#    broker 2's own partition (TXN begin) take the last bytes, then one is
+#    refused with the cap's error. A transaction on ps-2 (broker 3 leads)
+#    lands in broker 2's last page, but its producer state does not fit:
+#    broker 2's state goes stale and its LSO stays at the transaction's
+#    first offset after the commit, where broker 1's reaches HW.
 # 3. fill deleted: broker 2's memory is free, it catches up, rejoins the
-#    ISR and ends with the same log as the others.
+#    ISR and ends with the same log as the others; its ps-2 producer
+#    state is rebuilt from its log and its LSO reaches HW.
 # Prints KTAP; leaves the module unloaded and no namespace behind.
 
 # shellcheck disable=SC2317 # the conditions krep_wait_for polls
@@ -57,7 +66,7 @@ resps() { # N: the leader's fetch_responses counter
 	kc "$(bns "$1")" --json stats | jq '.counters.fetch_responses'
 }
 
-ktap_plan 9
+ktap_plan 12
 
 # --- set-up ---------------------------------------------------------------
 
@@ -70,9 +79,14 @@ cluster_topic fill partitions 2 replication-factor 1 \
 cluster_topic rep partitions 1 replication-factor 3 \
 	config replica_lag_time_max_ms=$LAG,segment_bytes=$SEG ||
 	ktap_bail "topic rep"
+cluster_topic ps partitions 3 replication-factor 3 || ktap_bail "topic ps"
 krep_wait_for 60 cluster_peers_up || ktap_bail "peers did not connect"
 full_isr() { [ "$(pf 1 rep 0 isr)" = "[1,2,3]" ]; }
 krep_wait_for 60 full_isr || ktap_bail "rep's ISR did not fill: $(part "$B1" rep 0)"
+ps_full() { [ "$(pf 3 ps 2 isr)" = "[3,1,2]" ]; }
+krep_wait_for 60 ps_full || ktap_bail "ps-2's ISR did not fill: $(part "$B3" ps 2)"
+echo seed | kc "$B3" produce ps partition 2 acks all >/dev/null ||
+	ktap_bail "acks=all to ps-2: $(part "$B3" ps 2)"
 
 values fill "$FILL" | kc "$B2" --json produce fill partition 1 acks 1 \
 	batch 50 >"$tmp/fill.out" 2>&1
@@ -160,6 +174,52 @@ else
 	ktap_fail "a producer to broker 2's own partition is refused with the memory cap's error"
 fi
 
+# --- 2b. producer state at the cap -----------------------------------------
+
+# broker 2's memory is full to within a few pages (its producer of 100
+# KB batches was just refused): batches of one small record take it to
+# within a page, then each new producer id takes an entry of its own
+# (about 260 B), so one of 40 at most finds no room
+yes x | head -n 20000 |
+	kc "$B2" produce fill partition 1 acks 1 batch 1 >"$tmp/top.out" 2>&1
+grep -q "memory cap" "$tmp/top.out" ||
+	ktap_diag "one-record batches to fill-1 were not refused: $(tail -n 1 "$tmp/top.out")"
+refused=0
+for ((pid = 1000; pid < 1040; pid++)); do
+	if ! kc "$B2" txn fill partition 1 "$pid:0" begin >"$tmp/txn.out" 2>&1; then
+		refused=1
+		break
+	fi
+done
+read -r used max < <(mem 2)
+if [ "$refused" = 1 ] && grep -q "KAFKA_STORAGE_ERROR" "$tmp/txn.out" &&
+   grep -q "producer state" "$tmp/txn.out" && [ "$used" -le "$CAP" ]; then
+	ktap_ok "producer state counts against the cap: new producer id $((pid - 1000 + 1)) on broker 2 is refused: $(head -n 1 "$tmp/txn.out"); log memory $used of $max B"
+else
+	ktap_diag_stdin <"$tmp/txn.out"
+	ktap_diag "log memory: $used of $max after $((pid - 1000)) producer ids"
+	ktap_fail "producer state counts against the cap: a new producer id on broker 2 is refused with KAFKA_STORAGE_ERROR"
+fi
+# a transaction on ps-2: its batch and marker fit broker 2's last page of
+# ps-2, its producer state does not (broker 2 goes stale at offset 1)
+lso_hw() { # N: "LSO HW" of broker N's ps-2
+	part "$(bns "$1")" ps 2 | jq -r '"\(.lso) \(.hw)"'
+}
+out=$({ kc "$B3" txn ps partition 2 900:0 begin &&
+	echo t-0 | kc "$B3" produce ps partition 2 txn 900:0 acks all &&
+	kc "$B3" txn ps partition 2 900:0 commit; } 2>&1) && rc=0 || rc=$?
+stale() { [ "$(lso_hw 2)" = "1 3" ] && [ "$(lso_hw 1)" = "3 3" ]; }
+if [ "$rc" = 0 ] && krep_wait_for 30 stale &&
+   krep_kmsg_since "$mark" |
+   grep -q "ps-2: no memory (or log_memory_max reached) for producer state at offset 1:"; then
+	ktap_ok "ps-2's transaction committed at 2: broker 2 has it but no room for its state: LSO 1 (stale), HW 3; broker 1 LSO 3"
+else
+	ktap_diag "exit $rc: $out"
+	ktap_diag "LSO HW: broker 1 $(lso_hw 1), broker 2 $(lso_hw 2), broker 3 $(lso_hw 3)"
+	krep_kmsg_since "$mark" | grep ps-2 | tail -n 5 | ktap_diag_stdin
+	ktap_fail "ps-2's transaction: broker 2's producer state goes stale at offset 1, its LSO stays there"
+fi
+
 # --- 3. memory freed: catch up --------------------------------------------
 
 ktap_diag "3. fill deleted (at ${SECONDS}s)"
@@ -177,6 +237,15 @@ else
 	ktap_diag "log memory: $used of $max"
 	for n in 1 2 3; do part "$(bns "$n")" rep 0 | ktap_diag_stdin; done
 	ktap_fail "broker 2 catches up and rejoins the ISR"
+fi
+rebuilt() { [ "$(lso_hw 2)" = "3 3" ]; }
+if krep_wait_for 30 rebuilt && krep_kmsg_since "$mark" |
+   grep -q "ps-2: producer state rebuilt from the log"; then
+	ktap_ok "broker 2's ps-2 producer state is rebuilt from its log: LSO 3 = HW"
+else
+	ktap_diag "LSO HW: broker 2 $(lso_hw 2)"
+	krep_kmsg_since "$mark" | grep ps-2 | tail -n 5 | ktap_diag_stdin
+	ktap_fail "broker 2's ps-2 producer state is rebuilt from its log: LSO reaches HW"
 fi
 for n in 1 2 3; do
 	ip netns exec "$(bns "$n")" /usr/bin/python3 "$here/repl_helper.py" \

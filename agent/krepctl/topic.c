@@ -102,11 +102,14 @@ static void describe_usage(FILE *f)
 	      "  TOPIC PARTITION leader=ID epoch=N role=leader|follower|offline\n"
 	      "  replicas=ID,... isr=ID,... leo=N hw=N lso=N log_start=N lw=N\n"
 	      "  bytes=N partition_epoch=N epochs=EPOCH@START,... [pending_isr=ID,...]\n"
+	      "  [ineligible=ID,...]\n"
 	      "leo: log end offset, hw: high watermark, lso: last stable offset,\n"
 	      "lw: low watermark, bytes: bytes held by the log, epochs: the leader\n"
 	      "epoch cache (each epoch and its first offset, oldest first),\n"
 	      "pending_isr: an ISR change waiting for the controller (only while\n"
-	      "one waits). On a leader, each\n"
+	      "one waits), ineligible: replicas the controller has fenced (a leader\n"
+	      "neither counts them towards HW outside the ISR nor asks for them\n"
+	      "to join it; only while there are some). On a leader, each\n"
 	      "follower follows on a line of its own, indented:\n"
 	      "    remote ID leo=N log_start=N fetch_age_ms=N caught_up_age_ms=N\n"
 	      "    in_isr=0|1\n"
@@ -115,7 +118,8 @@ static void describe_usage(FILE *f)
 	      "\"role\",\"leader\",\"leader_epoch\",\"partition_epoch\",\"replicas\",\n"
 	      "\"isr\",\"leo\",\"hw\",\"lso\",\"log_start\",\"low_watermark\",\n"
 	      "\"log_bytes\",\"epochs\":[{\"epoch\",\"start_offset\"}],\n"
-	      "\"pending_isr\":[ID,...]|null,\"remotes\":[{\"id\",\"leo\",\"log_start\",\n"
+	      "\"pending_isr\":[ID,...]|null,\"ineligible\":[ID,...]|null,\n"
+	      "\"remotes\":[{\"id\",\"leo\",\"log_start\",\n"
 	      "\"fetch_age_ms\",\"caught_up_age_ms\",\"in_isr\"}]|null}.\n"
 	      "\n"
 	      "With --controller (or --socket PATH, krepd's control socket), the\n"
@@ -685,6 +689,7 @@ static struct nla_policy part_policy[KREP_A_MAX + 1] = {
 	[KREP_A_REMOTES]	= { .type = NLA_NESTED },
 	[KREP_A_EPOCHS]		= { .type = NLA_NESTED },
 	[KREP_A_PENDING_ISR]	= { .type = NLA_NESTED },
+	[KREP_A_INELIGIBLE]	= { .type = NLA_NESTED },
 };
 
 struct id_list {
@@ -756,6 +761,8 @@ struct part_info {
 	uint64_t u64[PF_NU64];
 	bool has_pending;	/* an ALTER_ISR waits for the controller */
 	struct id_list pending;
+	bool has_inel;		/* replicas the controller has fenced */
+	struct id_list inel;
 	bool has_epochs;	/* the leader epoch cache, oldest first */
 	size_t nepochs;
 	struct epoch_entry *epochs;
@@ -769,18 +776,23 @@ struct part_list {
 	struct part_info *v;
 };
 
+static void part_info_free(struct part_info *p)
+{
+	free(p->topic);
+	free(p->replicas.v);
+	free(p->isr.v);
+	free(p->pending.v);
+	free(p->inel.v);
+	free(p->epochs);
+	free(p->remotes);
+}
+
 static void part_list_free(struct part_list *l)
 {
 	size_t i;
 
-	for (i = 0; i < l->n; i++) {
-		free(l->v[i].topic);
-		free(l->v[i].replicas.v);
-		free(l->v[i].isr.v);
-		free(l->v[i].pending.v);
-		free(l->v[i].epochs);
-		free(l->v[i].remotes);
-	}
+	for (i = 0; i < l->n; i++)
+		part_info_free(&l->v[i]);
 	free(l->v);
 	memset(l, 0, sizeof(*l));
 }
@@ -956,6 +968,14 @@ static int part_info_get(struct nl_msg *msg, void *arg)
 			goto malformed;
 		p->has_pending = true;
 	}
+	if (tb[KREP_A_INELIGIBLE]) {
+		err = id_list_get(tb[KREP_A_INELIGIBLE], &p->inel);
+		if (err == -ENOMEM)
+			goto nomem;
+		if (err)
+			goto malformed;
+		p->has_inel = true;
+	}
 	if (tb[KREP_A_EPOCHS]) {
 		err = epochs_get(tb[KREP_A_EPOCHS], p);
 		if (err == -ENOMEM)
@@ -1034,6 +1054,8 @@ static void part_print(FILE *f, const struct part_info *p)
 			p->epochs[n].start);
 	if (p->has_pending)
 		print_ids(f, "pending_isr", true, &p->pending);
+	if (p->has_inel)
+		print_ids(f, "ineligible", true, &p->inel);
 	fputc('\n', f);
 	for (n = 0; n < p->nremotes; n++) {
 		const struct remote_info *r = &p->remotes[n];
@@ -1111,6 +1133,7 @@ static void part_json(struct json *j, const struct part_info *p)
 		json_null(j);
 	}
 	json_ids(j, "pending_isr", p->has_pending, &p->pending);
+	json_ids(j, "ineligible", p->has_inel, &p->inel);
 	json_key(j, "remotes");
 	if (!p->has_remotes) {
 		json_null(j);
@@ -1260,12 +1283,7 @@ static int parts_filter(struct krepctl *ctl, const char *name,
 			keep.v[keep.n++] = l->v[i];
 			continue;
 		}
-		free(l->v[i].topic);
-		free(l->v[i].replicas.v);
-		free(l->v[i].isr.v);
-		free(l->v[i].pending.v);
-		free(l->v[i].epochs);
-		free(l->v[i].remotes);
+		part_info_free(&l->v[i]);
 	}
 	free(l->v);
 	*l = keep;

@@ -820,12 +820,49 @@ static void send_failed(struct cpart *p, struct cbroker *b, size_t bi, int err)
 		b->reachable = false;	/* no more waiting on it this round */
 }
 
+/*
+ * The replicas of @p whose brokers are fenced: Kafka's ineligible
+ * replicas, which a leader neither counts towards HW outside the ISR nor
+ * asks to add to it.
+ */
+static void ineligible(struct ctl *c, const struct cpart *p,
+		       struct krep_ids *out)
+{
+	const struct krep_ids *ar = &p->st.ps.ar;
+	const struct cbroker *b;
+	uint32_t k;
+
+	out->n = 0;
+	for (k = 0; k < ar->n; k++) {
+		b = krep_ctl_broker(c, ar->id[k]);
+		if (b && b->fenced)
+			out->id[out->n++] = ar->id[k];
+	}
+}
+
+/* broker @r reports another ineligible set of @p than @want */
+static bool inel_differs(const struct krep_snap_part *r,
+			 const struct krep_ids *want)
+{
+	size_t i;
+
+	if (r->nineligible != want->n)
+		return true;
+	for (i = 0; i < r->nineligible; i++)
+		if (!krep_ids_has(want, r->ineligible[i]))
+			return true;
+	return false;
+}
+
 /* Tell broker @b the view of @p. */
 static int send_lai(struct ctl *c, struct cbroker *b, struct cpart *p)
 {
 	const struct krep_pstate *ps = &p->st.ps;
+	struct krep_ids inel;
 	struct nl_msg *msg;
 	int err;
+
+	ineligible(c, p, &inel);
 
 	msg = krep_genl_msg_new(krep_session_family(b->s),
 				KREP_CMD_LEADER_AND_ISR, 0, 1024);
@@ -838,7 +875,8 @@ static int send_lai(struct ctl *c, struct cbroker *b, struct cpart *p)
 	    nla_put_u32(msg, KREP_A_LEADER_EPOCH, ps->leader_epoch) ||
 	    nla_put_u32(msg, KREP_A_PARTITION_EPOCH, ps->partition_epoch) ||
 	    krep_view_put_ids(msg, KREP_A_ISR, &ps->isr) ||
-	    krep_view_put_ids(msg, KREP_A_REPLICAS, &ps->ar)) {
+	    krep_view_put_ids(msg, KREP_A_REPLICAS, &ps->ar) ||
+	    (inel.n && krep_view_put_ids(msg, KREP_A_INELIGIBLE, &inel))) {
 		nlmsg_free(msg);
 		return -EMSGSIZE;
 	}
@@ -904,6 +942,7 @@ void krep_view_reconcile(struct ctl *c)
 {
 	const struct krep_snap_part *r;
 	const struct krep_pstate *ps;
+	struct krep_ids inel;
 	struct cbroker *b;
 	struct cpart *p;
 	uint32_t leader, k;
@@ -925,7 +964,15 @@ void krep_view_reconcile(struct ctl *c)
 			if (!r || !r->has_leader_epoch || !r->has_partition_epoch)
 				continue;
 			leader = r->has_leader ? r->leader : KREP_NO_LEADER;
-			if (behind(r, ps) || leader != ps->leader) {
+			ineligible(c, p, &inel);
+			if (!behind(r, ps) && leader == ps->leader &&
+			    inel_differs(r, &inel)) {
+				if (!send_lai(c, b, p))
+					krep_log(LOG_INFO, "%s-%u: broker %u told of %u fenced replica%s",
+						 p->st.topic, p->st.partition,
+						 b->id, inel.n,
+						 inel.n == 1 ? "" : "s");
+			} else if (behind(r, ps) || leader != ps->leader) {
 				if (!send_lai(c, b, p))
 					krep_log(LOG_INFO, "%s-%u: broker %u was behind (leader %d, epochs %u/%u): sent leader %d, epochs %u/%u",
 						 p->st.topic, p->st.partition,

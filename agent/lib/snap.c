@@ -51,6 +51,7 @@ static struct nla_policy part_policy[KREP_A_MAX + 1] = {
 	[KREP_A_LOW_WATERMARK]	= { .type = NLA_U64 },
 	[KREP_A_REMOTES]	= { .type = NLA_NESTED },
 	[KREP_A_PENDING_ISR]	= { .type = NLA_NESTED },
+	[KREP_A_INELIGIBLE]	= { .type = NLA_NESTED },
 };
 
 const char *krep_snap_stat_name(unsigned int attr)
@@ -92,6 +93,7 @@ static void part_free(struct krep_snap_part *p)
 	free(p->replicas);
 	free(p->isr);
 	free(p->pending_isr);
+	free(p->ineligible);
 	free(p->remotes);
 }
 
@@ -421,6 +423,9 @@ static int part_get(struct nl_msg *msg, void *arg)
 		err = ids_get(tb[KREP_A_PENDING_ISR], &p->pending_isr,
 			      &p->npending_isr);
 	}
+	if (!err && tb[KREP_A_INELIGIBLE])
+		err = ids_get(tb[KREP_A_INELIGIBLE], &p->ineligible,
+			      &p->nineligible);
 	if (!err && tb[KREP_A_REMOTES])
 		err = remotes_get(tb[KREP_A_REMOTES], p);
 	return err;

@@ -66,8 +66,8 @@ struct krep_snap_part {
 	bool has_leader, has_leader_epoch, has_partition_epoch;
 	uint32_t leader, leader_epoch, partition_epoch;
 	bool has_replicas, has_isr, has_pending_isr;
-	size_t nreplicas, nisr, npending_isr;
-	uint32_t *replicas, *isr, *pending_isr;
+	size_t nreplicas, nisr, npending_isr, nineligible;
+	uint32_t *replicas, *isr, *pending_isr, *ineligible;
 	bool has_leo, has_hw, has_lso, has_log_start, has_lw;
 	uint64_t leo, hw, lso, log_start, lw;
 	bool has_remotes;

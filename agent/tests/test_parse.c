@@ -1518,6 +1518,9 @@ static void test_partition_reply(void)
 	nla_put_u64(m, KREP_A_LOG_START, 2);
 	nla_put_u64(m, KREP_A_LOW_WATERMARK, 1);
 	nla_put_u64(m, KREP_A_LOG_BYTES, 1234);
+	rs = nla_nest_start(m, KREP_A_INELIGIBLE | NLA_F_NESTED);
+	nla_put_u32(m, KREP_A_BROKER_ID, 2);
+	nla_nest_end(m, rs);
 	rs = nla_nest_start(m, KREP_A_REMOTES | NLA_F_NESTED);
 	r = nla_nest_start(m, KREP_A_REMOTE | NLA_F_NESTED);
 	nla_put_u32(m, KREP_A_REMOTE_ID, 2);
@@ -1538,7 +1541,7 @@ static void test_partition_reply(void)
 	CHECK_STR(partition_text(m, false),
 		  "orders 0 leader=1 epoch=4 role=leader replicas=1,2,3 isr=1,3 "
 		  "leo=10 hw=9 lso=8 log_start=2 lw=1 bytes=1234 partition_epoch=7 "
-		  "epochs=-\n"
+		  "epochs=- ineligible=2\n"
 		  "  remote 2 leo=- log_start=0 fetch_age_ms=40000 caught_up_age_ms=41000 in_isr=0\n"
 		  "  remote 3 leo=9 log_start=1 fetch_age_ms=12 caught_up_age_ms=12 in_isr=1\n",
 		  "topic describe text, with the remote replicas");
@@ -1547,7 +1550,7 @@ static void test_partition_reply(void)
 		  "\"leader\":1,\"leader_epoch\":4,\"partition_epoch\":7,"
 		  "\"replicas\":[1,2,3],\"isr\":[1,3],\"leo\":10,\"hw\":9,"
 		  "\"lso\":8,\"log_start\":2,\"low_watermark\":1,\"log_bytes\":1234,"
-		  "\"epochs\":null,\"pending_isr\":null,"
+		  "\"epochs\":null,\"pending_isr\":null,\"ineligible\":[2],"
 		  "\"remotes\":[{\"id\":2,\"leo\":null,\"log_start\":0,"
 		  "\"fetch_age_ms\":40000,\"caught_up_age_ms\":41000,\"in_isr\":false},"
 		  "{\"id\":3,\"leo\":9,\"log_start\":1,\"fetch_age_ms\":12,"
@@ -1571,7 +1574,7 @@ static void test_partition_reply(void)
 		  "\"replicas\":null,\"isr\":[],\"leo\":null,\"hw\":null,"
 		  "\"lso\":null,\"log_start\":null,\"low_watermark\":null,"
 		  "\"log_bytes\":null,\"epochs\":null,\"pending_isr\":null,"
-		  "\"remotes\":null}]\n",
+		  "\"ineligible\":null,\"remotes\":null}]\n",
 		  "sparse reply as JSON: nulls");
 	nlmsg_free(m);
 

@@ -142,7 +142,8 @@
  *             leader epoch cache: a KREP_A_EPOCH_ENTRY nest per epoch,
  *             oldest first, the newest KREP_EPOCH_CACHE_MAX of them),
  *             KREP_A_PENDING_ISR while an ALTER_ISR waits for the
- *             controller, and on a leader
+ *             controller, KREP_A_INELIGIBLE when the controller named
+ *             fenced replicas, and on a leader
  *             KREP_A_REMOTES: a KREP_A_REMOTE nest per follower
  *             (KREP_A_REMOTE_*: id, LEO, log start, ms since its last
  *             fetch and since it was last caught up, ISR membership)
@@ -163,8 +164,10 @@
  *             (EREMOTE), KAFKA_STORAGE_ERROR (ENOSPC: broker memory cap),
  *             INVALID_TXN_STATE (EINVAL); for a batch with a producer id,
  *             POLICY_VIOLATION (EUSERS: a new producer id past the module
- *             parameter producers_max) and UNKNOWN_SERVER_ERROR (ENOMEM:
- *             no memory for its producer state; nothing appended)
+ *             parameter producers_max), KAFKA_STORAGE_ERROR (ENOSPC: no
+ *             room under the memory cap for its producer state) and
+ *             UNKNOWN_SERVER_ERROR (ENOMEM: no memory for it); nothing
+ *             appended
  * KREP_CMD_FETCH       (do)          any user
  *   request:  KREP_A_TOPIC, KREP_A_PARTITION, KREP_A_OFFSET,
  *             KREP_A_MAX_BYTES (default 1 MiB; at least one whole batch is
@@ -217,7 +220,9 @@
  *             transaction; INVALID_PRODUCER_EPOCH (EINVAL) in PRODUCE, a
  *             transactional batch of another producer epoch;
  *             POLICY_VIOLATION (EUSERS): BEGIN of a new producer id past
- *             producers_max; UNKNOWN_SERVER_ERROR (ENOMEM): out of memory
+ *             producers_max; KAFKA_STORAGE_ERROR (ENOSPC): the broker's
+ *             memory cap leaves no room for the producer's state;
+ *             UNKNOWN_SERVER_ERROR (ENOMEM): out of memory
  *
  * KREP_CMD_LEADER_AND_ISR (do)       CAP_NET_ADMIN; only from the controller
  *   The controller's word on one partition (docs/design.md §2, Roles).
@@ -227,7 +232,9 @@
  *             KREP_A_LEADER (u32 broker id, or KREP_NO_LEADER: offline),
  *             KREP_A_LEADER_EPOCH, KREP_A_PARTITION_EPOCH,
  *             KREP_A_ISR (nest of KREP_A_BROKER_ID, a subset of AR holding
- *             the leader), KREP_A_REPLICAS (optional: must equal AR)
+ *             the leader), KREP_A_REPLICAS (optional: must equal AR),
+ *             KREP_A_INELIGIBLE (optional nest of KREP_A_BROKER_ID, within
+ *             AR: the replicas the controller has fenced; absent: none)
  *   A higher leader epoch changes roles: the named leader records
  *   (epoch, LEO) in its leader epoch cache and starts the epoch; every
  *   other replica follows it and truncates by the leader's epoch
@@ -235,6 +242,9 @@
  *   partition epoch only replaces the ISR (the commit of an ALTER_ISR).
  *   The same leader and partition epochs again re-states the committed
  *   ISR: it ends a pending ALTER_ISR that the controller turned down.
+ *   Every LEADER_AND_ISR replaces the ineligible set (Kafka's fenced
+ *   brokers): a leader neither counts an ineligible follower outside
+ *   the ISR towards HW nor asks for it to join the ISR.
  *   With KREP_NO_LEADER the ISR may be empty and every replica waits.
  *   On a broker that has the topic but does not host the partition, the
  *   leader, epochs and ISR are kept (with the same checks) for Kafka's
@@ -383,6 +393,7 @@ enum krep_attr {
 	KREP_A_AUTH,		/* u8: 1 when a cluster secret is set (GET) */
 	KREP_A_LOG_DIR_FD,	/* s32: an open directory, -1: none (SET) */
 	KREP_A_LOG_DIR,		/* string: the log directory's path (GET) */
+	KREP_A_INELIGIBLE,	/* nest: KREP_A_BROKER_ID ... (fenced replicas) */
 
 	__KREP_A_MAX,
 	KREP_A_MAX = __KREP_A_MAX - 1
