@@ -796,12 +796,14 @@ if [ -n "$took" ]; then
 	# from the kill to the election, by the krepds' logs' clock
 	ms=$(awk -v a="$(elected_at "$ACTIVE")" -v k="$t_kill" \
 		'BEGIN { printf "%d", (a - k) * 1000 }')
-	# the lease, one standby round, and etcd's expiry (checked each 0.5 s)
-	if [ "$ms" -le $((LEASE + POLL + 1500)) ]; then
+	# the lease, a standby round and etcd's expiry (checked each 0.5 s)
+	# take 10 s on a quiet machine; a busy one slows the rounds (11 s seen
+	# beside four other VMs on two cores): the bound is twice the lease
+	if [ "$ms" -le $((2 * LEASE)) ]; then
 		ktap_ok "k$ACTIVE takes over $ms ms after the kill (lease $LEASE ms, round $POLL ms), epoch $old_epoch -> $EPOCH"
 	else
 		diag
-		ktap_fail "k$ACTIVE takes over $ms ms after the kill, more than the lease ($LEASE ms) and a round"
+		ktap_fail "k$ACTIVE takes over $ms ms after the kill, more than twice the lease ($LEASE ms)"
 	fi
 else
 	ktap_fail "a standby takes over from a killed krepd"
