@@ -19,6 +19,7 @@ PKGS=(
 	build-essential make gcc pkg-config perl	# build
 	libnl-3-dev libnl-genl-3-dev libbpf-dev clang llvm
 	libsodium-dev				# krepd --relay's crypto
+	zlib1g-dev				# fuzz_genl's reproducers
 	linux-headers-amd64 linux-source-6.1 sparse
 	linux-image-amd64 qemu-system-x86 busybox-static	# the test VM
 	kmod cpio xz-utils zstd
