@@ -120,6 +120,45 @@ static bool endpoint_wildcard(const struct krep_endpoint *ep)
 	return ipv6_addr_any(&ep->in6.sin6_addr);
 }
 
+static __be16 endpoint_port(const struct krep_endpoint *ep)
+{
+	return ep->sa.sa_family == AF_INET ? ep->in4.sin_port :
+					     ep->in6.sin6_port;
+}
+
+/* the IPv4 address of @ep, IPv4-mapped IPv6 included; false if none */
+static bool endpoint_v4(const struct krep_endpoint *ep, __be32 *addr)
+{
+	if (ep->sa.sa_family == AF_INET) {
+		*addr = ep->in4.sin_addr.s_addr;
+		return true;
+	}
+	if (!ipv6_addr_v4mapped(&ep->in6.sin6_addr))
+		return false;
+	*addr = ep->in6.sin6_addr.s6_addr32[3];
+	return true;
+}
+
+/*
+ * Would two listeners on @a and @b fail to bind both? The same port on
+ * the same address, or on a wildcard address and any other: only one of
+ * them may listen (SO_REUSEADDR does not share a listening port).
+ */
+static bool endpoints_clash(const struct krep_endpoint *a,
+			    const struct krep_endpoint *b)
+{
+	__be32 a4, b4;
+
+	if (endpoint_port(a) != endpoint_port(b))
+		return false;
+	if (endpoint_wildcard(a) || endpoint_wildcard(b))
+		return true;
+	if (endpoint_v4(a, &a4) && endpoint_v4(b, &b4))
+		return a4 == b4;
+	return a->sa.sa_family == AF_INET6 && b->sa.sa_family == AF_INET6 &&
+	       ipv6_addr_equal(&a->in6.sin6_addr, &b->in6.sin6_addr);
+}
+
 /**
  * krep_advertised_check - a Kafka advertised address: HOST:PORT with a
  * host name or IPv4 address of [A-Za-z0-9.-], or [IPv6]:PORT
@@ -203,7 +242,8 @@ int krep_cluster_id_check(const char *id, const char **why)
  * @cfg: a complete configuration
  * @why: set to a one-line reason on failure
  *
- * Return: 0, -EINVAL, or -EEXIST for a duplicate peer id.
+ * Return: 0, -EINVAL, -EEXIST for a duplicate peer id, or -EADDRINUSE
+ * for a Kafka listener on the replication listener's port.
  */
 int krep_broker_cfg_check(const struct krep_broker_cfg *cfg, const char **why)
 {
@@ -217,6 +257,12 @@ int krep_broker_cfg_check(const struct krep_broker_cfg *cfg, const char **why)
 	    endpoint_wildcard(&cfg->kafka_listen) && !cfg->kafka_advertised[0]) {
 		*why = "a Kafka listener on a wildcard address needs an advertised address";
 		return -EINVAL;
+	}
+	if (krep_endpoint_valid(&cfg->listen) &&
+	    krep_endpoint_valid(&cfg->kafka_listen) &&
+	    endpoints_clash(&cfg->listen, &cfg->kafka_listen)) {
+		*why = "Kafka and replication listeners cannot share a port on one address";
+		return -EADDRINUSE;
 	}
 	for (i = 0; i < cfg->npeers; i++) {
 		const struct krep_peer_cfg *p = &cfg->peers[i];

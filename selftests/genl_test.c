@@ -504,6 +504,51 @@ TEST_F(broker, listen_in_use)
 	expect_ok(&self->nl, &self->r);
 }
 
+/*
+ * The Kafka listener and the replication listener on one port of one
+ * address (or of a wildcard address and another) cannot both listen:
+ * refused, where each alone would bind (found by make fuzz)
+ */
+TEST_F(broker, listeners_share_port)
+{
+	struct ep lo = ep_make(AF_INET, "127.0.0.1", 9312);
+	struct ep any = ep_make(AF_INET, "0.0.0.0", 9312);
+	struct ep lo6 = ep_make(AF_INET6, "::1", 9312);
+	struct ep mapped = ep_make(AF_INET6, "::ffff:127.0.0.1", 9312);
+	struct broker b;
+
+	set_init(self);
+	put_u32(&self->r, KREP_A_BROKER_ID, 1);
+	put_ep(&self->r, KREP_A_LISTEN, &lo);
+	put_ep(&self->r, KREP_A_KAFKA_LISTEN, &lo);
+	expect_err(&self->nl, &self->r, EADDRINUSE,
+		   "Kafka and replication listeners cannot share a port on one address",
+		   NULL);
+	set_init(self);
+	put_u32(&self->r, KREP_A_BROKER_ID, 1);
+	put_ep(&self->r, KREP_A_LISTEN, &any);
+	put_ep(&self->r, KREP_A_KAFKA_LISTEN, &lo);
+	expect_err(&self->nl, &self->r, EADDRINUSE,
+		   "Kafka and replication listeners cannot share a port on one address",
+		   NULL);
+	set_init(self);
+	put_u32(&self->r, KREP_A_BROKER_ID, 1);
+	put_ep(&self->r, KREP_A_LISTEN, &mapped);
+	put_ep(&self->r, KREP_A_KAFKA_LISTEN, &lo);
+	expect_err(&self->nl, &self->r, EADDRINUSE,
+		   "Kafka and replication listeners cannot share a port on one address",
+		   NULL);
+
+	/* the same port on two addresses: both listen */
+	set_init(self);
+	put_u32(&self->r, KREP_A_BROKER_ID, 1);
+	put_ep(&self->r, KREP_A_LISTEN, &lo);
+	put_ep(&self->r, KREP_A_KAFKA_LISTEN, &lo6);
+	expect_ok(&self->nl, &self->r);
+	ASSERT_EQ(0, broker_get(&self->nl, &b));
+	EXPECT_TRUE(b.has_kafka);
+}
+
 /* the cluster secret: 16..64 bytes, write-only, empty removes it */
 TEST_F(broker, secret)
 {

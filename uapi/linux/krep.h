@@ -102,7 +102,9 @@
  *   applies completely or not at all. A listener (KREP_A_LISTEN,
  *   KREP_A_KAFKA_LISTEN) the SET would move is tried first: an address in
  *   use or not allowed fails with the bind's errno (EADDRINUSE, ...); an
- *   address not on an interface yet is fine (IP_FREEBIND).
+ *   address not on an interface yet is fine (IP_FREEBIND). The two
+ *   listeners on one port of one address (or of a wildcard address and
+ *   another) fail with EADDRINUSE.
  *
  * KREP_CMD_TOPIC_NEW   (do)          CAP_NET_ADMIN
  *   request:  KREP_A_TOPIC (1..249 chars of [a-zA-Z0-9._-], not . or ..),
