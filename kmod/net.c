@@ -64,6 +64,7 @@
 #include "broker.h"
 #include "fetcher.h"
 #include "kafka.h"
+#include "ktls.h"
 #include "net.h"
 #include "param.h"
 #include "replica.h"
@@ -183,6 +184,23 @@ static void conn_state_change(struct sock *sk)
 		saved(sk);
 }
 
+/* an error (a reset; a record kTLS refuses): the rx work reads it */
+static void conn_error_report(struct sock *sk)
+{
+	void (*saved)(struct sock *sk) = NULL;
+	struct krep_conn *c;
+
+	read_lock_bh(&sk->sk_callback_lock);
+	c = sk->sk_user_data;
+	if (c) {
+		saved = c->saved_error_report;
+		krep_conn_queue(c, &c->rx_work);
+	}
+	read_unlock_bh(&sk->sk_callback_lock);
+	if (saved)
+		saved(sk);
+}
+
 static void conn_attach(struct krep_conn *c)
 {
 	struct sock *sk = c->sock->sk;
@@ -192,9 +210,11 @@ static void conn_attach(struct krep_conn *c)
 	c->saved_data_ready = sk->sk_data_ready;
 	c->saved_state_change = sk->sk_state_change;
 	c->saved_write_space = sk->sk_write_space;
+	c->saved_error_report = sk->sk_error_report;
 	sk->sk_data_ready = conn_data_ready;
 	sk->sk_state_change = conn_state_change;
 	sk->sk_write_space = krep_conn_write_space;
+	sk->sk_error_report = conn_error_report;
 	write_unlock_bh(&sk->sk_callback_lock);
 }
 
@@ -205,9 +225,16 @@ static void conn_detach(struct krep_conn *c)
 	write_lock_bh(&sk->sk_callback_lock);
 	if (sk->sk_user_data == c) {
 		sk->sk_user_data = NULL;
-		sk->sk_data_ready = c->saved_data_ready;
+		/*
+		 * kTLS may have wrapped these two: it goes on calling ours,
+		 * which do nothing now, until krep_tls_unhook()
+		 */
+		if (sk->sk_data_ready == conn_data_ready)
+			sk->sk_data_ready = c->saved_data_ready;
 		sk->sk_state_change = c->saved_state_change;
-		sk->sk_write_space = c->saved_write_space;
+		if (sk->sk_write_space == krep_conn_write_space)
+			sk->sk_write_space = c->saved_write_space;
+		sk->sk_error_report = c->saved_error_report;
 	}
 	write_unlock_bh(&sk->sk_callback_lock);
 }
@@ -238,6 +265,7 @@ static void conn_release_work(struct work_struct *work)
 	/* senders test DEAD under tx_lock: none touches the socket after */
 	mutex_lock(&c->tx_lock);
 	krep_conn_tx_purge(c);
+	krep_tls_unhook(c, conn_data_ready);
 	sock_release(c->sock);
 	c->sock = NULL;
 	mutex_unlock(&c->tx_lock);
@@ -352,8 +380,10 @@ static int conn_recvmsg(struct krep_conn *c, struct msghdr *msg)
 {
 	int ret = sock_recvmsg(c->sock, msg, MSG_DONTWAIT);
 
-	if (ret > 0)
+	if (ret > 0) {
 		atomic64_add(ret, &c->kn->stats.rx_copy_bytes);
+		c->rx_bytes += ret;
+	}
 	return ret;
 }
 
@@ -405,7 +435,10 @@ static int send_hello(struct krep_conn *c)
 	memcpy(hello.nonce, c->nonce, sizeof(hello.nonce));
 	krep_broker_secret(c->kn, &sec);
 	if (sec.len) {
-		hello.flags = cpu_to_be16(KREP_WIRE_HELLO_F_AUTH);
+		/* and with it, encryption (ktls.c) unless turned off */
+		hello.flags = cpu_to_be16(KREP_WIRE_HELLO_F_AUTH |
+					  (krep_param_replication_tls() ?
+					   KREP_WIRE_HELLO_F_TLS : 0));
 		if (!c->outbound)
 			err = krep_auth_proof(&sec, true, c->peer_nonce,
 					      c->nonce, self, c->peer_id,
@@ -461,6 +494,7 @@ static const char *hello_config_check(struct krep_conn *c,
 				      const char *cluster)
 {
 	bool auth = be16_to_cpu(h->flags) & KREP_WIRE_HELLO_F_AUTH;
+	bool tls = be16_to_cpu(h->flags) & KREP_WIRE_HELLO_F_TLS;
 	struct krep_broker_cfg *cfg;
 	const char *why = NULL;
 	bool known = false;
@@ -483,6 +517,11 @@ static const char *hello_config_check(struct krep_conn *c,
 		why = "peer authenticates but this broker has no cluster secret";
 	if (!why && !auth && cfg->secret_len)
 		why = "peer has no cluster secret";
+	/* no fallback to the clear: a flag stripped on the way is refused */
+	if (!why && auth && tls && !krep_param_replication_tls())
+		why = "peer encrypts but this broker has replication_tls=0";
+	if (!why && auth && !tls && krep_param_replication_tls())
+		why = "peer does not encrypt (replication_tls=0 there)";
 	rcu_read_unlock();
 	if (!why && c->outbound && id != c->peer->id)
 		why = "peer answered with another broker id";
@@ -518,7 +557,9 @@ static int handle_hello(struct krep_conn *c, const u8 *buf, u32 len,
 	int err;
 
 	if (test_bit(KREP_CONN_HELLO_RX, &c->flags) || len != sizeof(*h) ||
-	    (be16_to_cpu(h->flags) & ~KREP_WIRE_HELLO_F_AUTH)) {
+	    (be16_to_cpu(h->flags) & ~(KREP_WIRE_HELLO_F_AUTH |
+					KREP_WIRE_HELLO_F_TLS)) ||
+	    be16_to_cpu(h->flags) == KREP_WIRE_HELLO_F_TLS) {
 		*why = "malformed or repeated HELLO";
 		return -EPROTO;
 	}
@@ -556,12 +597,15 @@ static int handle_hello(struct krep_conn *c, const u8 *buf, u32 len,
 	ok = !sec.len || krep_auth_check(&sec, true, c->nonce, c->peer_nonce,
 					 id, self, h->proof);
 	err = ok ? send_auth(c, &sec, self) : -EACCES;
-	krep_secret_wipe(&sec);
-	if (err) {
+	if (err)
 		*why = ok ? "cannot send AUTH" :
 			    "peer's proof of the cluster secret is wrong";
+	/* the leader's records start after its HELLO, ours after AUTH */
+	else if (be16_to_cpu(h->flags) & KREP_WIRE_HELLO_F_TLS)
+		err = krep_tls_start(c, &sec, self, why);
+	krep_secret_wipe(&sec);
+	if (err)
 		return err;
-	}
 	set_bit(KREP_CONN_HELLO, &c->flags);
 	{
 		struct krep_net_state *ns = c->kn->ns;
@@ -586,6 +630,7 @@ static int handle_auth(struct krep_conn *c, const u8 *buf, u32 len,
 	struct krep_secret sec;
 	u32 self;
 	bool ok;
+	int err;
 
 	if (c->outbound || !test_bit(KREP_CONN_HELLO_RX, &c->flags) ||
 	    test_bit(KREP_CONN_HELLO, &c->flags) || len != sizeof(*a)) {
@@ -598,11 +643,15 @@ static int handle_auth(struct krep_conn *c, const u8 *buf, u32 len,
 	rcu_read_unlock();
 	ok = !sec.len || krep_auth_check(&sec, false, c->nonce, c->peer_nonce,
 					 c->peer_id, self, a->proof);
-	krep_secret_wipe(&sec);
-	if (!ok) {
+	err = ok ? 0 : -EACCES;
+	if (!ok)
 		*why = "peer's proof of the cluster secret is wrong";
-		return -EACCES;
-	}
+	/* our HELLO said F_TLS, and the peer's too (hello_config_check) */
+	else if (sec.len && krep_param_replication_tls())
+		err = krep_tls_start(c, &sec, self, why);
+	krep_secret_wipe(&sec);
+	if (err)
+		return err;
 	set_bit(KREP_CONN_HELLO, &c->flags);
 	replace_older(c);
 	return 0;
@@ -657,6 +706,10 @@ void krep_conn_rx_work(struct work_struct *work)
 		/* a peer that reads none of its answers gets no more */
 		if (!c->hdr_got && krep_conn_tx_over(c))
 			goto paused;
+		if (!c->hdr_got && krep_tls_rx_spent(c)) {
+			why = "2^38 bytes in under one key: closed for new keys";
+			goto bad;
+		}
 		if (c->hdr_got < sizeof(c->hdr)) {
 			ret = krep_conn_recv(c, (u8 *)&c->hdr + c->hdr_got,
 					     sizeof(c->hdr) - c->hdr_got);
@@ -706,8 +759,10 @@ void krep_conn_rx_work(struct work_struct *work)
 			ret = krep_fetcher_rx(c, &why);
 			if (ret == -EAGAIN)
 				goto out;
-			if (ret)
+			if (ret) {
+				why = krep_tls_rx_why(c, ret) ?: why;
 				goto bad;
+			}
 			c->rx_stream = false;
 			c->hdr_got = 0;
 			continue;
@@ -741,7 +796,7 @@ out:
 				 !test_bit(KREP_CONN_HELLO, &c->flags)))
 			why = NULL;
 		else
-			why = "receive error";
+			why = krep_tls_rx_why(c, ret) ?: "receive error";
 		krep_conn_close(c, why);
 	}
 	krep_conn_put(c);

@@ -50,6 +50,7 @@ struct krep_conn {
 	u8 peer_nonce[KREP_WIRE_NONCE_LEN];
 	char addr[64];			/* the peer's address, for messages */
 	unsigned long flags;
+	u64 rx_bytes;			/* taken in, for the key limit (ktls.h) */
 	int io_cpu;			/* the CPU of rx_work; -1: any */
 	struct work_struct rx_work;
 	struct work_struct release_work;
@@ -72,6 +73,7 @@ struct krep_conn {
 	void (*saved_data_ready)(struct sock *sk);
 	void (*saved_state_change)(struct sock *sk);
 	void (*saved_write_space)(struct sock *sk);
+	void (*saved_error_report)(struct sock *sk);
 };
 
 #define KREP_CONN_DEAD		0	/* flags bit: closing */
@@ -79,6 +81,8 @@ struct krep_conn {
 #define KREP_CONN_WOKEN		2	/* flags bit: parked FETCH woken */
 #define KREP_CONN_RX_PAUSED	3	/* flags bit: answers not read (tx.c) */
 #define KREP_CONN_HELLO_RX	4	/* flags bit: the peer's HELLO came */
+#define KREP_CONN_TLS_RX	5	/* flags bit: kTLS receives (ktls.c) */
+#define KREP_CONN_TLS_TX	6	/* flags bit: kTLS sends */
 
 /* a configured peer and our outbound connection to it */
 struct krep_peer {

@@ -133,6 +133,15 @@ module_param(close_log_interval_ms, uint, 0444);
 MODULE_PARM_DESC(close_log_interval_ms,
 		 "window of the connection-close log lines' rate limit, 30 lines each (default 5000, 100..600000)");
 
+/*
+ * Brokers with a cluster secret encrypt their replication connections
+ * (ktls.c) unless this is off; both ends of a connection must agree
+ */
+static bool replication_tls = true;
+module_param(replication_tls, bool, 0444);
+MODULE_PARM_DESC(replication_tls,
+		 "encrypt replication between brokers that have a cluster secret, with kTLS keyed from their handshake; peers must agree (default Y)");
+
 static char *log_dir;
 module_param(log_dir, charp, 0444);
 MODULE_PARM_DESC(log_dir,
@@ -196,6 +205,11 @@ u32 krep_param_producers_max(void)
 u32 krep_param_producer_id_expiration_ms(void)
 {
 	return producer_id_expiration_ms;
+}
+
+bool krep_param_replication_tls(void)
+{
+	return replication_tls;
 }
 
 u32 krep_param_close_log_interval_ms(void)

@@ -18,6 +18,7 @@ u32 krep_param_fetch_timeout_ms(void);
 u32 krep_param_reconnect_backoff_max_ms(void);
 u32 krep_param_socket_timeout_ms(void);
 u32 krep_param_close_log_interval_ms(void);
+bool krep_param_replication_tls(void);
 u32 krep_param_kafka_idle_ms(void);
 u32 krep_param_kafka_max_request_bytes(void);
 u32 krep_param_kafka_max_connections(void);

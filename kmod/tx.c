@@ -16,6 +16,10 @@
  * (KREP_CONN_RX_PAUSED: rx_work stops reading) while more than
  * KREP_CONN_TXQ_MAX bytes wait to go, and resumed below half of it.
  *
+ * Encryption (ktls.c): a switch marker on the queue, after the last
+ * plaintext frame, installs kTLS's TLS_TX when the push reaches it: the
+ * bytes before it went to TCP as they are, those after it go as records.
+ *
  * Work in this file: krep_conn.tx_work, queued by sk_write_space (and by
  * the state change that completes an outbound connect); cancelled by the
  * connection's release, which then purges the queue under tx_lock, so
@@ -32,6 +36,7 @@
 
 #include "krep.h"
 #include "broker.h"
+#include "ktls.h"
 #include "net.h"
 #include "tx.h"
 #include "wire.h"
@@ -45,6 +50,7 @@ struct tx_frame {
 	struct krep_tx tx;
 	unsigned int item;		/* the piece being sent */
 	u32 off;			/* bytes of it sent */
+	void *tls;			/* a switch marker's TLS_TX keys */
 };
 
 /* append a piece; a page piece takes a reference on the page */
@@ -97,6 +103,7 @@ void krep_tx_release(struct krep_tx *tx)
 
 static void frame_free(struct tx_frame *f)
 {
+	kfree_sensitive(f->tls);
 	krep_tx_release(&f->tx);
 	kfree(f);
 }
@@ -131,8 +138,18 @@ static int push(struct krep_conn *c)
 	lockdep_assert_held(&c->tx_lock);
 	while ((f = list_first_entry_or_null(&c->txq, struct tx_frame,
 					     node))) {
-		bool later = !list_is_last(&f->node, &c->txq);
+		/* a switch marker is no more bytes: no MSG_MORE before it */
+		bool later = !list_is_last(&f->node, &c->txq) &&
+			     !list_next_entry(f, node)->tls;
 
+		if (f->tls) {
+			ret = krep_tls_tx_install(c, f->tls);
+			if (ret)
+				return ret;
+			list_del(&f->node);
+			frame_free(f);
+			continue;
+		}
 		while (f->hdr_sent < f->hdr_len) {
 			ret = send_bytes(sock, (u8 *)&f->hdr + f->hdr_sent,
 					 f->hdr_len - f->hdr_sent,
@@ -167,7 +184,10 @@ static int push(struct krep_conn *c)
 				f->off = 0;
 			}
 		}
-		atomic64_add(f->tx.page_bytes, &c->kn->stats.tx_zerocopy_bytes);
+		/* kTLS copies the pages into its records */
+		if (!test_bit(KREP_CONN_TLS_TX, &c->flags))
+			atomic64_add(f->tx.page_bytes,
+				     &c->kn->stats.tx_zerocopy_bytes);
 		list_del(&f->node);
 		frame_free(f);
 	}
@@ -259,6 +279,27 @@ int krep_conn_send_raw(struct krep_conn *c, struct krep_tx *tx)
 		return -ENOMEM;
 	f->tx = *tx;
 	memset(tx, 0, sizeof(*tx));
+	return enqueue(c, f);
+}
+
+/**
+ * krep_conn_send_tls_switch - queue the switch to kTLS records after
+ * what is queued now, and push; never blocks
+ * @c: the connection
+ * @ci: its TLS_TX crypto info (kmalloc'ed); the queue takes it over and
+ *	wipes it
+ *
+ * Return: 0 (installed or queued), or an error: the caller closes @c.
+ */
+int krep_conn_send_tls_switch(struct krep_conn *c, void *ci)
+{
+	struct tx_frame *f = kzalloc(sizeof(*f), GFP_KERNEL);
+
+	if (!f) {
+		kfree_sensitive(ci);
+		return -ENOMEM;
+	}
+	f->tls = ci;
 	return enqueue(c, f);
 }
 

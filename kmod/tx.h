@@ -45,6 +45,7 @@ void krep_tx_release(struct krep_tx *tx);
 int krep_conn_send_tx(struct krep_conn *c, u8 type, u32 correlation,
 		      struct krep_tx *tx);
 int krep_conn_send_raw(struct krep_conn *c, struct krep_tx *tx);
+int krep_conn_send_tls_switch(struct krep_conn *c, void *ci);
 int krep_conn_send(struct krep_conn *c, u8 type, u32 correlation,
 		   const void *payload, u32 len);
 bool krep_conn_tx_over(struct krep_conn *c);

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # auth.sh - brokers prove a shared cluster secret to each other in HELLO
-# (HMAC-SHA256 over both nonces and both ids, uapi/linux/krep_wire.h).
+# (HMAC-SHA256 over both nonces and both ids, uapi/linux/krep_wire.h),
+# then encrypt the replication stream with kTLS keyed from it (ktls.c).
 #
 #   B1 10.204.0.1  B2 10.204.0.2  B3 10.204.0.3, topic at, RF 3, led by 1
 #
@@ -14,9 +15,18 @@
 #   3. broker 3 without a secret: refused by broker 1 ("peer has no
 #      cluster secret"); back with it
 #   4. raw peers from broker 3's address (repl_helper.py): a HELLO
-#      without a secret, and one claiming a secret whose AUTH carries a
-#      made-up proof, are both closed with their reason
-#   5. krepctl refuses a secret file others can read, and one too short
+#      without a secret, one claiming a secret whose AUTH carries a
+#      made-up proof, one claiming a secret but no encryption, and one
+#      with the right AUTH that then sends a FETCH in the clear instead
+#      of a TLS record, are all closed with their reason
+#   5. the wire, captured on broker 1's kr0 (repl_helper.py sniff) while
+#      broker 1's connections start over: a record produced with
+#      acks=all reaches both followers (follower read up to their HW);
+#      each direction of each connection is one or two frames (HELLO,
+#      AUTH) and then only TLS records; the record's bytes are not there
+#   6. krepctl refuses a secret file others can read, and one too short
+#   7. insmod replication_tls=0 and three new brokers with the secret:
+#      they replicate, and the record's bytes are on the wire, in frames
 #
 # Prints KTAP; leaves the module unloaded.
 
@@ -39,7 +49,7 @@ tmp=$(mktemp -d)
 krep_cleanup_push rm -rf "$tmp"
 krep_cleanup_push krep_mod_unload
 
-ktap_plan 17
+ktap_plan 25
 
 krep_mod_unload || ktap_bail "krep is loaded and rmmod fails"
 mark=auth-$$
@@ -137,11 +147,14 @@ ktap_check "the secret back: broker 3 rejoins the ISR" test $? = 0
 
 # 4. raw peers from broker 3's address
 krep_kmsg_mark "$mark-4"
-out=$(ip netns exec "$B3" /usr/bin/python3 "$here/repl_helper.py" badpeer \
-	"$NET.1:$PORT" "$CLUSTER" 1 3 hello forged-auth 2>&1)
+out=$(KREP_SECRET_FILE=$tmp/secret ip netns exec "$B3" /usr/bin/python3 \
+	"$here/repl_helper.py" badpeer "$NET.1:$PORT" "$CLUSTER" 1 3 \
+	hello forged-auth no-tls skip-tls 2>&1)
 log=$(krep_kmsg_since "$mark-4")
 re_none="closed: peer has no cluster secret"
 re_forged="closed: peer's proof of the cluster secret is wrong"
+re_notls="closed: peer does not encrypt (replication_tls=0 there)"
+re_skip="closed: record does not decrypt (peer skipped encryption, or data altered)"
 if [[ $out == *"hello no HELLO answer"* ]] && [[ $log == *"$re_none"* ]]; then
 	ktap_ok "a raw HELLO without a secret is closed unanswered"
 else
@@ -157,7 +170,84 @@ else
 	ktap_fail "a HELLO claiming the secret with a made-up proof in AUTH is closed"
 fi
 
-# 5. secret files krepctl refuses
+if [[ $out == *"no-tls closed "* ]] && [[ $log == *"$re_notls"* ]]; then
+	ktap_ok "a HELLO claiming the secret but not encryption is closed"
+else
+	ktap_diag "helper: $out"
+	ktap_diag_stdin <<<"$log"
+	ktap_fail "a HELLO claiming the secret but not encryption is closed"
+fi
+if [[ $out == *"skip-tls closed "* ]] && [[ $log == *"$re_skip"* ]]; then
+	ktap_ok "the right AUTH, then a FETCH in the clear: closed ('record does not decrypt')"
+else
+	ktap_diag "helper: $out"
+	ktap_diag_stdin <<<"$log"
+	ktap_fail "the right AUTH, then a FETCH in the clear: closed ('record does not decrypt')"
+fi
+
+# 5. the wire
+sniff_start() {	# sniff_start OUT WORD: capture broker 1's kr0 into OUT
+	rm -f "$tmp/ready"
+	SNIFF_FIND=$2 ip netns exec "$B1" /usr/bin/python3 \
+		"$here/repl_helper.py" sniff kr0 "$PORT" "$tmp/ready" >"$1" 2>&1 &
+	sniff_pid=$!
+	krep_cleanup_push "kill $sniff_pid 2>/dev/null"
+	krep_wait_for 30 test -e "$tmp/ready"
+}
+sniff_stop() {
+	kill -TERM "$sniff_pid"
+	wait "$sniff_pid"
+}
+# shellcheck disable=SC2317
+follower_has() {	# follower_has N WORD: broker N serves WORD below its HW
+	ip netns exec "$(bns "$1")" /usr/bin/python3 "$here/repl_helper.py" \
+		dump at 0 "$tmp/dump$1" >/dev/null 2>&1 &&
+		grep -qx "$2" "$tmp/dump$1.0"
+}
+# shellcheck disable=SC2317
+wire_ok() {	# wire_ok NEEDLE: both followers serve it
+	follower_has 2 "$1" && follower_has 3 "$1"
+}
+needle=encrypted-$RANDOM$RANDOM$RANDOM
+sniff_start "$tmp/sniff-tls" "$needle" || ktap_diag "no sniffer: $(cat "$tmp/sniff-tls")"
+# broker 1's connections start over, seen from their SYN
+set_secret 1 "$tmp/secret"
+ok=0
+krep_wait_for 60 cluster_peers_up || ok=1
+krep_wait_for 60 isr_is '[1,2,3]' || ok=1
+kc "$B1" produce at acks all timeout 10000 <<<"$needle" >/dev/null || ok=1
+krep_wait_for 30 wire_ok "$needle" || ok=1
+sniff_stop
+if [ "$ok" = 0 ]; then
+	ktap_ok "encrypted: acks=all commits, both followers serve the record below their HW"
+else
+	ktap_fail "encrypted: acks=all commits, both followers serve the record below their HW"
+fi
+# every direction: the handshake's frames, then records only
+bad=$(awk '$1 == "flow" && ($10 != 0 || ($6 > 0 && ($4 < 1 || $4 > 2)))' "$tmp/sniff-tls")
+nrec=$(awk '$1 == "flow" && $6 > 0' "$tmp/sniff-tls" | wc -l)
+if [ -z "$bad" ] && [ "$nrec" -ge 8 ]; then
+	ktap_ok "on the wire: HELLO (and AUTH), then only TLS records, in $nrec directions"
+else
+	ktap_diag_stdin <"$tmp/sniff-tls"
+	ktap_fail "on the wire: HELLO (and AUTH), then only TLS records, in $nrec directions"
+fi
+if grep -qx "find $needle no" "$tmp/sniff-tls"; then
+	ktap_ok "the record's bytes are not on the wire"
+else
+	ktap_diag_stdin <"$tmp/sniff-tls"
+	ktap_fail "the record's bytes are not on the wire"
+fi
+ip netns exec "$B1" cat /proc/net/tls_stat >"$tmp/tls_stat" 2>&1
+if awk '$1 == "TlsCurrTxSw" && $2 >= 4 { t = 1 } $1 == "TlsCurrRxSw" && $2 >= 4 { r = 1 }
+	END { exit !(t && r) }' "$tmp/tls_stat"; then
+	ktap_ok "broker 1's namespace has its four connections in kTLS (tls_stat)"
+else
+	ktap_diag_stdin <"$tmp/tls_stat"
+	ktap_fail "broker 1's namespace has its four connections in kTLS (tls_stat)"
+fi
+
+# 6. secret files krepctl refuses
 cp "$tmp/secret" "$tmp/open"
 chmod 644 "$tmp/open"
 out=$(kc "$B1" broker set secret-file "$tmp/open" 2>&1)
@@ -176,6 +266,36 @@ if [ "$rc" = 2 ] && [[ $out == *"at least 16 are needed"* ]]; then
 else
 	ktap_diag "exit $rc: $out"
 	ktap_fail "krepctl refuses a secret of 5 bytes (exit 2)"
+fi
+
+# 7. encryption off: replication_tls=0, three new brokers with the secret
+krep_mod_unload
+if krep_mod_load reconnect_backoff_max_ms=500 replication_tls=0 &&
+	cluster_up "$CLUSTER"; then
+	ok=0
+	for i in 1 2 3; do
+		set_secret "$i" "$tmp/secret" || ok=1
+	done
+	cluster_topic at partitions 1 replication-factor 3 || ok=1
+	needle=cleartext-$RANDOM$RANDOM$RANDOM
+	sniff_start "$tmp/sniff-clear" "$needle" || ok=1
+	set_secret 1 "$tmp/secret"
+	krep_wait_for 60 cluster_peers_up || ok=1
+	krep_wait_for 60 isr_is '[1,2,3]' || ok=1
+	kc "$B1" produce at acks all timeout 10000 <<<"$needle" >/dev/null || ok=1
+	krep_wait_for 30 wire_ok "$needle" || ok=1
+	sniff_stop
+else
+	ok=1
+fi
+ktap_check "replication_tls=0 with the secret: acks=all commits, both followers serve the record" \
+	test "$ok" = 0
+nrec=$(awk '$1 == "flow" && $6 > 0' "$tmp/sniff-clear" | wc -l)
+if grep -qx "find $needle yes" "$tmp/sniff-clear" && [ "$nrec" = 0 ]; then
+	ktap_ok "replication_tls=0: the record's bytes are on the wire, in frames (no TLS record)"
+else
+	ktap_diag_stdin <"$tmp/sniff-clear"
+	ktap_fail "replication_tls=0: the record's bytes are on the wire, in frames (no TLS record)"
 fi
 
 krep_teardown_checks "$mark"

@@ -11,7 +11,7 @@ claiming a peer id only from there): its connections outlive the call.
       connect to the leader's replication listener, HELLO as PEER_ID,
       check the leader's HELLO, send AUTH (no cluster secret); "NAME open"
   fetch NAME TOPIC PARTITION EPOCH OFFSET LAST_EPOCH
-      one FETCH (uapi/linux/krep_wire.h, version 3) of TOPIC-PARTITION at
+      one FETCH (uapi/linux/krep_wire.h, version 4) of TOPIC-PARTITION at
       OFFSET, current leader epoch EPOCH, last fetched epoch LAST_EPOCH
       (-1: none), max wait 0: the follower's LEO is OFFSET from the
       leader's point of view, whatever it holds. Prints the answer:

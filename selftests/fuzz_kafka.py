@@ -85,7 +85,7 @@ KEEP_BYTES = 65536      # bytes of one send kept in a reproducer
 
 # inter-broker wire protocol (uapi/linux/krep_wire.h)
 MAGIC = 0x4B524550
-WIRE_VERSION = 3
+WIRE_VERSION = 4
 HELLO, FETCH, FETCH_RESP, AUTH = 1, 2, 3, 4
 HDR = struct.Struct(">IBBHII")
 HELLO_LEN = 264

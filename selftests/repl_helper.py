@@ -24,12 +24,33 @@ Run it inside a network namespace (ip netns exec NS repl_helper.py ...):
                      then a FETCH whose payload is 3 bytes long. Run
                      it from PEER_ID's address: a broker takes a HELLO
                      claiming a peer id only from that peer's address
-        forged-auth  a HELLO claiming a cluster secret, answered, then an
-                     AUTH with a random proof
+        forged-auth  a HELLO claiming a cluster secret (and encryption),
+                     answered, then an AUTH with a random proof
+        no-tls       a HELLO claiming a cluster secret without encryption
+                     (KREP_WIRE_HELLO_F_TLS clear)
+        skip-tls     a HELLO claiming the secret and encryption, the right
+                     AUTH (the secret is read from the file named by the
+                     environment variable KREP_SECRET_FILE, as krepctl
+                     reads it), then a FETCH in the clear instead of a
+                     TLS record
         wrong-addr   a good HELLO claiming PEER_ID, sent from an address
                      that is not PEER_ID's (run it elsewhere)
         hello        a good HELLO from PEER_ID, answered as above; the
                      connection is then closed by us ("CASE answered")
+
+  sniff IFACE PORT READY
+      capture the TCP segments to or from PORT on IFACE (AF_PACKET) until
+      SIGTERM; READY is created once capturing. Then rebuild each
+      direction of each connection seen from its SYN and print one line
+      per direction,
+        "flow SRC>DST frames F records R partial P rest N sha256 HEX",
+      parsing its bytes as krep frames (uapi/linux/krep_wire.h) as long
+      as they are frames, then as TLS records (type 23, version 0x0303,
+      a length): F frames, then R whole records and P bytes of an
+      unfinished last one, then N bytes that are neither (0 when the
+      switch came exactly at a frame boundary). Then, for every word W
+      of the environment variable SNIFF_FIND, "find W yes" or "find W
+      no": whether any direction's bytes contain W.
 
   flood HOST:PORT N WAIT
       open N connections that never send a byte; print
@@ -52,9 +73,11 @@ Exit status 0, 1 on an error (with a message on stderr), 2 on usage.
 """
 
 import hashlib
+import hmac
 import os
 import re
 import select
+import signal
 import socket
 import struct
 import sys
@@ -77,8 +100,9 @@ def die(msg):
 
 # --- inter-broker wire protocol -------------------------------------------
 
-WIRE_VERSION = 3
-HELLO_LEN = 264         # struct krep_wire_hello, versions 2 and 3
+WIRE_VERSION = 4
+HELLO_LEN = 264         # struct krep_wire_hello, versions 2 to 4
+F_AUTH, F_TLS = 1, 2    # KREP_WIRE_HELLO_F_*
 
 
 def frame(ftype, payload, length=None, version=WIRE_VERSION, corr=0):
@@ -87,13 +111,30 @@ def frame(ftype, payload, length=None, version=WIRE_VERSION, corr=0):
     return HDR.pack(MAGIC, version, ftype, 0, length, corr) + payload
 
 
-def hello_payload(broker_id, cluster, flags=0):
-    """A follower's HELLO: a random nonce, no proof, no Kafka listener;
-    flags 1 claims a cluster secret."""
+def hello_payload(broker_id, cluster, flags=0, nonce=None):
+    """A follower's HELLO: a random nonce (or NONCE), no proof, no Kafka
+    listener; flags F_AUTH claims a cluster secret, F_TLS encryption."""
     cid = cluster.encode()
     return (struct.pack(">IHH", broker_id, WIRE_VERSION, flags) + cid +
-            b"\0" * (64 - len(cid)) + b"\0" * 128 + os.urandom(32) +
-            b"\0" * 32)
+            b"\0" * (64 - len(cid)) + b"\0" * 128 +
+            (nonce or os.urandom(32)) + b"\0" * 32)
+
+
+def secret_read():
+    """The cluster secret as krepctl reads it: the file's bytes, without
+    one final newline."""
+    path = os.environ.get("KREP_SECRET_FILE")
+    if not path:
+        die("skip-tls needs KREP_SECRET_FILE")
+    with open(path, "rb") as f:
+        key = f.read()
+    return key[:-1] if key.endswith(b"\n") else key
+
+
+def proof(key, label, nonce_a, nonce_b, id_a, id_b):
+    """krep_auth_proof(): HMAC-SHA256 over label, both nonces, both ids."""
+    return hmac.new(key, label + nonce_a + nonce_b +
+                    struct.pack(">II", id_a, id_b), hashlib.sha256).digest()
 
 
 def auth_frame():
@@ -145,8 +186,9 @@ def wait_closed(s, timeout):
             return time.monotonic() - start
 
 
-def expect_hello(s, leader_id, cluster):
-    """The broker's answer to a good HELLO; an error string or None."""
+def expect_hello(s, leader_id, cluster, body_out=None):
+    """The broker's answer to a good HELLO; an error string or None.
+    Its payload is appended to BODY_OUT (a list) when given."""
     hdr = recv_exact(s, HDR.size, 10)
     if hdr is None:
         return "no HELLO answer"
@@ -161,6 +203,8 @@ def expect_hello(s, leader_id, cluster):
     cid = body[8:72].rstrip(b"\0").decode(errors="replace")
     if (bid, bver, cid) != (leader_id, WIRE_VERSION, cluster):
         return "HELLO answer from %d v%d cluster %r" % (bid, bver, cid)
+    if body_out is not None:
+        body_out.append(body)
     return None
 
 
@@ -190,13 +234,38 @@ def badpeer(addr, cluster, leader_id, peer_id, cases):
             s.sendall(frame(HELLO, hello_payload(77, cluster)))
         elif case == "forged-auth":
             # claims a secret, then an AUTH with a proof made up
-            s.sendall(frame(HELLO, hello_payload(peer_id, cluster, 1)))
+            s.sendall(frame(HELLO, hello_payload(peer_id, cluster,
+                                                 F_AUTH | F_TLS)))
             if expect_hello(s, leader_id, cluster):
                 print("forged-auth no HELLO answer")
                 rc = 1
                 s.close()
                 continue
             s.sendall(frame(AUTH, os.urandom(32)))
+        elif case == "no-tls":
+            s.sendall(frame(HELLO, hello_payload(peer_id, cluster, F_AUTH)))
+        elif case == "skip-tls":
+            # the whole handshake, right, then no switch to records
+            key = secret_read()
+            nonce_f = os.urandom(32)
+            s.sendall(frame(HELLO, hello_payload(peer_id, cluster,
+                                                 F_AUTH | F_TLS, nonce_f)))
+            got = []
+            err = expect_hello(s, leader_id, cluster, got)
+            if not err:
+                nonce_l, proof_l = got[0][200:232], got[0][232:264]
+                if proof_l != proof(key, b"krep-hello-leader", nonce_f,
+                                    nonce_l, leader_id, peer_id):
+                    err = "leader's proof does not verify"
+            if err:
+                print("skip-tls %s" % err)
+                rc = 1
+                s.close()
+                continue
+            s.sendall(frame(AUTH, proof(key, b"krep-hello-follower", nonce_l,
+                                        nonce_f, peer_id, leader_id)) +
+                      frame(FETCH, struct.pack(">IIII", peer_id, 0, 0, 0),
+                            corr=1))
         elif case == "wrong-addr":
             # a good HELLO, from an address not PEER_ID's: refused
             s.sendall(frame(HELLO, hello_payload(peer_id, cluster)))
@@ -223,6 +292,97 @@ def badpeer(addr, cluster, leader_id, peer_id, cases):
         sys.stdout.flush()
         s.close()
     return rc
+
+
+ETH_P_ALL = 0x0003
+
+
+def sniff_parse(data):
+    """(frames, records, partial, rest) of one direction's bytes."""
+    off, frames, records = 0, 0, 0
+    while off + HDR.size <= len(data):
+        magic, _, _, _, length, _ = HDR.unpack_from(data, off)
+        if magic != MAGIC or off + HDR.size + length > len(data):
+            break
+        off += HDR.size + length
+        frames += 1
+    while off + 5 <= len(data):
+        rtype, ver, rlen = struct.unpack_from(">BHH", data, off)
+        if rtype != 23 or ver != 0x0303 or rlen > (1 << 14) + 256:
+            break
+        if off + 5 + rlen > len(data):
+            return frames, records, len(data) - off, 0
+        off += 5 + rlen
+        records += 1
+    if off < len(data) and len(data) - off < 5 and data[off] == 23:
+        return frames, records, len(data) - off, 0
+    return frames, records, 0, len(data) - off
+
+
+def sniff(iface, port, ready):
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW,
+                      socket.htons(ETH_P_ALL))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
+    s.bind((iface, 0))
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    open(ready, "w").close()
+    flows = {}          # (src, dst) -> [isn, {seq: payload}]
+
+    def take(pkt):
+        if len(pkt) < 14 + 20 or pkt[12:14] != b"\x08\x00":
+            return
+        ip = pkt[14:]
+        ihl = (ip[0] & 15) * 4
+        total = struct.unpack_from(">H", ip, 2)[0]
+        if ip[9] != 6 or len(ip) < ihl + 20:
+            return
+        tcp = ip[ihl:total]
+        sport, dport, seq = struct.unpack_from(">HHI", tcp)
+        if port not in (sport, dport):
+            return
+        doff, tflags = (tcp[12] >> 4) * 4, tcp[13]
+        key = ("%s:%d" % (socket.inet_ntoa(ip[12:16]), sport),
+               "%s:%d" % (socket.inet_ntoa(ip[16:20]), dport))
+        if tflags & 2:          # SYN: a connection from its start
+            flows[key] = [seq + 1, {}]
+        elif key in flows and len(tcp) > doff:
+            flows[key][1].setdefault(seq, tcp[doff:])
+
+    # one interface: what it sends is seen once, what it gets once; the
+    # timeout lets the loop see SIGTERM (recv restarts after a handler)
+    s.settimeout(0.1)
+    while not stop:
+        try:
+            take(s.recv(65536))
+        except (socket.timeout, InterruptedError):
+            continue
+    s.setblocking(False)
+    while True:         # what was captured before SIGTERM
+        try:
+            take(s.recv(65536))
+        except (BlockingIOError, InterruptedError):
+            break
+    streams = []
+    for (src, dst), (isn, segs) in sorted(flows.items()):
+        data, nxt = bytearray(), isn
+        for seq in sorted(segs, key=lambda q: (q - isn) & 0xffffffff):
+            seg = segs[seq]
+            skip = (nxt - seq) & 0xffffffff
+            if skip > (1 << 31):        # a hole: stop at it
+                break
+            if skip < len(seg):         # new bytes (a retransmission: some)
+                data += seg[skip:]
+                nxt = (seq + len(seg)) & 0xffffffff
+        streams.append(bytes(data))
+        f, r, p, rest = sniff_parse(bytes(data))
+        print("flow %s>%s frames %d records %d partial %d rest %d "
+              "sha256 %s" % (src, dst, f, r, p, rest,
+                             hashlib.sha256(data).hexdigest()[:16]))
+    for word in os.environ.get("SNIFF_FIND", "").split():
+        found = any(word.encode() in d for d in streams)
+        print("find %s %s" % (word, "yes" if found else "no"))
+    return 0
 
 
 def flood(addr, n, wait):
@@ -465,6 +625,8 @@ def main(argv):
     if len(argv) >= 6 and argv[1] == "badpeer":
         return badpeer(argv[2], argv[3], int(argv[4]), int(argv[5]),
                        argv[6:])
+    if len(argv) == 5 and argv[1] == "sniff":
+        return sniff(argv[2], int(argv[3]), argv[4])
     if len(argv) == 5 and argv[1] == "flood":
         return flood(argv[2], int(argv[3]), float(argv[4]))
     if len(argv) == 5 and argv[1] == "dump":

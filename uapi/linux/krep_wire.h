@@ -29,6 +29,22 @@
  * serves no FETCH before the AUTH; it accepts a HELLO claiming a peer id
  * only from that peer's configured address, and a new authenticated
  * connection of a peer id replaces the old one.
+ *
+ * Encryption (version 4): brokers with a secret also set
+ * KREP_WIRE_HELLO_F_TLS unless their module was loaded with
+ * replication_tls=0; both must agree, or the HELLO is refused. With it,
+ * every byte after the handshake is a TLS 1.3 record (RFC 8446 section
+ * 5.2, application_data, AES-256-GCM; record sequence numbers from 0, no
+ * other record type), one key per direction from HKDF-SHA256 (RFC 5869):
+ *   PRK = HKDF-Extract(salt = nonce L || nonce F || be32 L || be32 F,
+ *                      IKM = K)
+ *   key || salt || iv = HKDF-Expand(PRK, "krep-tls13 leader to follower"
+ *                       or "krep-tls13 follower to leader", 32 + 4 + 8)
+ * and the record nonce (salt || iv) XOR the sequence number, as TLS 1.3.
+ * The switch is at a frame boundary: the leader's records start right
+ * after its HELLO, the follower's right after its AUTH. The keys are not
+ * updated: a broker closes a connection once 2^38 bytes came in on it
+ * (below AES-GCM's key use limit), and the follower connects anew.
  *   FETCH {replica id, max wait, max bytes,
  *          per partition: topic, partition,
  *          current leader epoch, fetch offset,
@@ -49,7 +65,7 @@
 #include <linux/types.h>
 
 #define KREP_WIRE_MAGIC		0x4b524550	/* "KREP" */
-#define KREP_WIRE_VERSION	3
+#define KREP_WIRE_VERSION	4
 #define KREP_WIRE_MAX_PAYLOAD	(4U << 20)	/* bytes, per frame */
 #define KREP_WIRE_MAX_PARTITIONS 4096		/* per FETCH */
 
@@ -75,6 +91,7 @@ struct krep_wire_hdr {
 #define KREP_WIRE_PROOF_LEN		32	/* HMAC-SHA256 */
 
 #define KREP_WIRE_HELLO_F_AUTH		0x1	/* the sender has a secret */
+#define KREP_WIRE_HELLO_F_TLS		0x2	/* ... and encrypts (version 4) */
 
 struct krep_wire_hello {
 	__be32 broker_id;
