@@ -135,10 +135,13 @@ clean:
 	rm -rf build
 
 # make fuzz FUZZ_SECS=N: selftests/fuzz.sh in one VM, N seconds of
-# structure-aware fuzzing (selftests/fuzz_kafka.py) against three brokers,
-# then the checks that they still serve. KREP_FUZZ_SEED=S draws the same
-# inputs again. The console goes to build/fuzz/console.log; a failed run's
-# reproducers (the last connections before it) to build/fuzz/repro-*.
+# structure-aware fuzzing against three brokers' sockets
+# (selftests/fuzz_kafka.py) and, beside it, a fourth broker's netlink
+# family (selftests/fuzz_genl), then the checks that they still serve.
+# KREP_FUZZ_SEED=S draws the same inputs again. The console goes to
+# build/fuzz/console.log; a failed run's reproducers (the last connections
+# and netlink requests before it) to build/fuzz/repro-*. make check runs
+# a 15 s pass of it (selftests/fuzz_short.sh).
 FUZZ_SECS ?= 120
 .PHONY: fuzz
 fuzz: deps

@@ -1,10 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# fuzz.sh - a structure-aware fuzzer (fuzz_kafka.py) against three brokers,
-# then the checks that they survived it. Run it with `make fuzz
-# FUZZ_SECS=N` (one VM), or in the VM: selftests/vm/run.sh --
-# selftests/fuzz.sh.
+# fuzz.sh - structure-aware fuzzers (fuzz_kafka.py against three brokers'
+# sockets, fuzz_genl against a fourth broker's netlink), then the checks
+# that they survived it. Run it with `make fuzz FUZZ_SECS=N` (one VM), or
+# in the VM: selftests/vm/run.sh -- selftests/fuzz.sh; fuzz_short.sh runs
+# it for 15 s in make check.
 #
 #   +- netns B1 --------+  +- netns B2 -------+  +- netns B3 -------+  +- netns X ------------+
 #   | broker 1          |  | broker 2         |  | broker 3         |  | 10.205.0.9:          |
@@ -17,6 +18,12 @@
 #            +------------ bridge krbr in netns BR -------+------------| the fake leader 9 of |
 #                                                                      | brokers 1 and 2      |
 #                                                                      +----------------------+
+#   +- netns G (no link) ------------------------------------------------+
+#   | broker 1 of cluster fuzzg: listen 127.0.0.1:9092, Kafka :9192,     |
+#   | peer 2@127.0.0.2 (nobody); fuzz_genl, as root, sends it netlink    |
+#   | requests of every command (BROKER_SET, TOPIC_DEL, LEADER_AND_ISR   |
+#   | included: this broker is the genl target's alone)                  |
+#   +--------------------------------------------------------------------+
 # Topics: fz (3 partitions, RF 3, partition P led by broker P+1, retention
 # of 2 MiB in 256 KiB segments, so that fuzzed produces also move the log
 # start) and rt (the same, for the round trip afterwards) on every broker,
@@ -39,8 +46,17 @@
 # request refused, offsets of a leader that move back, a listener that
 # stops answering (fuzz_kafka.py's help says more).
 #
+# fuzz_genl runs the same KREP_FUZZ_SECS with the same seed, beside
+# fuzz_kafka.py (both share the VM's CPUs): target genl (fuzz_genl's
+# help says more). Its oracle fails a request that does not get exactly
+# one well-formed answer within 30 s (the broker's longest wait) plus 35
+# s, and valid requests (a topic created, produced to, fetched back byte
+# for byte, deleted) that fail, between the fuzzed ones and at the end.
+#
 # Results: the set-up; one per target (inputs, inputs/s, no failure); the
-# fuzzer's exit; then the brokers still serve: kcat -L, a kcat round trip
+# fuzzers' exit; broker G answers krepctl with its id, and no listener
+# of a BROKER_SET that succeeded failed to bind (its kernel log line);
+# then the brokers still serve: kcat -L, a kcat round trip
 # of 200 records with acks=all, acks=all on every partition of fz; the
 # replicas of fz and rt converge (every replica at its leader's LEO, HW at
 # LEO, the ISR full); HW <= LEO everywhere; rmmod; no kernel warning, oops
@@ -74,16 +90,20 @@ FETCH_MS=1000
 IDLE_MS=${KREP_FUZZ_IDLE_MS:-5000}
 PARAMS="hello_timeout_ms=$HELLO_MS fetch_timeout_ms=$FETCH_MS reconnect_backoff_max_ms=100 kafka_idle_ms=$IDLE_MS"
 TARGETS="kafka-leader kafka-follower peer-follower peer-leader"
+GENL_WORKERS=${KREP_FUZZ_GENL_WORKERS:-2}
 
-case $SECS:$IDLE_MS in
-*[!0-9:]* | :* | 0:* | *: | *:0) echo "fuzz.sh: KREP_FUZZ_SECS and KREP_FUZZ_IDLE_MS must be positive numbers" >&2; exit 2 ;;
+case $SECS:$IDLE_MS:$GENL_WORKERS in
+*[!0-9:]* | :* | 0:* | *::* | *:0:* | *: | *:0) echo "fuzz.sh: KREP_FUZZ_SECS, KREP_FUZZ_IDLE_MS and KREP_FUZZ_GENL_WORKERS must be positive numbers" >&2; exit 2 ;;
+esac
+case $SEED in
+'' | *[!0-9]*) echo "fuzz.sh: KREP_FUZZ_SEED must be a number" >&2; exit 2 ;;
 esac
 
 tmp=$(mktemp -d)
 krep_cleanup_push rm -rf "$tmp"
 mark=fuzz-$$
 
-ktap_plan 13
+ktap_plan 15
 ktap_diag "fuzz seed $SEED, $SECS s (KREP_FUZZ_SEED=$SEED make fuzz FUZZ_SECS=$SECS draws the same inputs)"
 
 # x_up: netns X (its name in X) on the bridge, with $NET.9/24
@@ -166,17 +186,37 @@ E9=$(describe "$B1" fz9 2>/dev/null |
 	jq '.[] | select(.partition == 1) | .leader_epoch' 2>/dev/null)
 [[ $E9 =~ ^[0-9]+$ ]] || { ktap_diag "fz9-1's leader epoch: '$E9'"; setup_ok=1; E9=0; }
 krep_wait_for 60 peers_up || { ktap_diag "peers do not come back"; setup_ok=1; }
+# the genl target's broker, alone in its namespace
+if krep_netns_add G g && ip -n "$G" link set lo up &&
+   kc "$G" broker set id 1 cluster fuzzg listen "127.0.0.1:$PORT" \
+	peers "2@127.0.0.2:$PORT" kafka-listen "127.0.0.1:$KAFKA_PORT" >/dev/null &&
+   mkdir "$tmp/glog"; then
+	:
+else
+	ktap_diag "broker G does not come up"
+	setup_ok=1
+fi
+ktap_diag "set-up: $SECONDS s"
 if [ "$setup_ok" = 0 ]; then
-	ktap_ok "set-up: 3 brokers with Kafka listeners, fz and rt with a full ISR, brokers 1 and 2 with peer 9, fz9 on broker 1 (replicas 9,1 and 1,9; epoch $E9), fz8 on broker 2 (replicas 9,2)"
+	ktap_ok "set-up: 3 brokers with Kafka listeners, fz and rt with a full ISR, brokers 1 and 2 with peer 9, fz9 on broker 1 (replicas 9,1 and 1,9; epoch $E9), fz8 on broker 2 (replicas 9,2); broker G for the genl target"
 else
 	describe "$B1" 2>&1 | ktap_diag_stdin
-	ktap_fail "set-up: 3 brokers with Kafka listeners, fz and rt with a full ISR, brokers 1 and 2 with peer 9, fz9 on broker 1, fz8 on broker 2"
+	ktap_fail "set-up: 3 brokers with Kafka listeners, fz and rt with a full ISR, brokers 1 and 2 with peer 9, fz9 on broker 1, fz8 on broker 2; broker G for the genl target"
 fi
 
 # --- the fuzzer --------------------------------------------------------------------------
 
 krep_kmsg_mark "$mark-fuzz"
 start=$SECONDS
+# the genl target beside the others, from the start (its status in
+# genl.rc); its output as it comes too
+(
+	timeout -k 10 $((SECS + 600)) ip netns exec "$G" "$here/fuzz_genl" run \
+		--seed "$SEED" --secs "$SECS" --workers "$GENL_WORKERS" \
+		--logdir "$tmp/glog" --ring "$tmp/gring" </dev/null 2>&1
+	echo $? >"$tmp/genl.rc"
+) | tee "$tmp/genl.out" | sed -u 's/^/# /' &
+gpid=$!
 # the output as it comes (a kernel crash ends the VM mid-run: what the
 # console had is what is left), and in a file for the results
 timeout -k 10 $((SECS + 600)) ip netns exec "$X" /usr/bin/python3 -u \
@@ -189,7 +229,9 @@ timeout -k 10 $((SECS + 600)) ip netns exec "$X" /usr/bin/python3 -u \
 	--hello-timeout-ms "$HELLO_MS" --fetch-timeout-ms "$FETCH_MS" \
 	--ring "$tmp/ring" </dev/null 2>&1 | tee "$tmp/fuzz.out" | sed -u 's/^/# /'
 frc=${PIPESTATUS[0]}
-ktap_diag "the fuzzer ran $((SECS)) s and ended after $((SECONDS - start)) s, status $frc"
+wait "$gpid"
+grc=$(cat "$tmp/genl.rc" 2>/dev/null)
+ktap_diag "the fuzzers ran $((SECS)) s and ended after $((SECONDS - start)) s, status $frc (fuzz_genl: ${grc:-none})"
 
 for t in $TARGETS; do
 	line=$(grep -E "^fuzz: result $t " "$tmp/fuzz.out" | tail -n 1)
@@ -208,16 +250,46 @@ for t in $TARGETS; do
 		ktap_fail "$t: no result from the fuzzer"
 	fi
 done
-total=$(sed -n 's/^fuzz: total inputs \([0-9]*\) .*/\1/p' "$tmp/fuzz.out" | tail -n 1)
-if [ "$frc" = 0 ]; then
-	ktap_ok "the fuzzer ends without a failure (${total:-?} inputs in all, seed $SEED)"
+line=$(grep -E "^fuzz: genl result genl " "$tmp/genl.out" | tail -n 1)
+re="inputs ([0-9]+) secs ([0-9.]+) rate ([0-9.]+)/s acks ([0-9]+) replies ([0-9]+) dumps ([0-9]+) errors ([0-9]+) valid ([0-9]+) slowest ([0-9]+) ms failures ([0-9]+)"
+if [[ $line =~ $re ]]; then
+	desc="genl: ${BASH_REMATCH[1]} inputs, ${BASH_REMATCH[3]}/s ($((BASH_REMATCH[4] + BASH_REMATCH[5])) done, ${BASH_REMATCH[6]} dumps, ${BASH_REMATCH[7]} refused; ${BASH_REMATCH[8]} rounds of valid requests; the slowest answer ${BASH_REMATCH[9]} ms)"
+	if [ "${BASH_REMATCH[10]}" = 0 ] && [ "${BASH_REMATCH[1]}" -gt 0 ]; then
+		ktap_ok "$desc, every request answered once and well, valid ones done"
+	else
+		grep -E "^fuzz: genl FAIL " "$tmp/genl.out" | head -n 5 | ktap_diag_stdin
+		ktap_fail "$desc, ${BASH_REMATCH[10]} failures"
+	fi
 else
-	grep -E "^fuzz: (FAIL|fuzzer error)" "$tmp/fuzz.out" | head -n 10 | ktap_diag_stdin
-	ktap_fail "the fuzzer ends without a failure (status $frc, ${total:-?} inputs, seed $SEED)"
+	grep -E "^fuzz: genl (FAIL|fuzzer error)" "$tmp/genl.out" | head -n 5 | ktap_diag_stdin
+	ktap_fail "genl: no result from fuzz_genl"
+fi
+total=$(sed -n 's/^fuzz: total inputs \([0-9]*\) .*/\1/p' "$tmp/fuzz.out" | tail -n 1)
+gtotal=${line#*inputs }
+gtotal=${gtotal%% *}
+if [ "$frc" = 0 ] && [ "$grc" = 0 ]; then
+	ktap_ok "the fuzzers end without a failure (${total:-?} + ${gtotal:-?} inputs in all, seed $SEED)"
+else
+	grep -hE "^fuzz: (genl )?(FAIL|fuzzer error)" "$tmp/fuzz.out" "$tmp/genl.out" | head -n 10 | ktap_diag_stdin
+	ktap_fail "the fuzzers end without a failure (status $frc and ${grc:-none}, ${total:-?} + ${gtotal:-?} inputs, seed $SEED)"
 fi
 
 # --- the brokers still serve --------------------------------------------------------------
 
+# a BROKER_SET that succeeded has listeners that bind (broker G's are the
+# only ones that move)
+nolisten=$(krep_kmsg_since "$mark-fuzz" | grep -a 'krep: cannot listen')
+if out=$(kc "$G" --json broker show 2>&1) &&
+   echo "$out" | jq -e '.broker_id | type == "number"' >/dev/null 2>&1 &&
+   [ -z "$nolisten" ]; then
+	ktap_ok "broker G still answers BROKER_GET, with an id ($(echo "$out" | jq -c '{broker_id, generation}')); no listener of a successful BROKER_SET failed to bind"
+else
+	ktap_diag "$out"
+	[ -z "$nolisten" ] || echo "$nolisten" | head -n 5 | ktap_diag_stdin
+	ktap_fail "broker G still answers BROKER_GET, with an id; no listener of a successful BROKER_SET failed to bind"
+fi
+
+t_checks=$SECONDS
 boot() { echo "$NET.$1:$KAFKA_PORT"; }
 bx() { timeout 60 ip netns exec "$(bns "$1")" "${@:2}"; }
 
@@ -277,8 +349,9 @@ fi
 { describe "$B1" fz9; describe "$B2" fz8; } 2>/dev/null |
 	jq -c '.[] | {topic, partition, role, leader, leader_epoch, leo, hw, isr}' 2>&1 | ktap_diag_stdin
 
+ktap_diag "the checks after the fuzzers: $((SECONDS - t_checks)) s"
 # the clean-up removes $tmp
-ring=$(cat "$tmp/ring" 2>/dev/null)
+ring=$(cat "$tmp/ring" "$tmp/gring" 2>/dev/null)
 krep_teardown_checks "$mark"
 if [ "$_ktap_fail" != 0 ] && [ -n "$ring" ]; then
 	ktap_diag "the last connections of every target (make fuzz writes them to build/fuzz/):"

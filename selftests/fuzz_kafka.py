@@ -51,8 +51,13 @@ pipelined, in small pieces, cut short and stalled, reset or half-closed.
   replay FILE [SESSION]
       send again the inputs of a reproducer's client sessions (Kafka
       and peer-follower: each to the address it went to; run it where
-      they ran, e.g. in fuzz.sh's namespace X), printing what comes
-      back.
+      they ran, e.g. in fuzz.sh's namespace X; genl: each netlink
+      request to the "krep" family of the namespace it runs in, as
+      root), printing what comes back.
+
+The genl target's blocks ("fuzz: genl FUZZ-REPRO") come from fuzz_genl
+(selftests/fuzz_genl.c); extract reads them too, and after a kernel
+crash regenerates the inputs its workers were at (fuzz_genl gen).
 
 Exit status 0, 1 on a failure, 2 on usage.
 """
@@ -68,6 +73,7 @@ import random
 import re
 import socket
 import struct
+import subprocess
 import sys
 import time
 import traceback
@@ -2273,27 +2279,58 @@ def write_repro(outdir, name, obj):
     return base
 
 
+def genl_regenerate(seed, at):
+    """The inputs fuzz_genl's workers were at (@at: "w0=N w1=M ..."),
+    and the 16 before each, as fuzz_genl gen draws them."""
+    prog = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "fuzz_genl")
+    rings = {}
+    for m in re.finditer(r"w(\d+)=(\d+)", at):
+        k, n = int(m.group(1)), int(m.group(2))
+        try:
+            outp = subprocess.run([prog, "gen", "--seed", seed, "--worker",
+                                   str(k), "--from", str(max(0, n - 16)),
+                                   "--to", str(n + 1)], capture_output=True,
+                                  text=True, check=True).stdout
+            rings["genl-w%d" % k] = json.loads(outp)
+        except (OSError, subprocess.CalledProcessError, ValueError) as e:
+            print("fuzz_kafka.py: fuzz_genl gen: %s" % e, file=sys.stderr)
+    return rings
+
+
 def cmd_extract(a):
-    blocks, cur, found = {}, None, []
+    blocks, found = {}, []
+    cur = {"": None, "genl": None}
     seed = cfg = None
     progress, bad, done = None, [], False
+    gseed, gat, gdone = None, None, False
     text = open(a.console, errors="replace").read().splitlines()
     for line in text:
+        # fuzz_kafka.py's blocks and fuzz_genl's may interleave
+        key = "genl" if "genl FUZZ-REPRO" in line else ""
         m = re.search(r"FUZZ-REPRO-BEGIN (\S+)", line)
         if m:
-            cur = m.group(1)
-            blocks[cur] = []
+            cur[key] = m.group(1)
+            blocks[cur[key]] = []
             continue
         m = re.search(r"FUZZ-REPRO-END (\S+)", line)
         if m:
-            if cur:
-                found.append(cur)
-            cur = None
+            if cur[key]:
+                found.append(cur[key])
+            cur[key] = None
             continue
         m = re.search(r"FUZZ-REPRO ([A-Za-z0-9+/=]+)\s*$", line)
-        if m and cur:
-            blocks[cur].append(m.group(1))
+        if m and cur[key]:
+            blocks[cur[key]].append(m.group(1))
             continue
+        m = re.search(r"fuzz: genl seed (\S+)", line)
+        if m:
+            gseed = m.group(1)
+        m = re.search(r"fuzz: genl progress .* at((?: w\d+=\d+)+)", line)
+        if m:
+            gat = m.group(1)
+        if re.search(r"fuzz: genl result", line):
+            gdone = True
         m = re.search(r"fuzz: seed (\S+)", line)
         if m:
             seed = m.group(1)
@@ -2340,11 +2377,54 @@ def cmd_extract(a):
                                          max(low, started - 200),
                                          started + 40, addrs.get(t))
         written.append(write_repro(a.outdir, "%s-crash" % seed, obj))
+    if bad and not gdone and gseed and gat:
+        obj = {"seed": gseed, "reason": "the kernel died during the run; "
+               "the netlink requests fuzz_genl's workers were at, and the 16 "
+               "before each, drawn again from the seed (as drawn: the "
+               "workers cut waits to 50 ms before sending)",
+               "kernel": bad[:40], "progress": gat, "failing": None,
+               "rings": genl_regenerate(gseed, gat)}
+        written.append(write_repro(a.outdir, "%s-genl-crash" % gseed, obj))
     for w in written:
         print("fuzz: reproducer %s.json (%s.txt)" % (w, w))
     if not written:
         print("fuzz: no reproducer in %s" % a.console)
     return 0
+
+
+def genl_replay(r, wait):
+    """A genl session: its request to this namespace's "krep" family."""
+    from repl_helper import Genl  # noqa: E402 (needs the module loaded)
+    g = Genl()
+    for act in r["actions"]:
+        req = bytearray(bytes.fromhex(act[2]))
+        if len(req) < 16:
+            continue
+        g.seq += 1
+        struct.pack_into("=HHI", req, 4, g.family,
+                         struct.unpack_from("=H", req, 6)[0], g.seq)
+        print("== genl #%s (worker %s): %s, %d bytes" % (
+            r.get("idx"), r.get("mode"), r["units"][0][0], len(req)))
+        g.s.settimeout(wait)
+        g.s.send(bytes(req))
+        try:
+            while True:
+                data = g.s.recv(8 << 20)
+                off, end = 0, False
+                while off + 16 <= len(data):
+                    mlen, mtype = struct.unpack_from("=IH", data, off)
+                    if mtype in (2, 3):     # NLMSG_ERROR, NLMSG_DONE
+                        err = struct.unpack_from("=i", data, off + 16)[0]
+                        print("answer: %s %d" % ("error" if mtype == 2
+                                                  else "done", err))
+                        end = True
+                    else:
+                        print("answer: type %d, %d bytes" % (mtype, mlen))
+                    off += max(16, (mlen + 3) & ~3)
+                if end:
+                    break
+        except socket.timeout:
+            print("no answer within %.1f s" % wait)
 
 
 def cmd_replay(a):
@@ -2353,6 +2433,9 @@ def cmd_replay(a):
         [r for ring in obj.get("rings", {}).values() for r in ring]
     for r in sess:
         if a.session is not None and r.get("idx") != a.session:
+            continue
+        if r.get("target") == "genl":
+            genl_replay(r, a.wait)
             continue
         if r.get("target") == "peer-leader" or not r.get("addr"):
             print("skip %s #%s (a fake leader's session)" % (r.get("target"),
