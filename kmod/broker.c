@@ -13,6 +13,7 @@
 #include <linux/ctype.h>
 #include <linux/errno.h>
 #include <linux/kstrtox.h>
+#include <linux/memcontrol.h>
 #include <linux/overflow.h>
 #include <linux/random.h>
 #include <linux/slab.h>
@@ -307,6 +308,25 @@ void krep_broker_cfg_replace(struct krep_net *kn, struct krep_broker_cfg *cfg)
 		call_rcu(&old->rcu, cfg_free_rcu);
 }
 
+/**
+ * krep_broker_memcg_take - charge the broker's work to the caller's memory
+ * cgroup from now until its namespace goes
+ * @kn: the broker, being given its id by the caller (cfg_lock held)
+ *
+ * Called by the BROKER_SET that gives the broker its id, which happens
+ * once (an id is never unset): receive buffers, appended log pages and
+ * indexes, producer state and parked requests that peers and Kafka
+ * clients cause from then on count against that cgroup's memory.max.
+ * A broker configured by insmod's parameters has none: its work is
+ * charged nowhere, as the module's own.
+ */
+void krep_broker_memcg_take(struct krep_net *kn)
+{
+	lockdep_assert_held(&kn->cfg_lock);
+	if (!kn->memcg)
+		WRITE_ONCE(kn->memcg, get_mem_cgroup_from_mm(current->mm));
+}
+
 /* take over @specs (topics requested at load time) */
 void krep_broker_set_topic_specs(struct krep_net *kn, struct list_head *specs)
 {
@@ -368,6 +388,9 @@ static void __net_exit krep_net_exit(struct net *net)
 	RCU_INIT_POINTER(kn->cfg, NULL);
 	mutex_unlock(&kn->cfg_lock);
 	call_rcu(&cfg->rcu, cfg_free_rcu);
+	/* no work of this broker is left to charge it */
+	mem_cgroup_put(kn->memcg);
+	kn->memcg = NULL;
 }
 
 static struct pernet_operations krep_net_ops = {

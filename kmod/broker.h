@@ -10,6 +10,7 @@
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/rcupdate.h>
+#include <linux/sched/mm.h>
 #include <linux/types.h>
 #include <linux/workqueue.h>
 #include <linux/krep.h>
@@ -18,6 +19,7 @@
 
 struct net;
 struct krep_logdir;
+struct mem_cgroup;
 
 #define KREP_BROKER_ID_UNSET	(-1LL)
 
@@ -89,6 +91,7 @@ struct krep_net {
 	s64 broker_id;				/* copy of cfg's, for traces */
 	struct krep_stats stats;
 	bool dying;				/* no more timers, no new work */
+	struct mem_cgroup *memcg;		/* charged for its work; READ_ONCE */
 	struct krep_ctrl ctrl;			/* ctrl.epoch: READ_ONCE */
 	u64 incarnation;			/* random, per namespace life */
 };
@@ -108,6 +111,24 @@ int krep_advertised_check(const char *s, const char **why);
 void krep_broker_advertised(const struct krep_broker_cfg *cfg, char *buf,
 			    size_t size);
 int krep_cluster_id_check(const char *id, const char **why);
+
+void krep_broker_memcg_take(struct krep_net *kn);
+
+/*
+ * What a peer or a Kafka client makes a broker allocate in work (kworkers
+ * have no memory cgroup of their own) is charged to the broker's
+ * (krep_broker_memcg_take()): a work item brackets itself with these two.
+ * Without one (NULL) nothing is charged, as before.
+ */
+static inline struct mem_cgroup *krep_memcg_enter(const struct krep_net *kn)
+{
+	return set_active_memcg(READ_ONCE(kn->memcg));
+}
+
+static inline void krep_memcg_leave(struct mem_cgroup *old)
+{
+	set_active_memcg(old);
+}
 
 struct krep_broker_cfg *krep_broker_cfg_locked(struct krep_net *kn);
 void krep_broker_cfg_replace(struct krep_net *kn, struct krep_broker_cfg *cfg);

@@ -129,7 +129,7 @@ static u8 *build_fetch(struct krep_peer *peer, u32 self, u32 *lenp)
 	}
 	fb.cap = min_t(unsigned int, fb.cap, KREP_WIRE_MAX_PARTITIONS);
 	size = sizeof(struct krep_wire_fetch) + fb.cap * per;
-	buf = kvmalloc(size, GFP_KERNEL);
+	buf = krep_kvmalloc_brief(size, 0);
 	if (!buf) {
 		mutex_unlock(&kn->topics_lock);
 		return NULL;
@@ -216,7 +216,13 @@ static void fetcher_send(struct krep_peer *peer, struct krep_conn *c)
 
 	buf = build_fetch(peer, self, &len);
 	if (!buf) {
-		krep_conn_close(c, "out of memory for a FETCH");
+		/* its memory cgroup at memory.max? Not the connection's fault */
+		pr_warn_ratelimited("out of memory for a FETCH to broker %u; trying again in %u ms\n",
+				    peer->id, KREP_FETCH_BACKOFF_MS);
+		mutex_lock(&ns->lock);
+		peer->fetch_inflight = false;
+		mutex_unlock(&ns->lock);
+		arm_fetch(peer, msecs_to_jiffies(KREP_FETCH_BACKOFF_MS));
 		return;
 	}
 	if (krep_conn_send(c, KREP_WIRE_FETCH, corr, buf, len))
@@ -232,6 +238,7 @@ void krep_fetcher_work(struct work_struct *work)
 	struct krep_peer *peer = container_of(to_delayed_work(work),
 					      struct krep_peer, fetch_work);
 	struct krep_net_state *ns = peer->kn->ns;
+	struct mem_cgroup *old;
 	struct krep_conn *c;
 
 	mutex_lock(&ns->lock);
@@ -242,7 +249,9 @@ void krep_fetcher_work(struct work_struct *work)
 	}
 	kref_get(&c->ref);
 	mutex_unlock(&ns->lock);
+	old = krep_memcg_enter(peer->kn);
 	fetcher_send(peer, c);
+	krep_memcg_leave(old);
 	krep_conn_put(c);
 }
 
@@ -254,14 +263,21 @@ void krep_fetcher_work(struct work_struct *work)
  * socket to log. Records that get no room (an error or divergence, a
  * batch run larger than a segment) go through a buffer and
  * krep_partition_follower_apply(); those of a partition this broker
- * does not host, or past its memory cap, are read through a small
- * scratch buffer and dropped (at the cap the fetcher then backs off).
+ * does not host, or past its memory cap (or its memory cgroup's
+ * memory.max), are read through a small scratch buffer and dropped (the
+ * fetcher then backs off).
  */
 enum {
 	FRX_COUNT,		/* the partition count */
 	FRX_TOPIC_LEN,		/* a partition's topic name length */
 	FRX_HEAD,		/* its name and fixed part */
 	FRX_RECORDS,		/* its records */
+};
+
+/* why records were dropped */
+enum {
+	FRX_FULL_CAP = 1,	/* the broker's log_memory_max */
+	FRX_FULL_MEMCG,		/* out of memory: its memory cgroup's limit */
 };
 
 #define FRX_HEAD_MAX	(2 + KREP_TOPIC_NAME_MAX + \
@@ -272,7 +288,7 @@ struct krep_fetch_rx {
 	u32 nparts, i;
 	u8 state;
 	bool errors, progress;
-	bool full;			/* records dropped: memory cap */
+	u8 full;			/* records dropped: FRX_FULL_* */
 	u32 got, need;
 	u8 buf[FRX_HEAD_MAX];
 	/* the partition being read */
@@ -380,10 +396,11 @@ static int frx_head(struct krep_conn *c, struct krep_fetch_rx *f,
 	      krep_partition_rx_begin(f->p, c->peer->id, &f->res, f->rlen,
 				      &f->room, &f->epoch) : -EAGAIN;
 	f->direct = !err;
-	if (err == -ENOSPC) {
-		f->full = true;	/* no room: the records are dropped */
+	if (err == -ENOSPC || err == -ENOMEM) {
+		/* no room: the records are dropped */
+		f->full = err == -ENOSPC ? FRX_FULL_CAP : FRX_FULL_MEMCG;
 	} else if (!f->direct && f->p && f->rlen) {
-		f->bounce = kvmalloc(f->rlen, GFP_KERNEL);
+		f->bounce = krep_kvmalloc_brief(f->rlen, 0);
 		if (!f->bounce) {
 			*why = "out of memory for a FETCH response";
 			return -ENOMEM;
@@ -408,8 +425,8 @@ static void frx_apply(struct krep_conn *c, struct krep_fetch_rx *f)
 						    f->bounce,
 						    f->bounce ? f->rlen : 0);
 	}
-	if (err == -ENOSPC)
-		f->full = true;
+	if (err == -ENOSPC || err == -ENOMEM)
+		f->full = err == -ENOSPC ? FRX_FULL_CAP : FRX_FULL_MEMCG;
 	else if (err)
 		pr_warn_ratelimited("%s-%u: bad records from broker %u\n",
 				    f->name, f->part, c->peer->id);
@@ -452,12 +469,16 @@ static void frx_done(struct krep_conn *c, struct krep_fetch_rx *f)
 	mutex_unlock(&ns->lock);
 	/*
 	 * Only errors (epochs not yet agreed, say), or records dropped at
-	 * the memory cap (until retention on the leader moves the log start
-	 * this broker adopts, or topics go): back off, don't spin.
+	 * the memory cap or memory.max (until retention on the leader moves
+	 * the log start this broker adopts, or topics go): back off, don't
+	 * spin.
 	 */
 	if (f->full)
-		pr_warn_ratelimited("records from broker %u dropped: log_memory_max reached; fetching again in %u ms\n",
-				    c->peer->id, KREP_FETCH_BACKOFF_MS);
+		pr_warn_ratelimited("records from broker %u dropped: %s; fetching again in %u ms\n",
+				    c->peer->id, f->full == FRX_FULL_CAP ?
+				    "log_memory_max reached" :
+				    "out of memory (its memory cgroup at memory.max?)",
+				    KREP_FETCH_BACKOFF_MS);
 	if ((f->errors && !f->progress) || f->full)
 		arm_fetch(peer, msecs_to_jiffies(KREP_FETCH_BACKOFF_MS));
 	else
@@ -484,7 +505,7 @@ int krep_fetcher_rx_start(struct krep_conn *c, u32 corr, u32 len,
 		return -EPROTO;
 	}
 	if (!f) {
-		f = kzalloc(sizeof(*f), GFP_KERNEL);
+		f = krep_kzalloc_brief(sizeof(*f));
 		if (!f) {
 			*why = "out of memory for a FETCH response";
 			return -ENOMEM;

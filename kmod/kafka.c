@@ -32,6 +32,7 @@
 #include <asm/unaligned.h>
 
 #include "krep.h"
+#include "broker.h"
 #include "kafka.h"
 #include "net.h"
 #include "param.h"
@@ -117,8 +118,7 @@ int krep_kpark_init(struct krep_kpark *kp, struct krep_conn *c,
 	kp->deadline = jiffies + msecs_to_jiffies(wait_ms);
 	kp->nwait = 0;
 	kp->maxwait = maxwait;
-	kp->waits = kvcalloc(max(maxwait, 1U), sizeof(*kp->waits),
-			     GFP_KERNEL_ACCOUNT);
+	kp->waits = krep_kvcalloc_brief(max(maxwait, 1U), sizeof(*kp->waits));
 	return kp->waits ? 0 : -ENOMEM;
 }
 
@@ -183,10 +183,8 @@ int krep_kafka_park(struct krep_kpark *kp)
 	return 0;
 }
 
-static void park_work(struct work_struct *work)
+static void park_resume(struct krep_kconn *kc)
 {
-	struct krep_kconn *kc = container_of(to_delayed_work(work),
-					     struct krep_kconn, park_work);
 	struct krep_conn *c = kc->c;
 	struct krep_kpark *kp;
 	int ret;
@@ -217,6 +215,17 @@ static void park_work(struct work_struct *work)
 		   msecs_to_jiffies(krep_param_kafka_idle_ms()));
 	arm_deadline(c, kc);
 	krep_conn_queue(c, &c->rx_work);	/* the next request */
+}
+
+/* a parked request's work: charged to the broker's memory cgroup */
+static void park_work(struct work_struct *work)
+{
+	struct krep_kconn *kc = container_of(to_delayed_work(work),
+					     struct krep_kconn, park_work);
+	struct mem_cgroup *old = krep_memcg_enter(kc->c->kn);
+
+	park_resume(kc);
+	krep_memcg_leave(old);
 }
 
 /* the response header, and a size to fill in at the end */
@@ -312,7 +321,7 @@ static int read_request(struct krep_conn *c, struct krep_kconn *kc,
 			}
 			kc->charged = kc->size;
 		}
-		kc->req = kvmalloc(kc->size, GFP_KERNEL_ACCOUNT);
+		kc->req = krep_kvmalloc_brief(kc->size, 0);
 		if (!kc->req) {
 			*why = "out of memory for a request";
 			return -ENOMEM;
@@ -326,9 +335,8 @@ static int read_request(struct krep_conn *c, struct krep_kconn *kc,
 	return kc->req_got == kc->size;
 }
 
-void krep_kafka_rx_work(struct work_struct *work)
+static void kafka_rx(struct krep_conn *c)
 {
-	struct krep_conn *c = container_of(work, struct krep_conn, rx_work);
 	struct krep_kconn *kc = c->kc;
 	const char *why = NULL;
 	int ret, budget = 16;
@@ -368,9 +376,19 @@ bad:
 	krep_conn_put(c);
 }
 
+/* requests, appends, parked requests: charged to the broker's cgroup */
+void krep_kafka_rx_work(struct work_struct *work)
+{
+	struct krep_conn *c = container_of(work, struct krep_conn, rx_work);
+	struct mem_cgroup *old = krep_memcg_enter(c->kn);
+
+	kafka_rx(c);
+	krep_memcg_leave(old);
+}
+
 int krep_kafka_conn_init(struct krep_conn *c)
 {
-	struct krep_kconn *kc = kzalloc(sizeof(*kc), GFP_KERNEL_ACCOUNT);
+	struct krep_kconn *kc = kzalloc(sizeof(*kc), KREP_GFP_DATA);
 
 	if (!kc)
 		return -ENOMEM;

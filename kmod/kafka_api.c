@@ -136,7 +136,7 @@ static int parts_room(void **arr, u32 n, size_t size)
 
 	if (*arr && (n < 16 || (n & (n - 1))))
 		return 0;
-	p = kvcalloc(cap, size, GFP_KERNEL_ACCOUNT);
+	p = krep_kvcalloc_brief(cap, size);
 	if (!p)
 		return -ENOMEM;
 	if (*arr)
@@ -358,7 +358,7 @@ static int metadata(struct kreq *q, const char **why)
 
 	n = krep_kr_array(&q->r, KAFKA_MAX_PARTS);
 	if (n > 0) {
-		names = kvcalloc(n, sizeof(*names), GFP_KERNEL_ACCOUNT);
+		names = krep_kvcalloc_brief(n, sizeof(*names));
 		if (!names)
 			return -ENOMEM;
 	}
@@ -567,8 +567,8 @@ static int produce_parse(struct kreq *q, struct kprod *pr, const char **why)
 	if (r->bad)
 		goto bad;
 	pr->ntopics = n;
-	pr->names = kvcalloc(max(n, 1), sizeof(*pr->names), GFP_KERNEL_ACCOUNT);
-	pr->topic_parts = kvcalloc(max(n, 1), sizeof(u32), GFP_KERNEL_ACCOUNT);
+	pr->names = krep_kvcalloc_brief(max(n, 1), sizeof(*pr->names));
+	pr->topic_parts = krep_kvcalloc_brief(max(n, 1), sizeof(u32));
 	if (!pr->names || !pr->topic_parts ||
 	    parts_room((void **)&pr->parts, 0, sizeof(*pr->parts)))
 		return -ENOMEM;
@@ -605,7 +605,7 @@ static int produce_lookup(struct kreq *q, struct kprod *pr, const char **why)
 	unsigned int i, n = 0;
 	int err;
 
-	ps = kvcalloc(max(pr->nparts, 1U), sizeof(*ps), GFP_KERNEL_ACCOUNT);
+	ps = krep_kvcalloc_brief(max(pr->nparts, 1U), sizeof(*ps));
 	if (!ps)
 		return -ENOMEM;
 	for (i = 0; i < pr->nparts; i++) {
@@ -630,7 +630,7 @@ static int produce_lookup(struct kreq *q, struct kprod *pr, const char **why)
 
 static int produce(struct kreq *q, const char **why)
 {
-	struct kprod *pr = kzalloc(sizeof(*pr), GFP_KERNEL_ACCOUNT);
+	struct kprod *pr = krep_kzalloc_brief(sizeof(*pr));
 	struct krep_status st;
 	bool pending = false;
 	u32 i;
@@ -867,8 +867,8 @@ static int fetch_parse(struct kreq *q, struct kfetch *f, s32 *max_wait,
 	if (r->bad)
 		goto bad;
 	f->ntopics = n;
-	f->names = kvcalloc(max(n, 1), sizeof(*f->names), GFP_KERNEL_ACCOUNT);
-	f->topic_parts = kvcalloc(max(n, 1), sizeof(u32), GFP_KERNEL_ACCOUNT);
+	f->names = krep_kvcalloc_brief(max(n, 1), sizeof(*f->names));
+	f->topic_parts = krep_kvcalloc_brief(max(n, 1), sizeof(u32));
 	if (!f->names || !f->topic_parts ||
 	    parts_room((void **)&f->parts, 0, sizeof(*f->parts)))
 		return -ENOMEM;
@@ -914,7 +914,7 @@ bad:
 
 static int fetch(struct kreq *q, const char **why)
 {
-	struct kfetch *f = kzalloc(sizeof(*f), GFP_KERNEL_ACCOUNT);
+	struct kfetch *f = krep_kzalloc_brief(sizeof(*f));
 	struct krep_partition **ps;
 	s32 max_wait = 0;
 	u32 i, n = 0;
@@ -927,7 +927,7 @@ static int fetch(struct kreq *q, const char **why)
 	err = fetch_parse(q, f, &max_wait, why);
 	if (err)
 		goto fail;
-	ps = kvcalloc(max(f->nparts, 1U), sizeof(*ps), GFP_KERNEL_ACCOUNT);
+	ps = krep_kvcalloc_brief(max(f->nparts, 1U), sizeof(*ps));
 	err = -ENOMEM;
 	if (!ps)
 		goto fail;

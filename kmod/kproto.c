@@ -8,6 +8,7 @@
 #include <linux/slab.h>
 #include <asm/unaligned.h>
 
+#include "krep.h"
 #include "kproto.h"
 
 const u8 *krep_kr_bytes(struct krep_kr *r, u32 len)
@@ -159,7 +160,7 @@ static u8 *kw_room(struct krep_kw *w, u32 n)
 	if (w->len + n > w->cap) {
 		u32 cap = min(max3(256U, w->cap * 2, w->len + n), KREP_KW_MAX);
 
-		p = kvmalloc(cap, GFP_KERNEL_ACCOUNT);
+		p = krep_kvmalloc_brief(cap, 0);
 		if (!p) {
 			w->err = -ENOMEM;
 			return NULL;

@@ -10,7 +10,10 @@
  *
  * Pages are charged to the broker's krep_mem before they are allocated; an
  * append that would pass the cap fails as a whole, and a batch becomes
- * visible (size, end offset) only after all of it has been copied.
+ * visible (size, end offset) only after all of it has been copied. Pages
+ * and arrays are also charged to a memory cgroup (KREP_GFP_DATA: the
+ * producer's, or the broker's in work); an append past its memory.max
+ * fails with -ENOMEM, the log unchanged.
  *
  * A follower receives a FETCH response's batches straight into the tail
  * segment's pages (krep_log_rx_reserve(), the socket writes, then
@@ -102,7 +105,7 @@ static int grow(void **arr, unsigned int *cap, unsigned int need,
 		return 0;
 	if (need > max)
 		return -EMSGSIZE;
-	p = kvmalloc_array(n, size, GFP_KERNEL_ACCOUNT);
+	p = kvmalloc_array(n, size, KREP_GFP_DATA);
 	if (!p)
 		return -ENOMEM;
 	memcpy(p, *arr, (size_t)*cap * size);
@@ -140,7 +143,7 @@ static struct krep_segment *seg_new(struct krep_log *log, u64 base)
 {
 	struct krep_segment *seg;
 
-	seg = kzalloc(sizeof(*seg), GFP_KERNEL);
+	seg = kzalloc(sizeof(*seg), KREP_GFP_DATA);
 	if (!seg)
 		return NULL;
 	seg->base_offset = base;
@@ -150,10 +153,10 @@ static struct krep_segment *seg_new(struct krep_log *log, u64 base)
 	/* the arrays grow with the data, not to the segment's size at once */
 	seg->pages_cap = min(seg_max_pages(seg), KREP_SEG_GROW_MIN);
 	seg->pages = kvcalloc(seg->pages_cap, sizeof(*seg->pages),
-			      GFP_KERNEL_ACCOUNT);
+			      KREP_GFP_DATA);
 	seg->index_cap = min(seg_max_index(seg), KREP_SEG_GROW_MIN);
 	seg->index = kvcalloc(seg->index_cap, sizeof(*seg->index),
-			      GFP_KERNEL_ACCOUNT);
+			      KREP_GFP_DATA);
 	if (!seg->pages || !seg->index) {
 		kvfree(seg->pages);
 		kvfree(seg->index);
@@ -182,8 +185,7 @@ static int seg_reserve(struct krep_log *log, struct krep_segment *seg, u32 len)
 		return -ENOSPC;
 	}
 	while (seg->npages < need) {
-		struct page *page = alloc_page(GFP_KERNEL_ACCOUNT |
-					       __GFP_NOWARN);
+		struct page *page = alloc_page(KREP_GFP_DATA);
 
 		if (!page) {
 			/* uncharge what was not allocated; keep the rest */
@@ -401,7 +403,7 @@ int krep_log_rx_reserve(struct krep_log *log, u32 len, struct krep_log_rx *rx)
 	if (!seg)
 		return err;
 	rx->bvec = kvmalloc_array(DIV_ROUND_UP(len, PAGE_SIZE) + 1,
-				  sizeof(*rx->bvec), GFP_KERNEL);
+				  sizeof(*rx->bvec), KREP_GFP_DATA);
 	if (!rx->bvec)
 		return -ENOMEM;
 	for (at = seg->size, end = seg->size + len; at < end; n++) {
@@ -699,7 +701,7 @@ s64 krep_log_offset_for_ts(struct krep_log *log, s64 ts, s64 *found_ts)
 			if (b.max_ts < ts ||
 			    krep_batch_last(&b) < log->start_offset)
 				continue;
-			buf = kvmalloc(b.len, GFP_KERNEL);
+			buf = kvmalloc(b.len, GFP_KERNEL_ACCOUNT);
 			if (!buf)
 				return -1;
 			seg_read(seg, pos, buf, b.len);

@@ -341,12 +341,12 @@ static void sock_setup(struct sock *sk)
 	tcp_sock_set_keepcnt(sk, 3);
 }
 
-static struct krep_conn *conn_new(struct krep_net *kn, struct socket *sock,
-				  struct krep_peer *peer, bool kafka)
+static struct krep_conn *conn_alloc(struct krep_net *kn, struct socket *sock,
+				    struct krep_peer *peer, bool kafka)
 {
 	struct krep_conn *c;
 
-	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	c = kzalloc(sizeof(*c), KREP_GFP_DATA);
 	if (!c)
 		return NULL;
 	kref_init(&c->ref);
@@ -373,6 +373,17 @@ static struct krep_conn *conn_new(struct krep_net *kn, struct socket *sock,
 	}
 	if (peer)
 		snprintf(c->addr, sizeof(c->addr), "%pISpc", &peer->ep.sa);
+	return c;
+}
+
+/* a connection a peer or a client opens is charged to the broker's cgroup */
+static struct krep_conn *conn_new(struct krep_net *kn, struct socket *sock,
+				  struct krep_peer *peer, bool kafka)
+{
+	struct mem_cgroup *old = krep_memcg_enter(kn);
+	struct krep_conn *c = conn_alloc(kn, sock, peer, kafka);
+
+	krep_memcg_leave(old);
 	return c;
 }
 
@@ -695,9 +706,8 @@ static int stream_start(struct krep_conn *c, const char **why)
 }
 
 /* read and dispatch every complete frame the socket holds */
-void krep_conn_rx_work(struct work_struct *work)
+static void conn_rx(struct krep_conn *c)
 {
-	struct krep_conn *c = container_of(work, struct krep_conn, rx_work);
 	const char *why = NULL;
 	int ret, budget = 64;
 	u32 len;
@@ -749,7 +759,7 @@ void krep_conn_rx_work(struct work_struct *work)
 			}
 			c->payload_got = 0;
 			len = max_t(u32, 1, be32_to_cpu(c->hdr.length));
-			c->payload = kvmalloc(len, GFP_KERNEL);
+			c->payload = krep_kvmalloc_brief(len, 0);
 			if (!c->payload) {
 				why = "out of memory for a frame";
 				goto bad;
@@ -804,6 +814,15 @@ out:
 bad:
 	krep_conn_close(c, why);
 	krep_conn_put(c);
+}
+
+void krep_conn_rx_work(struct work_struct *work)
+{
+	struct krep_conn *c = container_of(work, struct krep_conn, rx_work);
+	struct mem_cgroup *old = krep_memcg_enter(c->kn);
+
+	conn_rx(c);
+	krep_memcg_leave(old);
 }
 
 static void listen_data_ready(struct sock *sk)
@@ -1095,7 +1114,7 @@ void krep_net_stop(struct krep_net *kn)
 	unsigned int i;
 
 	mutex_lock(&ns->lock);
-	ns->stopped = true;
+	WRITE_ONCE(ns->stopped, true);	/* connect_work peeks unlocked */
 	listener_stop(&ns->listener);
 	listener_stop(&ns->klistener);
 	list_for_each_entry(c, &ns->conns, node)
@@ -1172,7 +1191,7 @@ int krep_net_apply(struct krep_net *kn)
 	mutex_lock(&ns->lock);
 	ns->peers = peers;
 	ns->npeers = n;
-	ns->stopped = false;
+	WRITE_ONCE(ns->stopped, false);
 	if (krep_endpoint_valid(&listen)) {
 		err = listener_start(&ns->listener, &listen);
 		if (err)

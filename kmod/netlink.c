@@ -603,6 +603,11 @@ static int krep_nl_broker_set(struct sk_buff *skb, struct genl_info *info)
 	if (info->attrs[KREP_A_CONTROLLER])
 		krep_ctrl_apply(kn, &claim);
 	if (cfg) {
+		/* whoever gives the broker its id pays for its work */
+		if (krep_broker_cfg_locked(kn)->broker_id ==
+		    KREP_BROKER_ID_UNSET &&
+		    cfg->broker_id != KREP_BROKER_ID_UNSET)
+			krep_broker_memcg_take(kn);
 		cfg->generation++;	/* only a successful SET bumps it */
 		krep_broker_cfg_replace(kn, cfg);
 		notify_broker(kn, cfg);

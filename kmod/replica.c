@@ -103,7 +103,7 @@ static struct fetch_entry *parse_fetch(struct krep_conn *c, const u8 *buf,
 		*why = "FETCH replica id differs from the HELLO";
 		return NULL;
 	}
-	e = kvcalloc(max(df->n, 1U), sizeof(*e), GFP_KERNEL);
+	e = krep_kvcalloc_brief(max(df->n, 1U), sizeof(*e));
 	if (!e) {
 		*why = "out of memory for a FETCH";
 		return NULL;
@@ -203,7 +203,7 @@ static int respond(struct krep_delayed_fetch *df, bool force, u32 room,
 	if (room != U32_MAX)
 		budget = min(budget, room > hcap + sizeof(struct krep_wire_hdr) ?
 			     room - hcap - sizeof(struct krep_wire_hdr) : 0);
-	tx.hbuf = kvmalloc(hcap, GFP_KERNEL);
+	tx.hbuf = krep_kvmalloc_brief(hcap, 0);
 	if (!tx.hbuf)
 		return -ENOMEM;
 	wr.p = tx.hbuf;
@@ -358,6 +358,7 @@ static void fetch_work(struct work_struct *work)
 {
 	struct krep_conn *c = container_of(to_delayed_work(work),
 					   struct krep_conn, fetch_work);
+	struct mem_cgroup *old;
 
 	/*
 	 * Before HELLO this work is the HELLO deadline (and, outbound, the
@@ -369,7 +370,9 @@ static void fetch_work(struct work_struct *work)
 				NULL : "no HELLO in time");
 		return;
 	}
+	old = krep_memcg_enter(c->kn);
 	serve_parked(c, false);
+	krep_memcg_leave(old);
 }
 
 /**
@@ -420,8 +423,8 @@ static int park_and_respond(struct krep_conn *c, struct krep_delayed_fetch *df)
 	unsigned int i;
 	int err;
 
-	df->waiters = kvcalloc(max(df->n, 1U), sizeof(*df->waiters),
-			       GFP_KERNEL);
+	df->waiters = krep_kvcalloc_brief(max(df->n, 1U),
+					  sizeof(*df->waiters));
 	if (!df->waiters)
 		return -ENOMEM;
 	clear_bit(KREP_CONN_WOKEN, &c->flags);
@@ -468,7 +471,7 @@ int krep_replica_serve(struct krep_conn *c, u32 corr, u8 **payload, u32 len,
 	unsigned int i;
 	int err;
 
-	df = kzalloc(sizeof(*df), GFP_KERNEL);
+	df = krep_kzalloc_brief(sizeof(*df));
 	if (!df) {
 		*why = "out of memory for a FETCH";
 		return -ENOMEM;

@@ -8,6 +8,7 @@ malformed and oversized requests. Run inside a broker's namespace:
   kafka_raw.py HOST:PORT TOPIC LEADER_ID FOLLOWER_HOST:PORT
   kafka_raw.py --limits HOST:PORT MAX_CONNECTIONS MAX_REQUEST IDLE_MS
   kafka_raw.py --metadata TOPIC HOST:PORT...
+  kafka_raw.py --fill HOST:PORT TOPIC ACKS BYTES VALUE_SIZE
 
 TOPIC must exist with partition 0 led by LEADER_ID (served at HOST:PORT)
 and replicated to the broker at FOLLOWER_HOST:PORT. With --limits, the
@@ -19,6 +20,12 @@ With --metadata, asks each broker for TOPIC's Metadata (v7, with leader
 epochs) and prints one JSON line per broker and partition: {"broker":
 HOST:PORT, "partition", "error", "leader", "leader_epoch", "replicas",
 "isr"}, or {"broker": HOST:PORT, "failed": WHY}; it exits 0.
+With --fill, produces batches of one VALUE_SIZE-byte record (Produce v7,
+ACKS) to TOPIC's partition 0 on one connection until BYTES of values went
+in or one is refused, then asks ApiVersions on the same connection, and
+prints one JSON line: {"bytes", "batches", "error": the refusal's code
+(0: none), "served": whether the connection still answered} or, when the
+connection failed, {"bytes", "batches", "closed": WHY}; it exits 0.
 """
 
 import json
@@ -423,7 +430,40 @@ def metadata(topic, addrs):
     return 0
 
 
+def fill(addr, topic, acks, total, size):
+    rec = batch(b"m" * size)            # one CRC, the same batch each time
+    body = (string(None) + s16(acks) + s32(10000) + s32(1) + string(topic) +
+            s32(1) + s32(0) + s32(len(rec)) + rec)
+    s = connect(addr)
+    s.settimeout(60)
+    done = {"bytes": 0, "batches": 0}
+    err = 0
+    corr = 1000
+    try:
+        while done["bytes"] < total:
+            corr += 1
+            s.sendall(request(0, 7, corr, body))
+            resp = response(s)
+            if resp is None:
+                raise ConnectionResetError("the broker closed the connection")
+            r = Reader(resp)
+            r.i32(), r.i32(), r.string(), r.i32(), r.i32()
+            err = r.i16()
+            if err:
+                break
+            done["bytes"] += size
+            done["batches"] += 1
+    except OSError as e:
+        print(json.dumps(dict(done, closed=str(e) or type(e).__name__)))
+        return 0
+    print(json.dumps(dict(done, error=err, served=served(s, corr + 1))))
+    return 0
+
+
 def main(argv):
+    if len(argv) == 7 and argv[1] == "--fill":
+        return fill(argv[2], argv[3], int(argv[4]), int(argv[5]),
+                    int(argv[6]))
     if len(argv) >= 4 and argv[1] == "--metadata":
         return metadata(argv[2], argv[3:])
     if len(argv) == 6 and argv[1] == "--limits":
