@@ -123,6 +123,20 @@ module_param(producers_max, uint, 0444);
 MODULE_PARM_DESC(producers_max,
 		 "producer ids each partition keeps state for; a new one past it is refused with POLICY_VIOLATION (default 1024, 1..1048576)");
 
+/*
+ * Topics and hosted partitions per broker (topic.c): TOPIC_NEW past
+ * either is refused, as Kafka's create-topic policy refuses one
+ */
+static unsigned int topics_max = 4096;
+module_param(topics_max, uint, 0444);
+MODULE_PARM_DESC(topics_max,
+		 "topics each broker holds; one more is refused with POLICY_VIOLATION (default 4096, 1..65536)");
+
+static unsigned int partitions_max = 16384;
+module_param(partitions_max, uint, 0444);
+MODULE_PARM_DESC(partitions_max,
+		 "partitions each broker hosts (its replicas); a topic that would pass it is refused with POLICY_VIOLATION (default 16384, 1..1048576)");
+
 static unsigned int producer_id_expiration_ms = 86400000;
 module_param(producer_id_expiration_ms, uint, 0444);
 MODULE_PARM_DESC(producer_id_expiration_ms,
@@ -200,6 +214,16 @@ u32 krep_param_kafka_max_connections(void)
 u32 krep_param_producers_max(void)
 {
 	return producers_max;
+}
+
+u32 krep_param_topics_max(void)
+{
+	return topics_max;
+}
+
+u32 krep_param_partitions_max(void)
+{
+	return partitions_max;
 }
 
 u32 krep_param_producer_id_expiration_ms(void)
@@ -510,6 +534,15 @@ int krep_param_parse(struct krep_broker_cfg **cfgp, struct list_head *specs)
 	if (producers_max < 1 || producers_max > 1048576) {
 		pr_err("bad producers_max %u: must be 1..1048576\n",
 		       producers_max);
+		goto fail;
+	}
+	if (topics_max < 1 || topics_max > 65536) {
+		pr_err("bad topics_max %u: must be 1..65536\n", topics_max);
+		goto fail;
+	}
+	if (partitions_max < 1 || partitions_max > 1048576) {
+		pr_err("bad partitions_max %u: must be 1..1048576\n",
+		       partitions_max);
 		goto fail;
 	}
 	if (producer_id_expiration_ms < 1000 ||

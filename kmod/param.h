@@ -23,6 +23,8 @@ u32 krep_param_kafka_idle_ms(void);
 u32 krep_param_kafka_max_request_bytes(void);
 u32 krep_param_kafka_max_connections(void);
 u32 krep_param_producers_max(void);
+u32 krep_param_topics_max(void);
+u32 krep_param_partitions_max(void);
 u32 krep_param_producer_id_expiration_ms(void);
 int krep_param_parse(struct krep_broker_cfg **cfgp, struct list_head *topics);
 

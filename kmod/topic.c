@@ -19,6 +19,7 @@
 #include "logdir.h"
 #include "fetcher.h"
 #include "isr.h"
+#include "param.h"
 #include "partition.h"
 #include "topic.h"
 #include "topic_meta.h"
@@ -271,6 +272,7 @@ struct krep_partition *krep_topic_partition(struct krep_topic *t, u32 index,
 struct creating {
 	struct list_head node;		/* in krep_net.creating */
 	const char *name;
+	u32 nhosted;
 };
 
 static bool creating_locked(struct krep_net *kn, const char *name)
@@ -282,6 +284,37 @@ static bool creating_locked(struct krep_net *kn, const char *name)
 			return true;
 	}
 	return false;
+}
+
+/*
+ * A broker holds at most topics_max topics and hosts at most
+ * partitions_max partitions (module parameters), those being created
+ * included: the memory of topics and partitions has a bound besides the
+ * log memory cap. Called with topics_lock held, where @t would be added.
+ */
+static int check_limits(struct krep_net *kn, const struct krep_topic *t,
+			struct krep_status *st)
+{
+	u32 ntopics = 1, nhosted = t->nhosted;
+	struct krep_topic *o;
+	struct creating *c;
+
+	lockdep_assert_held(&kn->topics_lock);
+	list_for_each_entry(o, &kn->topics, node) {
+		ntopics++;
+		nhosted += o->nhosted;
+	}
+	list_for_each_entry(c, &kn->creating, node) {
+		ntopics++;
+		nhosted += c->nhosted;
+	}
+	if (ntopics > krep_param_topics_max())
+		return krep_fail(st, KREP_KERR_POLICY_VIOLATION, -EDQUOT,
+				 "topics_max reached: the broker holds as many topics as it may");
+	if (nhosted > krep_param_partitions_max())
+		return krep_fail(st, KREP_KERR_POLICY_VIOLATION, -EDQUOT,
+				 "partitions_max reached: the broker would host more partitions than it may");
+	return 0;
 }
 
 /*
@@ -370,7 +403,7 @@ int krep_topic_create(struct krep_net *kn, const char *name, u32 npartitions,
 			return err;
 	}
 
-	t = kzalloc(struct_size(t, parts, npartitions), GFP_KERNEL);
+	t = kzalloc(struct_size(t, parts, npartitions), GFP_KERNEL_ACCOUNT);
 	if (!t)
 		return krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR, -ENOMEM,
 				 "out of memory");
@@ -383,7 +416,7 @@ int krep_topic_create(struct krep_net *kn, const char *name, u32 npartitions,
 	t->config = *cfg;
 	t->leaderless = assign && assign->leaderless;
 	t->replicas = kvmalloc_array((size_t)npartitions * rf,
-				     sizeof(*t->replicas), GFP_KERNEL);
+				     sizeof(*t->replicas), GFP_KERNEL_ACCOUNT);
 	if (!t->replicas) {
 		topic_free(t);
 		return krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR, -ENOMEM,
@@ -407,6 +440,7 @@ int krep_topic_create(struct krep_net *kn, const char *name, u32 npartitions,
 			return krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR,
 					 -ENOMEM, "out of memory");
 		}
+		t->nhosted++;
 	}
 	if (krep_topic_meta_init(t)) {
 		topic_free(t);
@@ -415,21 +449,24 @@ int krep_topic_create(struct krep_net *kn, const char *name, u32 npartitions,
 	}
 
 	mutex_lock(&kn->topics_lock);
-	if (kn->dying)
+	if (READ_ONCE(kn->dying))	/* set without this lock */
 		err = krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR, -ESHUTDOWN,
 				"broker is shutting down");
 	else if (find_locked(kn, name) || creating_locked(kn, name))
 		err = krep_fail(st, KREP_KERR_TOPIC_ALREADY_EXISTS, -EEXIST,
 				"topic already exists");
+	else
+		err = check_limits(kn, t, st);
 	ld = kn->logdir;
 	if (!err && ld) {
 		c.name = t->name;
+		c.nhosted = t->nhosted;
 		list_add(&c.node, &kn->creating);
 		mutex_unlock(&kn->topics_lock);
 		err = open_disks(t, ld, st);
 		mutex_lock(&kn->topics_lock);
 		list_del(&c.node);
-		if (!err && kn->dying)
+		if (!err && READ_ONCE(kn->dying))
 			err = krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR,
 					-ESHUTDOWN, "broker is shutting down");
 	}

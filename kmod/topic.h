@@ -56,6 +56,7 @@ struct krep_topic {
 	struct krep_net *kn;
 	char name[KREP_TOPIC_NAME_MAX + 1];
 	u32 npartitions;
+	u32 nhosted;			/* partitions hosted here */
 	u32 replication_factor;
 	struct krep_topic_config config;
 	bool leaderless;		/* a controller names the leaders */

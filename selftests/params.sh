@@ -353,7 +353,7 @@ PEER2='{"id":2,"addr":"10.0.0.2:9092"}'
 PEER3='{"id":3,"addr":"[fd00::3]:9092"}'
 NONE='{"broker_id":null,"cluster_id":null,"listen":null,"kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"log_dir":null,"peers":[]}'
 
-ktap_plan 93
+ktap_plan 100
 
 krep_mod_unload || ktap_bail "krep is loaded and rmmod fails"
 
@@ -572,6 +572,39 @@ bad "producers_max=0" "bad producers_max 0: must be 1..1048576" producers_max=0
 bad "producer_id_expiration_ms=999" \
 	"bad producer_id_expiration_ms 999: must be 1000..2147483647" \
 	producer_id_expiration_ms=999
+
+# topics and hosted partitions per broker (kmod/topic.c): insmod's topics=
+# and TOPIC_NEW past them are refused, POLICY_VIOLATION naming the limit
+SYS="topics_max=65536 partitions_max=1048576" \
+	good "topics_max and partitions_max at their highest" \
+	"$NONE" topics_max=65536 partitions_max=1048576
+bad "topics_max=0" "bad topics_max 0: must be 1..65536" topics_max=0
+bad "topics_max=65537" "bad topics_max 65537: must be 1..65536" \
+	topics_max=65537
+bad "partitions_max=0" "bad partitions_max 0: must be 1..1048576" \
+	partitions_max=0
+bad "topics= past topics_max=2" \
+	"topic 'c': topics_max reached: the broker holds as many topics as it may" \
+	broker_id=1 topics_max=2 topics=a:1:1,b:1:1,c:1:1
+bad "topics= past partitions_max=3" \
+	"topic 'b': partitions_max reached: the broker would host more partitions than it may" \
+	broker_id=1 partitions_max=3 topics=a:2:1,b:2:1
+# krepctl --json's error object (stdout), for json_check
+kc_err() { "$KREPCTL" --json "$@" 2>/dev/null; }
+limit_err() { # LIMIT: the jq expression for TOPIC_NEW refused past LIMIT
+	echo ".error == \"POLICY_VIOLATION\" and .code == 44 and .errno == \"EDQUOT\" and (.message | startswith(\"$1 reached\"))"
+}
+case_begin good "good: TOPIC_NEW past topics_max=2 and partitions_max=4: POLICY_VIOLATION naming the limit; up to them, created"
+if load broker_id=1 topics_max=2 partitions_max=4 topics=a:3:1; then
+	json_check "$(limit_err partitions_max)" \
+		kc_err topic create b partitions 2 replication-factor 1
+	json_check '.topic == "b"' \
+		kc_err topic create b partitions 1 replication-factor 1
+	json_check "$(limit_err topics_max)" \
+		kc_err topic create c partitions 1 replication-factor 1
+	json_check '([.[].topic] | sort) == ["a", "b"]' "$KREPCTL" --json topic list
+	unload
+fi
 
 # the kernel refuses a string parameter of more than 1024 characters before
 # the module sees it
