@@ -20,6 +20,7 @@
 #include "logdir.h"
 #include "net.h"
 #include "netlink.h"
+#include "nl_park.h"
 #include "partition.h"
 #include "topic.h"
 
@@ -798,11 +799,21 @@ struct genl_family krep_genl_family __ro_after_init = {
 
 int __init krep_netlink_init(void)
 {
-	return genl_register_family(&krep_genl_family);
+	int err;
+
+	err = krep_nlpark_init();
+	if (err)
+		return err;
+	err = genl_register_family(&krep_genl_family);
+	if (err)
+		krep_nlpark_exit();
+	return err;
 }
 
 void krep_netlink_exit(void)
 {
+	/* parked requests go before the family they would answer for */
+	krep_nlpark_exit();
 	genl_unregister_family(&krep_genl_family);
 }
 

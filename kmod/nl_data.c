@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * krep: PRODUCE, FETCH, LIST_OFFSETS, DELETE_RECORDS and TXN.
+ *
+ * An acks=all PRODUCE, a FETCH with a wait and a DELETE_RECORDS do what
+ * they can at once and leave their wait to nl_park.c, which answers from
+ * a work item: no handler sleeps under genetlink's lock.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -14,12 +18,10 @@
 #include "record.h"
 #include "topic.h"
 #include "producer.h"
+#include "nl_park.h"
 
 #define KREP_FETCH_MAX_BYTES	BIT(20)
-/*
- * Waits hold genetlink's cb_lock for reading, which family registration
- * takes for writing: keep them as short as Kafka's request timeout.
- */
+/* as Kafka's request timeout */
 #define KREP_WAIT_MAX_MS	30000U
 
 static struct netlink_range_validation fetch_bytes_range = {
@@ -130,9 +132,9 @@ static int beyond_any_log(struct genl_info *info, const struct nlattr *attr,
 	return krep_nl_status(info, -ERANGE, &st);
 }
 
-/* a reply with the given u64 attributes */
-static int reply_u64s(struct genl_info *info, u8 cmd, const int *types,
-		      const u64 *vals, int n)
+/* a reply with the given u64 attributes, or an ERR_PTR */
+static struct sk_buff *build_u64s(struct genl_info *info, u8 cmd,
+				  const int *types, const u64 *vals, int n)
 {
 	struct sk_buff *msg;
 	void *hdr;
@@ -140,7 +142,7 @@ static int reply_u64s(struct genl_info *info, u8 cmd, const int *types,
 
 	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
 	if (!msg)
-		return -ENOMEM;
+		return ERR_PTR(-ENOMEM);
 	hdr = genlmsg_put_reply(msg, info, &krep_genl_family, 0, cmd);
 	if (!hdr)
 		goto nospace;
@@ -149,24 +151,78 @@ static int reply_u64s(struct genl_info *info, u8 cmd, const int *types,
 			goto nospace;
 	}
 	genlmsg_end(msg, hdr);
-	return genlmsg_reply(msg, info);
+	return msg;
 
 nospace:
 	nlmsg_free(msg);
-	return -EMSGSIZE;
+	return ERR_PTR(-EMSGSIZE);
+}
+
+static int reply_u64s(struct genl_info *info, u8 cmd, const int *types,
+		      const u64 *vals, int n)
+{
+	struct sk_buff *msg = build_u64s(info, cmd, types, vals, n);
+
+	return IS_ERR(msg) ? PTR_ERR(msg) : genlmsg_reply(msg, info);
+}
+
+static struct sk_buff *produce_reply(struct genl_info *info, u64 base,
+				     u64 hw)
+{
+	static const int types[] = { KREP_A_OFFSET, KREP_A_HW };
+	u64 vals[] = { base, hw };
+
+	return build_u64s(info, KREP_CMD_PRODUCE, types, vals, 2);
+}
+
+/* an appended batch waiting for the ISR (acks=all) or a sync */
+struct produce_park {
+	struct krep_nlpark np;		/* first: nl_park.c frees it */
+	struct krep_append_result res;
+	u32 len;
+	s16 acks;
+};
+
+static struct sk_buff *produce_step(struct krep_nlpark *np, bool late,
+				    struct krep_status *st)
+{
+	struct produce_park *pp = container_of(np, struct produce_park, np);
+	struct krep_partition *p = np->p;
+	int err = 0;
+
+	if (pp->acks == -1)
+		err = krep_partition_commit_check(p, pp->res.last, st);
+	if (err == -EINPROGRESS && late)
+		err = krep_fail(st, KREP_KERR_REQUEST_TIMED_OUT, -ETIMEDOUT,
+				"timed out waiting for the ISR to replicate");
+	if (!err && pp->res.flush) {
+		err = krep_partition_flush_check(p, pp->res.last, st);
+		if (err == -EINPROGRESS && late)
+			err = krep_fail(st, KREP_KERR_REQUEST_TIMED_OUT,
+					-ETIMEDOUT,
+					"timed out waiting for the log to be flushed (flush.messages)");
+	}
+	if (err == -EINPROGRESS)
+		return NULL;
+	if (pp->acks == -1)
+		krep_partition_trace_produce(p, &pp->res, pp->len,
+					     err ? st->kerr : 0);
+	return err ? ERR_PTR(err) : produce_reply(&np->info, pp->res.base,
+						   READ_ONCE(p->hw));
 }
 
 int krep_nl_produce(struct sk_buff *skb, struct genl_info *info)
 {
-	static const int types[] = { KREP_A_OFFSET, KREP_A_HW };
+	struct produce_park *pp = NULL;
+	struct krep_append_result res;
 	struct krep_status st = {};
 	struct krep_partition *p;
 	struct krep_topic *t;
+	struct sk_buff *msg;
 	struct nlattr *rec;
-	u32 timeout = 30000;
+	u32 timeout = KREP_WAIT_MAX_MS;
 	s64 epoch = -1;
 	s16 acks = -1;
-	u64 vals[2];
 	int err;
 
 	if (!krep_nl_require_partition(info) ||
@@ -188,13 +244,45 @@ int krep_nl_produce(struct sk_buff *skb, struct genl_info *info)
 	p = krep_nl_partition(info, &t, &st);
 	if (IS_ERR(p))
 		return krep_nl_status(info, PTR_ERR(p), &st);
-	err = krep_partition_produce(p, nla_data(rec), nla_len(rec), acks,
-				     timeout, epoch, &vals[0], &st);
-	vals[1] = READ_ONCE(p->hw);
+	/* one that may wait (the ISR, flush.messages' sync) gets room first */
+	if (acks == -1 ||
+	    p->topic->config.flush_messages != KREP_FLUSH_NEVER) {
+		pp = kzalloc(sizeof(*pp), GFP_KERNEL_ACCOUNT);
+		err = pp ? krep_nlpark_reserve(info) : -ENOMEM;
+		if (err) {
+			kfree(pp);
+			krep_topic_put(t);
+			return err;
+		}
+	}
+	err = krep_partition_append(p, nla_data(rec), nla_len(rec), acks,
+				    epoch, &res, &st);
+	if (!err && pp && (acks == -1 || res.flush)) {
+		pp->res = res;
+		pp->len = nla_len(rec);
+		pp->acks = acks;
+		pp->np.hw_keyed = true;
+		pp->np.hw_above = res.last;
+		err = krep_nlpark_start(&pp->np, skb, info, t, p,
+					&p->commit_wq, timeout, 0,
+					produce_step);
+		if (err == -EINTR)
+			return err;		/* answered from nl_park.c */
+		krep_topic_put(t);
+		kfree(pp);
+		krep_fail(&st, KREP_KERR_UNKNOWN_TOPIC_OR_PARTITION, err,
+			  "broker shutting down");
+		return krep_nl_status(info, err, &st);
+	}
+	if (pp) {
+		krep_nlpark_unreserve(info);
+		kfree(pp);
+	}
+	msg = err ? NULL : produce_reply(info, res.base, READ_ONCE(p->hw));
 	krep_topic_put(t);
 	if (err)
 		return krep_nl_status(info, err, &st);
-	return reply_u64s(info, KREP_CMD_PRODUCE, types, vals, 2);
+	return IS_ERR(msg) ? PTR_ERR(msg) : genlmsg_reply(msg, info);
 }
 
 static struct sk_buff *fetch_alloc(void *ctx, size_t payload)
@@ -213,47 +301,94 @@ static struct sk_buff *fetch_alloc(void *ctx, size_t payload)
 	return msg;
 }
 
+/* a fetch at the end waiting for records or HW */
+struct fetch_park {
+	struct krep_nlpark np;		/* first: nl_park.c frees it */
+	struct krep_fetch_req req;
+};
+
+static struct sk_buff *fetch_step(struct krep_nlpark *np, bool late,
+				  struct krep_status *st)
+{
+	struct fetch_park *fp = container_of(np, struct fetch_park, np);
+	struct sk_buff *msg;
+
+	if (!late && !krep_partition_fetch_ready(np->p, &fp->req))
+		return NULL;
+	if (late)
+		fp->req.max_wait_ms = 0;	/* what there is, if nothing */
+	msg = krep_partition_fetch(np->p, &fp->req, st);
+	if (msg == ERR_PTR(-EAGAIN))
+		return NULL;	/* HW went back (a truncation): wait on */
+	if (!IS_ERR(msg))
+		nlmsg_end(msg, nlmsg_hdr(msg));
+	return msg;
+}
+
 int krep_nl_fetch(struct sk_buff *skb, struct genl_info *info)
 {
-	struct krep_fetch_req req = {
+	struct nlattr **attrs = info->attrs;
+	struct krep_status st = {};
+	struct krep_partition *p;
+	struct fetch_park *fp;
+	struct krep_topic *t;
+	struct sk_buff *msg;
+	int err;
+
+	if (!krep_nl_require_partition(info) ||
+	    !krep_nl_require(info, KREP_A_OFFSET, "fetch offset"))
+		return -EINVAL;
+	fp = kzalloc(sizeof(*fp), GFP_KERNEL_ACCOUNT);
+	if (!fp)
+		return -ENOMEM;
+	fp->req = (struct krep_fetch_req) {
+		.offset = nla_get_u64(attrs[KREP_A_OFFSET]),
 		.max_bytes = KREP_FETCH_MAX_BYTES,
 		.alloc_reply = fetch_alloc,
 		.ctx = info,
 		.leader_epoch = -1,
 	};
-	struct nlattr **attrs = info->attrs;
-	struct krep_status st = {};
-	struct krep_partition *p;
-	struct krep_topic *t;
-	struct sk_buff *msg;
-
-	if (!krep_nl_require_partition(info) ||
-	    !krep_nl_require(info, KREP_A_OFFSET, "fetch offset"))
-		return -EINVAL;
-	req.offset = nla_get_u64(attrs[KREP_A_OFFSET]);
 	if (attrs[KREP_A_MAX_BYTES])
-		req.max_bytes = nla_get_u32(attrs[KREP_A_MAX_BYTES]);
+		fp->req.max_bytes = nla_get_u32(attrs[KREP_A_MAX_BYTES]);
 	if (attrs[KREP_A_MAX_WAIT_MS])
-		req.max_wait_ms = nla_get_u32(attrs[KREP_A_MAX_WAIT_MS]);
+		fp->req.max_wait_ms = nla_get_u32(attrs[KREP_A_MAX_WAIT_MS]);
 	if (attrs[KREP_A_ISOLATION])
-		req.isolation = nla_get_u8(attrs[KREP_A_ISOLATION]);
-	req.follower_read = nla_get_flag(attrs[KREP_A_FOLLOWER_READ]);
+		fp->req.isolation = nla_get_u8(attrs[KREP_A_ISOLATION]);
+	fp->req.follower_read = nla_get_flag(attrs[KREP_A_FOLLOWER_READ]);
 	if (attrs[KREP_A_LEADER_EPOCH])
-		req.leader_epoch = nla_get_u32(attrs[KREP_A_LEADER_EPOCH]);
+		fp->req.leader_epoch = nla_get_u32(attrs[KREP_A_LEADER_EPOCH]);
 	p = krep_nl_partition(info, &t, &st);
-	if (IS_ERR(p))
+	if (IS_ERR(p)) {
+		kfree(fp);
 		return krep_nl_status(info, PTR_ERR(p), &st);
-	if (req.offset > S64_MAX) {
+	}
+	if (fp->req.offset > S64_MAX) {
 		krep_topic_put(t);
+		kfree(fp);
 		return beyond_any_log(info, attrs[KREP_A_OFFSET],
 				      "offset beyond the log end offset");
 	}
-	msg = krep_partition_fetch(p, &req, &st);
+	msg = krep_partition_fetch(p, &fp->req, &st);
+	if (msg != ERR_PTR(-EAGAIN)) {
+		krep_topic_put(t);
+		kfree(fp);
+		if (IS_ERR(msg))
+			return krep_nl_status(info, PTR_ERR(msg), &st);
+		nlmsg_end(msg, nlmsg_hdr(msg));
+		return genlmsg_reply(msg, info);
+	}
+	/* nothing to read yet: wait, from a work item */
+	err = krep_nlpark_reserve(info);
+	if (!err) {
+		fp->req.ctx = &fp->np.info;	/* the reply's portid and seq */
+		err = krep_nlpark_start(&fp->np, skb, info, t, p, &p->waitq,
+					fp->req.max_wait_ms, 0, fetch_step);
+		if (err == -EINTR)
+			return err;		/* answered from nl_park.c */
+	}
 	krep_topic_put(t);
-	if (IS_ERR(msg))
-		return krep_nl_status(info, PTR_ERR(msg), &st);
-	nlmsg_end(msg, nlmsg_hdr(msg));
-	return genlmsg_reply(msg, info);
+	kfree(fp);
+	return err;
 }
 
 int krep_nl_list_offsets(struct sk_buff *skb, struct genl_info *info)
@@ -302,40 +437,108 @@ int krep_nl_list_offsets(struct sk_buff *skb, struct genl_info *info)
 	return genlmsg_reply(msg, info);
 }
 
-int krep_nl_delete_records(struct sk_buff *skb, struct genl_info *info)
+static struct sk_buff *delete_reply(struct genl_info *info,
+				    struct krep_partition *p)
 {
 	static const int types[] = { KREP_A_LOW_WATERMARK, KREP_A_LOG_START };
-	struct krep_status st = {};
+	u64 vals[2];
+
+	mutex_lock(&p->lock);
+	vals[0] = p->low_watermark;
+	vals[1] = p->log.start_offset;
+	mutex_unlock(&p->lock);
+	return build_u64s(info, KREP_CMD_DELETE_RECORDS, types, vals, 2);
+}
+
+/* a new log start waiting for the followers' (LW) */
+struct delete_park {
+	struct krep_nlpark np;		/* first: nl_park.c frees it */
 	u64 offset;
+};
+
+static struct sk_buff *delete_step(struct krep_nlpark *np, bool late,
+				   struct krep_status *st)
+{
+	struct delete_park *dp = container_of(np, struct delete_park, np);
+	int err;
+
+	err = krep_partition_delete_check(np->p, dp->offset, st);
+	if (err == -EINPROGRESS) {
+		if (!late)
+			return NULL;
+		err = krep_fail(st, KREP_KERR_REQUEST_TIMED_OUT, -ETIMEDOUT,
+				"timed out waiting for the followers' log start");
+	}
+	return err ? ERR_PTR(err) : delete_reply(&np->info, np->p);
+}
+
+int krep_nl_delete_records(struct sk_buff *skb, struct genl_info *info)
+{
+	u32 timeout = KREP_WAIT_MAX_MS;
+	struct krep_status st = {};
+	struct delete_park *dp;
 	struct krep_partition *p;
 	struct krep_topic *t;
-	u64 vals[2];
+	struct sk_buff *msg;
 	int err;
 
 	if (!krep_nl_require_partition(info) ||
 	    !krep_nl_require(info, KREP_A_OFFSET, "offset"))
 		return -EINVAL;
+	if (info->attrs[KREP_A_TIMEOUT_MS])
+		timeout = nla_get_u32(info->attrs[KREP_A_TIMEOUT_MS]);
+	dp = kzalloc(sizeof(*dp), GFP_KERNEL_ACCOUNT);
+	if (!dp)
+		return -ENOMEM;
+	dp->offset = nla_get_u64(info->attrs[KREP_A_OFFSET]);
+	/* room for the wait before the log start moves */
+	err = krep_nlpark_reserve(info);
+	if (err) {
+		kfree(dp);
+		return err;
+	}
 	p = krep_nl_partition(info, &t, &st);
-	if (IS_ERR(p))
-		return krep_nl_status(info, PTR_ERR(p), &st);
-	offset = nla_get_u64(info->attrs[KREP_A_OFFSET]);
-	if (offset > S64_MAX) {
+	if (IS_ERR(p)) {
+		err = PTR_ERR(p);
+		goto unreserve;
+	}
+	if (dp->offset > S64_MAX) {
 		krep_topic_put(t);
+		krep_nlpark_unreserve(info);
+		kfree(dp);
 		return beyond_any_log(info, info->attrs[KREP_A_OFFSET],
 				      "offset beyond the high watermark");
 	}
-	err = krep_partition_delete_records(p, offset,
-					    info->attrs[KREP_A_TIMEOUT_MS] ?
-					    nla_get_u32(info->attrs[KREP_A_TIMEOUT_MS]) :
-					    KREP_WAIT_MAX_MS, &st);
-	mutex_lock(&p->lock);
-	vals[0] = p->low_watermark;
-	vals[1] = p->log.start_offset;
-	mutex_unlock(&p->lock);
+	err = krep_partition_delete_records(p, dp->offset, &st);
+	if (err == -EINPROGRESS && timeout) {
+		/* a follower that stops fetching leaves LW after the lag */
+		err = krep_nlpark_start(&dp->np, skb, info, t, p,
+					&p->commit_wq, timeout,
+					p->topic->config.replica_lag_time_max_ms,
+					delete_step);
+		if (err == -EINTR)
+			return err;		/* answered from nl_park.c */
+		krep_fail(&st, KREP_KERR_UNKNOWN_TOPIC_OR_PARTITION, err,
+			  "broker shutting down");
+		krep_topic_put(t);
+		kfree(dp);
+		return krep_nl_status(info, err, &st);
+	}
+	if (err == -EINPROGRESS)
+		err = krep_fail(&st, KREP_KERR_REQUEST_TIMED_OUT, -ETIMEDOUT,
+				"timed out waiting for the followers' log start");
+	msg = err ? NULL : delete_reply(info, p);
 	krep_topic_put(t);
+	krep_nlpark_unreserve(info);
+	kfree(dp);
 	if (err)
 		return krep_nl_status(info, err, &st);
-	return reply_u64s(info, KREP_CMD_DELETE_RECORDS, types, vals, 2);
+	return IS_ERR(msg) ? PTR_ERR(msg) : genlmsg_reply(msg, info);
+
+unreserve:
+	krep_nlpark_unreserve(info);
+	kfree(dp);
+	return krep_nl_status(info, err, &st);
 }
 
 int krep_nl_txn(struct sk_buff *skb, struct genl_info *info)

@@ -102,24 +102,6 @@ void krep_partition_wake(struct krep_partition *p)
 	wake_up_all(&p->commit_wq);
 }
 
-/* an acks=all producer waiting for HW to pass @last */
-struct commit_waiter {
-	struct wait_queue_entry wq;
-	u64 last;
-};
-
-/* woken for a HW move (@key: the new HW) only once HW passes its record */
-static int commit_wake(struct wait_queue_entry *wq, unsigned int mode,
-		       int flags, void *key)
-{
-	struct commit_waiter *w = container_of(wq, struct commit_waiter, wq);
-	const u64 *hw = key;
-
-	if (hw && *hw <= w->last)
-		return 0;
-	return autoremove_wake_function(wq, mode, flags, key);
-}
-
 /*
  * HW moved: wake the consumers' fetches (not the followers': HW alone has
  * nothing for them), and the producers it has committed
@@ -370,42 +352,6 @@ int krep_partition_leader_append(struct krep_partition *p, const u8 *batch,
 	return 0;
 }
 
-/* lockless peek for the waits below; the waker rechecks under the lock */
-static bool commit_done(const struct krep_partition *p, u64 last)
-{
-	return READ_ONCE(p->hw) > last || READ_ONCE(p->dead) ||
-	       READ_ONCE(p->role) != KREP_ROLE_LEADER || krep_exiting();
-}
-
-/*
- * Sleep until commit_done() or @left jiffies pass: the remaining time,
- * or -ERESTARTSYS for a signal. Unlike wait_event(), a HW move that
- * leaves @last uncommitted does not wake this producer.
- */
-static long sleep_commit(struct krep_partition *p, u64 last, long left)
-{
-	struct commit_waiter w = { .last = last };
-
-	init_wait_entry(&w.wq, 0);
-	w.wq.func = commit_wake;
-	for (;;) {
-		long intr = prepare_to_wait_event(&p->commit_wq, &w.wq,
-						  TASK_INTERRUPTIBLE);
-
-		if (commit_done(p, last))
-			break;
-		if (intr) {
-			left = intr;
-			break;
-		}
-		left = schedule_timeout(left);
-		if (!left)
-			break;
-	}
-	finish_wait(&p->commit_wq, &w.wq);
-	return left;
-}
-
 /*
  * Under p->lock: 0 committed, -EINPROGRESS still waiting, or the error.
  * As Kafka's Partition.checkEnoughReplicasReachOffset: a record HW has
@@ -429,44 +375,6 @@ static int commit_state(struct krep_partition *p, u64 last,
 		return krep_fail(st, KREP_KERR_NOT_ENOUGH_REPLICAS_AFTER_APPEND,
 				 -EAGAIN, "committed, but the ISR is below min_insync_replicas");
 	return 0;
-}
-
-/*
- * acks=all: wait until HW passes @last, the ISR is too small, or time out.
- * Called without p->lock: producers that one HW move commits together
- * return without queueing on the lock, which they would take only to
- * see what the lockless look at HW already told them.
- */
-static int wait_commit(struct krep_partition *p, u64 last, u32 timeout_ms,
-		       struct krep_status *st)
-{
-	long left = msecs_to_jiffies(timeout_ms);
-	bool intr = false;
-	int err;
-
-	for (;;) {
-		if (READ_ONCE(p->hw) > last && !READ_ONCE(p->dead) &&
-		    !krep_exiting() && krep_partition_isr_size(p) >= min_isr(p))
-			return 0;
-		mutex_lock(&p->lock);
-		err = commit_state(p, last, st);
-		mutex_unlock(&p->lock);
-		if (err != -EINPROGRESS)
-			return err;
-		if (!left)
-			break;
-		left = sleep_commit(p, last, left);
-		if (left < 0) {
-			intr = true;	/* one more look, then answer */
-			left = 0;
-		}
-	}
-	/* a signal ends the wait like the timeout: netlink acks no -EINTR */
-	if (intr)
-		return krep_fail(st, KREP_KERR_REQUEST_TIMED_OUT, -ETIMEDOUT,
-				 "interrupted while waiting for the ISR");
-	return krep_fail(st, KREP_KERR_REQUEST_TIMED_OUT, -ETIMEDOUT,
-			 "timed out waiting for the ISR to replicate");
 }
 
 /**
@@ -645,72 +553,6 @@ int krep_partition_flush_check(struct krep_partition *p, u64 last,
 	return err;
 }
 
-static bool flushed_past(const struct krep_partition *p, u64 last)
-{
-	return READ_ONCE(p->flushed) > last || READ_ONCE(p->dead) ||
-	       krep_disk_failed(p) || krep_exiting();
-}
-
-/* flush.messages: wait until the disk work synced @last, up to @deadline */
-static int wait_flush(struct krep_partition *p, u64 last,
-		      unsigned long deadline, struct krep_status *st)
-{
-	long left;
-	int err;
-
-	for (;;) {
-		err = krep_partition_flush_check(p, last, st);
-		if (err != -EINPROGRESS)
-			return err;
-		left = (long)(deadline - jiffies);
-		if (left <= 0)
-			break;
-		left = wait_event_interruptible_timeout(p->commit_wq,
-							flushed_past(p, last),
-							left);
-		if (left < 0)
-			break;		/* a signal: answer as a timeout */
-	}
-	return krep_fail(st, KREP_KERR_REQUEST_TIMED_OUT, -ETIMEDOUT,
-			 "timed out waiting for the log to be flushed (flush.messages)");
-}
-
-/**
- * krep_partition_produce - append a producer's batch as leader and, for
- * acks=all, wait for it to commit
- * @p: the partition
- * @batch: one RecordBatch v2, @len bytes, not yet checked
- * @len: its length
- * @acks: 0, 1 or -1 (all)
- * @timeout_ms: how long acks=all may wait
- * @leader_epoch: the epoch the producer knows, or -1
- * @base: set to the base offset assigned
- * @st: Kafka's error code and a reason on failure
- *
- * Return: 0 or a negative errno (see uapi/linux/krep.h for the mapping).
- */
-int krep_partition_produce(struct krep_partition *p, const u8 *batch, u32 len,
-			   s16 acks, u32 timeout_ms, s64 leader_epoch, u64 *base,
-			   struct krep_status *st)
-{
-	unsigned long deadline = jiffies + msecs_to_jiffies(timeout_ms);
-	struct krep_append_result res;
-	int err;
-
-	err = krep_partition_append(p, batch, len, acks, leader_epoch, &res,
-				    st);
-	*base = res.base;
-	if (err || (acks != -1 && !res.flush))
-		return err;
-	if (acks == -1)
-		err = wait_commit(p, res.last, timeout_ms, st);
-	if (!err && res.flush)
-		err = wait_flush(p, res.last, deadline, st);
-	if (acks == -1)
-		krep_partition_trace_produce(p, &res, len, err ? st->kerr : 0);
-	return err;
-}
-
 struct fetch_filter {
 	struct krep_partition *p;
 	u64 limit;			/* HW or LSO */
@@ -736,8 +578,9 @@ static u64 fetch_limit(const struct krep_partition *p, u8 isolation)
 	return isolation == KREP_READ_COMMITTED ? p->lso : p->hw;
 }
 
-static bool fetch_ready(const struct krep_partition *p,
-			const struct krep_fetch_req *req)
+/* lockless: may a fetch parked at @req->offset have something now? */
+bool krep_partition_fetch_ready(const struct krep_partition *p,
+				const struct krep_fetch_req *req)
 {
 	return fetch_limit(p, req->isolation) > req->offset ||
 	       READ_ONCE(p->dead) || krep_exiting();
@@ -772,28 +615,6 @@ static int fetch_check(struct krep_partition *p,
 		return krep_fail(st, KREP_KERR_OFFSET_OUT_OF_RANGE,
 				 -ERANGE, "offset beyond the log end offset");
 	return 0;
-}
-
-/* wait until a fetch at @req->offset has something to read */
-static int fetch_wait(struct krep_partition *p, const struct krep_fetch_req *req,
-		      struct krep_status *st)
-{
-	long left = msecs_to_jiffies(req->max_wait_ms);
-	int err;
-
-	for (;;) {
-		err = fetch_check(p, req, st);
-		if (err)
-			return err;
-		if (req->offset < fetch_limit(p, req->isolation) || !left)
-			return 0;
-		mutex_unlock(&p->lock);
-		left = wait_event_interruptible_timeout(p->waitq,
-							fetch_ready(p, req), left);
-		mutex_lock(&p->lock);
-		if (left < 0)
-			left = 0;	/* a signal ends the wait: answer now */
-	}
 }
 
 #define FETCH_REPLY_OVERHEAD	512
@@ -866,12 +687,14 @@ static int fetch_copy_emit(struct page *page, u32 off, u32 len, void *ctx)
  * @req: offset, byte limit, wait, isolation and the reply allocator
  * @st: Kafka's error code and a reason on failure
  *
- * A fetch at the end waits up to @req->max_wait_ms and is woken by the
- * append (or HW move) that gives it something to read. The leader serves
- * it, or a follower when the request allows (up to the follower's HW).
+ * Never waits: a fetch at the end with @req->max_wait_ms is answered
+ * ERR_PTR(-EAGAIN), and its caller parks it (nl_park.c) until
+ * krep_partition_fetch_ready() or its deadline, then asks again (with
+ * no wait, at the deadline). The leader serves it, or a follower when
+ * the request allows (up to the follower's HW).
  *
  * Return: the reply holding KREP_A_RECORDS (when there are any) and the
- * watermarks, or an ERR_PTR.
+ * watermarks, -EAGAIN (st untouched), or another ERR_PTR.
  */
 struct sk_buff *krep_partition_fetch(struct krep_partition *p,
 				     const struct krep_fetch_req *req,
@@ -885,10 +708,14 @@ struct sk_buff *krep_partition_fetch(struct krep_partition *p,
 	int err;
 
 	mutex_lock(&p->lock);
-	err = fetch_wait(p, req, st);
+	err = fetch_check(p, req, st);
 	if (err)
 		goto out;
 	fc.f.limit = fetch_limit(p, req->isolation);
+	if (req->max_wait_ms && req->offset >= fc.f.limit) {
+		mutex_unlock(&p->lock);
+		return ERR_PTR(-EAGAIN);
+	}
 	if (req->offset < fc.f.limit)
 		size = krep_log_read_size(&p->log, req->offset, req->max_bytes,
 					  fetch_filter, &fc.f);
@@ -1035,18 +862,39 @@ out:
 	return err;
 }
 
-/* lockless peek for DELETE_RECORDS' wait; it rechecks under the lock */
-static bool lw_done(const struct krep_partition *p, u64 offset)
+/*
+ * Under p->lock: has LW reached @offset? 0, -EINPROGRESS, or the error.
+ * As Kafka's delayed DeleteRecords, answered once it has: the live
+ * followers learn the new log start from their next FETCH and report it
+ * on the one after; one that stops fetching leaves LW after the lag, with
+ * no wake-up, so the waiter also looks every replica_lag_time_max_ms.
+ */
+static int lw_state(struct krep_partition *p, u64 offset,
+		    struct krep_status *st)
 {
-	return READ_ONCE(p->low_watermark) >= offset || READ_ONCE(p->dead) ||
-	       krep_exiting() || READ_ONCE(p->role) != KREP_ROLE_LEADER;
+	int err;
+
+	lockdep_assert_held(&p->lock);
+	err = krep_partition_check_leader(p, st);
+	if (err)
+		return err;
+	update_low_watermark(p);	/* a follower may have died */
+	return p->low_watermark >= offset ? 0 : -EINPROGRESS;
 }
 
+/**
+ * krep_partition_delete_records - DELETE_RECORDS: move the log start
+ * @p: the partition, led here
+ * @offset: the new log start, at most HW
+ * @st: Kafka's error code and a reason on failure
+ *
+ * Return: 0 once LW has reached @offset, -EINPROGRESS while the
+ * followers have not (krep_partition_delete_check() tells when they
+ * have), or the error.
+ */
 int krep_partition_delete_records(struct krep_partition *p, u64 offset,
-				  u32 timeout_ms, struct krep_status *st)
+				  struct krep_status *st)
 {
-	u32 lag = p->topic->config.replica_lag_time_max_ms;
-	long left = msecs_to_jiffies(timeout_ms);
 	int err;
 
 	mutex_lock(&p->lock);
@@ -1065,35 +913,20 @@ int krep_partition_delete_records(struct krep_partition *p, u64 offset,
 	krep_epoch_truncate_start(&p->epochs, p->log.start_offset);
 	update_low_watermark(p);
 	krep_partition_wake(p);
-	/*
-	 * as Kafka's delayed DeleteRecords: answered once LW has reached
-	 * @offset (the live followers learn the log start from their next
-	 * FETCH and report it on the one after), or at the timeout
-	 */
-	while (p->low_watermark < offset) {
-		/* a follower that stops fetching leaves LW after the lag */
-		long nap = min_t(long, left, msecs_to_jiffies(lag));
-		long got;
-
-		mutex_unlock(&p->lock);
-		got = wait_event_interruptible_timeout(p->commit_wq,
-						       lw_done(p, offset), nap);
-		left = got < 0 ? 0 : left - (nap - got);
-		mutex_lock(&p->lock);
-		err = krep_partition_check_leader(p, st);
-		if (err)
-			goto out;
-		update_low_watermark(p);	/* a follower may have died */
-		if (p->low_watermark >= offset)
-			break;
-		if (left <= 0) {
-			err = krep_fail(st, KREP_KERR_REQUEST_TIMED_OUT,
-					-ETIMEDOUT,
-					"timed out waiting for the followers' log start");
-			goto out;
-		}
-	}
+	err = lw_state(p, offset, st);
 out:
+	mutex_unlock(&p->lock);
+	return err;
+}
+
+/* where a DELETE_RECORDS stands: 0, -EINPROGRESS or the error */
+int krep_partition_delete_check(struct krep_partition *p, u64 offset,
+				struct krep_status *st)
+{
+	int err;
+
+	mutex_lock(&p->lock);
+	err = lw_state(p, offset, st);
 	mutex_unlock(&p->lock);
 	return err;
 }

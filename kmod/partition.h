@@ -170,9 +170,6 @@ bool krep_partition_flush_due(struct krep_partition *p);
 void krep_partition_trace_produce(struct krep_partition *p,
 				  const struct krep_append_result *res,
 				  u32 len, s16 kerr);
-int krep_partition_produce(struct krep_partition *p, const u8 *batch, u32 len,
-			   s16 acks, u32 timeout_ms, s64 leader_epoch, u64 *base,
-			   struct krep_status *st);
 long krep_partition_consumer_read(struct krep_partition *p,
 				  const struct krep_fetch_req *req, bool first,
 				  krep_log_frag_t emit, void *ctx,
@@ -181,11 +178,15 @@ long krep_partition_consumer_read(struct krep_partition *p,
 struct sk_buff *krep_partition_fetch(struct krep_partition *p,
 				     const struct krep_fetch_req *req,
 				     struct krep_status *st);
+bool krep_partition_fetch_ready(const struct krep_partition *p,
+				const struct krep_fetch_req *req);
 int krep_partition_list_offset(struct krep_partition *p, s64 ts, bool committed,
 			       u64 *offset, s64 *found_ts,
 			       struct krep_status *st);
 int krep_partition_delete_records(struct krep_partition *p, u64 offset,
-				  u32 timeout_ms, struct krep_status *st);
+				  struct krep_status *st);
+int krep_partition_delete_check(struct krep_partition *p, u64 offset,
+				struct krep_status *st);
 int krep_partition_txn(struct krep_partition *p, u64 pid, u16 pepoch, u8 op,
 		       u32 timeout_ms, u64 *offset, struct krep_status *st);
 int krep_partition_check_leader(struct krep_partition *p,

@@ -752,7 +752,12 @@ static int bg_start(struct bg *bg, const struct bg_req *q)
 	return 0;
 }
 
-/* true once the child sleeps inside krep.ko (its kernel stack says so) */
+/*
+ * true once the child waits for the answer of a request that krep.ko has
+ * parked (nl_park.c): its send has returned and it sleeps in netlink's
+ * recvmsg (its kernel stack says so); a request answered at once would
+ * have its answer queued before the send returned
+ */
 static bool bg_parked(const struct bg *bg)
 {
 	char path[64], buf[4096];
@@ -768,8 +773,7 @@ static bool bg_parked(const struct bg *bg)
 	if (n <= 0)
 		return false;
 	buf[n] = '\0';
-	return strstr(buf, "[krep]") && (strstr(buf, "krep_partition_fetch") ||
-					 strstr(buf, "krep_partition_produce"));
+	return strstr(buf, "netlink_recvmsg");
 }
 
 static bool bg_wait_parked(const struct bg *bg, int timeout_ms)

@@ -1362,9 +1362,11 @@ re='"id":2,[^}]*"state":"([a-z_]+)"'
 	2>"$tmp/parked.err" &
 cpid=$!
 krep_cleanup_push "kill $cpid 2>/dev/null"
-# parked: it sleeps in krep.ko's FETCH wait
+# parked: krep.ko parked its FETCH (the send returned; krepctl sleeps in
+# ppoll for the answer, every other request being answered before its
+# send returns)
 parked() {
-	grep -qE 'krep_partition_fetch' "/proc/$1/stack" 2>/dev/null
+	grep -q 'do_sys_poll' "/proc/$1/stack" 2>/dev/null
 }
 gone() {
 	! kill -0 "$1" 2>/dev/null

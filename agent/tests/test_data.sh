@@ -295,9 +295,11 @@ fails "commit without begin: INVALID_TXN_STATE" 1 INVALID_TXN_STATE \
 	"$K" txn tx 8:1 commit
 
 # --- follow ------------------------------------------------------------------
-# parked PID: PID sleeps in krep.ko's FETCH, so "end" is resolved
+# parked PID: PID waits for the answer of a FETCH that krep.ko parked
+# (its send returned: krepctl sleeps in ppoll, every other request being
+# answered before its send returns), so "end" is resolved
 parked() {
-	grep -q 'krep_partition_fetch' "/proc/$1/stack" 2>/dev/null
+	grep -q 'do_sys_poll' "/proc/$1/stack" 2>/dev/null
 }
 "$K" consume tx -f -o end >"$TMP/follow" 2>&1 &
 pid=$!
