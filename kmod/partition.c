@@ -48,7 +48,7 @@ struct krep_partition *krep_partition_new(struct krep_topic *t, u32 index,
 	u64 now = krep_now_ms();
 	unsigned int i;
 
-	p = kzalloc(sizeof(*p), GFP_KERNEL);
+	p = kzalloc(sizeof(*p), GFP_KERNEL_ACCOUNT);
 	if (!p)
 		return NULL;
 	p->topic = t;
