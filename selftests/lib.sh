@@ -244,6 +244,15 @@ krep_mod_load() {
 	krep_cleanup_push krep_mod_unload
 }
 
+# krep_parked PID: PID waits for the answer of a netlink request that
+# krep.ko parked (kmod/nl_park.c: an acks=all PRODUCE, a FETCH with a
+# wait): its send has returned and it sleeps in netlink's recvmsg, or in
+# ppoll (krepctl with a stop signal set). A request answered at once has
+# its answer queued before its send returns, so it never sleeps there.
+krep_parked() {
+	grep -qE 'netlink_recvmsg|do_sys_poll' "/proc/$1/stack" 2>/dev/null
+}
+
 krep_wait_for() {
 	local deadline=$((SECONDS + $1))
 	shift

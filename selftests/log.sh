@@ -98,11 +98,6 @@ wm() {
 	echo "$(jnum leo <<<"$j") $(jnum hw <<<"$j") $(jnum lso <<<"$j") $(jnum log_start <<<"$j")"
 }
 
-# parked PID: PID sleeps in krep.ko, in a FETCH or an acks=all PRODUCE
-# shellcheck disable=SC2317 # called through krep_wait_for
-parked() {
-	grep -qE 'krep_partition_(fetch|produce)' "/proc/$1/stack" 2>/dev/null
-}
 
 # gone PID: PID has exited (it is our child: wait reaps it)
 # shellcheck disable=SC2317 # called through krep_wait_for
@@ -378,7 +373,7 @@ t0=$(ms)
 "$KREPCTL" consume wake -o end -f -c 1 wait "$WAIT_MS" --format full \
 	>"$tmp/wake.out" 2>&1 &
 cpid=$!
-if krep_wait_for 60 parked "$cpid"; then
+if krep_wait_for 60 krep_parked "$cpid"; then
 	t1=$(ms)
 	echo hello | kc produce wake acks 1 timestamp 5 >/dev/null
 	waited "$cpid" $((WAIT_MS / 1000 + 30))
@@ -400,7 +395,7 @@ fi
 t0=$(ms)
 "$KREPCTL" consume wake -o end -f wait "$WAIT_MS" >"$tmp/del.out" 2>&1 &
 cpid=$!
-if krep_wait_for 60 parked "$cpid"; then
+if krep_wait_for 60 krep_parked "$cpid"; then
 	t1=$(ms)
 	kc topic delete wake
 	waited "$cpid" $((WAIT_MS / 1000 + 30))
@@ -440,7 +435,7 @@ t0=$(ms)
 cpid=$!
 "$KREPCTL" produce stuck acks all timeout "$WAIT_MS" <<<x >"$tmp/rm.prod" 2>&1 &
 ppid=$!
-if krep_wait_for 60 parked "$cpid" && krep_wait_for 60 parked "$ppid"; then
+if krep_wait_for 60 krep_parked "$cpid" && krep_wait_for 60 krep_parked "$ppid"; then
 	t1=$(ms)
 	if out=$(rmmod krep 2>&1); then
 		ktap_ok "rmmod with full topics, a parked consumer and a parked produce"

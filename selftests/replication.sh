@@ -1362,16 +1362,10 @@ re='"id":2,[^}]*"state":"([a-z_]+)"'
 	2>"$tmp/parked.err" &
 cpid=$!
 krep_cleanup_push "kill $cpid 2>/dev/null"
-# parked: krep.ko parked its FETCH (the send returned; krepctl sleeps in
-# ppoll for the answer, every other request being answered before its
-# send returns)
-parked() {
-	grep -q 'do_sys_poll' "/proc/$1/stack" 2>/dev/null
-}
 gone() {
 	! kill -0 "$1" 2>/dev/null
 }
-poll 60 parked "$cpid"
+poll 60 krep_parked "$cpid"
 pk=$?
 cpu_report
 probe_quit	# no socket of the probe's left to the rmmod

@@ -295,15 +295,9 @@ fails "commit without begin: INVALID_TXN_STATE" 1 INVALID_TXN_STATE \
 	"$K" txn tx 8:1 commit
 
 # --- follow ------------------------------------------------------------------
-# parked PID: PID waits for the answer of a FETCH that krep.ko parked
-# (its send returned: krepctl sleeps in ppoll, every other request being
-# answered before its send returns), so "end" is resolved
-parked() {
-	grep -q 'do_sys_poll' "/proc/$1/stack" 2>/dev/null
-}
 "$K" consume tx -f -o end >"$TMP/follow" 2>&1 &
 pid=$!
-if krep_wait_for 60 parked $pid; then
+if krep_wait_for 60 krep_parked $pid; then
 	printf 'f1\nf2\n' | "$K" produce tx >/dev/null
 	krep_wait_for 60 grep -q f2 "$TMP/follow"
 else
@@ -318,7 +312,7 @@ same "consume -f prints new records, SIGINT ends it with status 0" \
 # --follow over every partition: a fetch each in turn, new records of both
 "$K" consume keyed --follow -o end -f '%p:%s\n' >"$TMP/kfollow" 2>&1 &
 pid=$!
-if krep_wait_for 60 parked $pid; then
+if krep_wait_for 60 krep_parked $pid; then
 	printf 'foobar=f0\nabc=f1\n' | "$K" produce keyed -K = >/dev/null
 	krep_wait_for 60 grep -qx 0:f0 "$TMP/kfollow" &&
 		krep_wait_for 60 grep -qx 1:f1 "$TMP/kfollow"
