@@ -18,6 +18,7 @@
 #include <linux/random.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/wait_bit.h>
 #include <linux/rtnetlink.h>
 #include <net/ipv6.h>
 #include <net/net_namespace.h>
@@ -358,6 +359,10 @@ static int __net_init krep_net_init(struct net *net)
 	atomic64_set(&kn->mem.used, 0);
 	kn->mem.max = krep_param_log_memory_max();
 	krep_isr_init(kn);
+	ratelimit_state_init(&kn->state_rs,
+			     msecs_to_jiffies(krep_param_close_log_interval_ms()),
+			     30);
+	atomic_set(&kn->topics_freeing, 0);
 	RCU_INIT_POINTER(kn->cfg, cfg);
 	return 0;
 }
@@ -378,8 +383,9 @@ static void __net_exit krep_net_exit(struct net *net)
 
 	krep_logdir_shutdown(kn);
 	krep_topics_destroy(kn);
-	/* topics are freed after a grace period and uncharge kn->mem */
-	rcu_barrier();
+	/* topics are freed in a work after a grace period: uncharging kn->mem */
+	wait_var_event(&kn->topics_freeing,
+		       !atomic_read(&kn->topics_freeing));
 	WARN_ON_ONCE(atomic64_read(&kn->mem.used));
 
 	mutex_lock(&kn->cfg_lock);

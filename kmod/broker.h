@@ -9,6 +9,7 @@
 #include <linux/in6.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
+#include <linux/ratelimit.h>
 #include <linux/rcupdate.h>
 #include <linux/sched/mm.h>
 #include <linux/types.h>
@@ -87,6 +88,9 @@ struct krep_net {
 	struct list_head creating;		/* topics recovering (topic.c) */
 	struct krep_mem mem;			/* log memory of this broker */
 	struct delayed_work isr_work;		/* ISR expiration scan */
+	/* ISR change and truncation lines: 30 a close_log_interval_ms */
+	struct ratelimit_state state_rs;
+	atomic_t topics_freeing;		/* freed after a grace period */
 	struct krep_net_state *ns;		/* sockets (net.c) */
 	s64 broker_id;				/* copy of cfg's, for traces */
 	struct krep_stats stats;
@@ -97,6 +101,17 @@ struct krep_net {
 };
 
 struct krep_net *krep_net(const struct net *net);
+
+/*
+ * An ISR change or truncation line: rate-limited per broker, so that a
+ * broker with thousands of partitions (or a flapping peer) cannot flood
+ * the kernel log for the others
+ */
+#define krep_state_info(kn, fmt, ...)					\
+	do {								\
+		if (__ratelimit(&(kn)->state_rs))			\
+			pr_info(fmt, ##__VA_ARGS__);			\
+	} while (0)
 
 struct krep_broker_cfg *krep_broker_cfg_alloc(unsigned int npeers);
 struct krep_broker_cfg *krep_broker_cfg_dup(const struct krep_broker_cfg *old,

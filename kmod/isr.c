@@ -74,9 +74,10 @@ static bool scan_partition(struct krep_partition *p)
 				      r->leo < 0 ? -1 : p->log.end_offset - r->leo,
 				      now - r->last_caught_up_ms,
 				      r->leo < 0 ? "never fetched" : "lagging");
-		pr_info("%s-%u: ISR shrink: broker %u out of sync for %llu ms\n",
-			p->topic->name, p->index, p->replicas[i],
-			now - r->last_caught_up_ms);
+		krep_state_info(p->topic->kn,
+				"%s-%u: ISR shrink: broker %u out of sync for %llu ms\n",
+				p->topic->name, p->index, p->replicas[i],
+				now - r->last_caught_up_ms);
 	}
 	if (changed)
 		krep_isr_change(p, isr);
@@ -144,12 +145,18 @@ void krep_isr_schedule(struct krep_net *kn)
 	u32 lag = krep_topics_min_lag_ms(kn);
 	u32 every = lag ? min_t(u32, lag / 2, KREP_SCAN_MAX_MS) :
 			  KREP_SCAN_MAX_MS;
+	unsigned long delay = msecs_to_jiffies(max_t(u32, every, 1));
 
 	if (!krep_topics_exist(kn) || READ_ONCE(kn->dying))
 		return;
-	if (!delayed_work_pending(&kn->isr_work))
-		queue_delayed_work(system_power_efficient_wq, &kn->isr_work,
-				   msecs_to_jiffies(max_t(u32, every, 1)));
+	/*
+	 * a new topic with a shorter lag brings the next scan forward; the
+	 * expiry read unlocked may be stale: at worst one scan too early
+	 */
+	if (!delayed_work_pending(&kn->isr_work) ||
+	    time_before(jiffies + delay, READ_ONCE(kn->isr_work.timer.expires)))
+		mod_delayed_work(system_power_efficient_wq, &kn->isr_work,
+				 delay);
 }
 
 void krep_isr_stop(struct krep_net *kn)

@@ -145,7 +145,7 @@ MODULE_PARM_DESC(producer_id_expiration_ms,
 static unsigned int close_log_interval_ms = 5000;
 module_param(close_log_interval_ms, uint, 0444);
 MODULE_PARM_DESC(close_log_interval_ms,
-		 "window of the connection-close log lines' rate limit, 30 lines each (default 5000, 100..600000)");
+		 "window of the rate limits on connection-close lines and on ISR change and truncation lines, 30 lines each per broker (default 5000, 100..600000)");
 
 /*
  * Brokers with a cluster secret encrypt their replication connections

@@ -1122,8 +1122,9 @@ static void maybe_expand_isr(struct krep_partition *p, int idx)
 			      p->log.end_offset - r->leo,
 			      krep_now_ms() - r->last_caught_up_ms,
 			      "caught up to HW");
-	pr_info("%s-%u: ISR expand: broker %u caught up at %lld\n",
-		p->topic->name, p->index, p->replicas[idx], r->leo);
+	krep_state_info(p->topic->kn,
+			"%s-%u: ISR expand: broker %u caught up at %lld\n",
+			p->topic->name, p->index, p->replicas[idx], r->leo);
 	krep_isr_change(p, isr);
 }
 

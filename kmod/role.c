@@ -282,8 +282,8 @@ void krep_partition_truncate(struct krep_partition *p, u64 offset,
 	krep_partition_reset_pending(p);
 	krep_producer_rebuild(p);
 	trace_krep_truncate(p, p->replicas[p->self], old, leo);
-	pr_info("%s-%u: truncated from %llu to %llu: %s\n", p->topic->name,
-		p->index, old, leo, why);
+	krep_state_info(p->topic->kn, "%s-%u: truncated from %llu to %llu: %s\n",
+			p->topic->name, p->index, old, leo, why);
 }
 
 /*

@@ -11,6 +11,7 @@
 #include <linux/errno.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/wait_bit.h>
 #include <linux/krep.h>
 
 #include "krep.h"
@@ -208,9 +209,16 @@ static void topic_free(struct krep_topic *t)
 	krep_obj_put(KREP_OBJ_TOPIC);
 }
 
-static void topic_free_rcu(struct rcu_head *rcu)
+static void topic_free_work(struct work_struct *work)
 {
-	topic_free(container_of(rcu, struct krep_topic, rcu));
+	struct krep_topic *t = container_of(to_rcu_work(work),
+					    struct krep_topic, free_work);
+	struct krep_net *kn = t->kn;
+
+	topic_free(t);
+	/* the namespace's exit waits for this */
+	if (atomic_dec_and_test(&kn->topics_freeing))
+		wake_up_var(&kn->topics_freeing);
 }
 
 static void topic_release(struct kref *ref)
@@ -218,7 +226,9 @@ static void topic_release(struct kref *ref)
 	struct krep_topic *t = container_of(ref, struct krep_topic, ref);
 
 	/* lookups may still hold the pointer under RCU */
-	call_rcu(&t->rcu, topic_free_rcu);
+	atomic_inc(&t->kn->topics_freeing);
+	INIT_RCU_WORK(&t->free_work, topic_free_work);
+	queue_rcu_work(system_unbound_wq, &t->free_work);
 }
 
 void krep_topic_put(struct krep_topic *t)

@@ -10,6 +10,7 @@
 #include <linux/rcupdate.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
+#include <linux/workqueue.h>
 #include <linux/krep.h>
 
 #define KREP_TOPIC_NAME_MAX	249	/* Kafka's limit, without the NUL */
@@ -47,11 +48,13 @@ struct krep_status;
  * A topic and the partitions this broker hosts. Topics are on an RCU list
  * of their broker; lookups take a reference with kref_get_unless_zero().
  * Deletion unlinks the topic, kills its partitions (waking every waiter),
- * and drops the list's reference; the last reference frees it all.
+ * and drops the list's reference; the last reference frees it all, in a
+ * work item (process context: logs may hold many pages) after an RCU
+ * grace period.
  */
 struct krep_topic {
 	struct kref ref;
-	struct rcu_head rcu;
+	struct rcu_work free_work;
 	struct list_head node;		/* in krep_net.topics */
 	struct krep_net *kn;
 	char name[KREP_TOPIC_NAME_MAX + 1];
