@@ -844,14 +844,13 @@ static void ineligible(struct ctl *c, const struct cpart *p,
 static bool inel_differs(const struct krep_snap_part *r,
 			 const struct krep_ids *want)
 {
+	struct krep_ids got = { .n = 0 };
 	size_t i;
 
-	if (r->nineligible != want->n)
-		return true;
 	for (i = 0; i < r->nineligible; i++)
-		if (!krep_ids_has(want, r->ineligible[i]))
+		if (!krep_ids_add(&got, r->ineligible[i]))
 			return true;
-	return false;
+	return !krep_ids_equal(&got, want);
 }
 
 /* Tell broker @b the view of @p. */
