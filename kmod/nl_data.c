@@ -318,7 +318,7 @@ static struct sk_buff *fetch_step(struct krep_nlpark *np, bool late,
 	if (late)
 		fp->req.max_wait_ms = 0;	/* what there is, if nothing */
 	msg = krep_partition_fetch(np->p, &fp->req, st);
-	if (msg == ERR_PTR(-EAGAIN))
+	if (msg == ERR_PTR(-EINPROGRESS))
 		return NULL;	/* HW went back (a truncation): wait on */
 	if (!IS_ERR(msg))
 		nlmsg_end(msg, nlmsg_hdr(msg));
@@ -369,7 +369,7 @@ int krep_nl_fetch(struct sk_buff *skb, struct genl_info *info)
 				      "offset beyond the log end offset");
 	}
 	msg = krep_partition_fetch(p, &fp->req, &st);
-	if (msg != ERR_PTR(-EAGAIN)) {
+	if (msg != ERR_PTR(-EINPROGRESS)) {
 		krep_topic_put(t);
 		kfree(fp);
 		if (IS_ERR(msg))

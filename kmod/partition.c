@@ -688,13 +688,15 @@ static int fetch_copy_emit(struct page *page, u32 off, u32 len, void *ctx)
  * @st: Kafka's error code and a reason on failure
  *
  * Never waits: a fetch at the end with @req->max_wait_ms is answered
- * ERR_PTR(-EAGAIN), and its caller parks it (nl_park.c) until
+ * ERR_PTR(-EINPROGRESS) (no error of a fetch uses it: EAGAIN is
+ * UNKNOWN_LEADER_EPOCH's and OFFSET_NOT_AVAILABLE's), and its caller
+ * parks it (nl_park.c) until
  * krep_partition_fetch_ready() or its deadline, then asks again (with
  * no wait, at the deadline). The leader serves it, or a follower when
  * the request allows (up to the follower's HW).
  *
  * Return: the reply holding KREP_A_RECORDS (when there are any) and the
- * watermarks, -EAGAIN (st untouched), or another ERR_PTR.
+ * watermarks, -EINPROGRESS (st untouched), or another ERR_PTR.
  */
 struct sk_buff *krep_partition_fetch(struct krep_partition *p,
 				     const struct krep_fetch_req *req,
@@ -714,7 +716,7 @@ struct sk_buff *krep_partition_fetch(struct krep_partition *p,
 	fc.f.limit = fetch_limit(p, req->isolation);
 	if (req->max_wait_ms && req->offset >= fc.f.limit) {
 		mutex_unlock(&p->lock);
-		return ERR_PTR(-EAGAIN);
+		return ERR_PTR(-EINPROGRESS);
 	}
 	if (req->offset < fc.f.limit)
 		size = krep_log_read_size(&p->log, req->offset, req->max_bytes,

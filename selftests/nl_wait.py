@@ -22,6 +22,10 @@ root. Each command prints one line starting with "ok" or "fail":
       WAIT_MS; all but the last are parked (N - 1 is the namespace's
       limit), the last refused with EBUSY at once; a record answers the
       N - 1 others.
+  epoch TOPIC WAIT_MS
+      a FETCH at the log end with a wait of WAIT_MS and a current leader
+      epoch above the replica's: refused with UNKNOWN_LEADER_EPOCH
+      (EAGAIN) before the send returns, not parked.
   parked TOPIC WAIT_MS
       a FETCH at the log end with a wait of WAIT_MS: prints "parked",
       then the answer once it comes (the suite unloads the module
@@ -67,11 +71,13 @@ def leo(g, topic):
     return struct.unpack("=Q", r[A["KREP_A_OFFSET"]][0])[0]
 
 
-def send_fetch(g, topic, offset, wait_ms):
-    g.send(g.family, C["KREP_CMD_FETCH"], 1, 0,
-           part(topic) +
-           nla(A["KREP_A_OFFSET"], struct.pack("=Q", offset)) +
-           nla(A["KREP_A_MAX_WAIT_MS"], struct.pack("=I", wait_ms)))
+def send_fetch(g, topic, offset, wait_ms, epoch=None):
+    attrs = (part(topic) +
+             nla(A["KREP_A_OFFSET"], struct.pack("=Q", offset)) +
+             nla(A["KREP_A_MAX_WAIT_MS"], struct.pack("=I", wait_ms)))
+    if epoch is not None:
+        attrs += nla(A["KREP_A_LEADER_EPOCH"], struct.pack("=I", epoch))
+    g.send(g.family, C["KREP_CMD_FETCH"], 1, 0, attrs)
     return g.seq
 
 
@@ -186,6 +192,20 @@ def limit(topic, n, wait_ms):
                "answered by one record" % (n - 1, refused[1], n - 1))
 
 
+def epoch(topic, wait_ms):
+    g = Genl()
+    seq = send_fetch(g, topic, leo(g, topic), wait_ms, epoch=1000)
+    msgs = pending(g, 0)    # a refusal is queued before the send returns
+    if (len(msgs) == 1 and msgs[0][0] == seq and
+            msgs[0][1] == NLMSG_ERROR):
+        err, msg, kerr = error_of(msgs[0][2])
+        if err == 11 and kerr == K["KREP_KERR_UNKNOWN_LEADER_EPOCH"]:
+            return out("ok refused at once: %s" % msg)
+        return out("fail errno %d, Kafka code %r: %s" % (err, kerr, msg))
+    return out("fail no answer before the send returned: %r" %
+               [m[:2] for m in msgs])
+
+
 def parked(topic, wait_ms):
     g = Genl()
     seq = send_fetch(g, topic, leo(g, topic), wait_ms)
@@ -207,6 +227,8 @@ def main(argv):
         return timeout(argv[2], int(argv[3]))
     if len(argv) == 5 and argv[1] == "limit":
         return limit(argv[2], int(argv[3]), int(argv[4]))
+    if len(argv) == 4 and argv[1] == "epoch":
+        return epoch(argv[2], int(argv[3]))
     if len(argv) == 4 and argv[1] == "parked":
         return parked(argv[2], int(argv[3]))
     print(__doc__, file=sys.stderr)

@@ -16,6 +16,9 @@
 # 2. acks=all to a with a 1.5 s timeout: the wait ends in the error a
 #    handler would have answered (REQUEST_TIMED_OUT, its message), from
 #    the work item.
+# 2b. a FETCH with a wait and a current leader epoch above the leader's is
+#    refused at once (UNKNOWN_LEADER_EPOCH, errno EAGAIN), not parked
+#    until its deadline (make fuzz found that one)
 # 3. 1025 FETCHes waiting on w from one socket: 1024 (the namespace's
 #    limit) wait, the next is refused at once with EBUSY, and one record
 #    answers the 1024.
@@ -56,7 +59,7 @@ check() { # DESC OUTPUT: ok when OUTPUT starts with "ok"
 	fi
 }
 
-ktap_plan 6
+ktap_plan 7
 
 krep_mod_unload || ktap_bail "krep is loaded and rmmod fails"
 # the family must be registered during the test, not before it
@@ -75,6 +78,8 @@ check "a FETCH waits while another family registers" \
 modprobe -r wireguard 2>/dev/null
 check "acks=all's timeout answered from the work item" \
 	"$(nlw timeout a 1500)"
+check "a FETCH with a wait and an unknown leader epoch is refused, not parked" \
+	"$(nlw epoch w "$WAIT")"
 check "the namespace's limit on waiting requests" \
 	"$(nlw limit w 1025 "$WAIT")"
 
