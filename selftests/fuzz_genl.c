@@ -1365,32 +1365,15 @@ static const char *check_reply(const struct nlmsghdr *nlh, __u8 cmd)
 	return NULL;
 }
 
+/* the extack message and Kafka's code, parsed as krep_nl.c does */
 static void parse_err_tlvs(const struct nlmsghdr *nlh, struct answer *a)
 {
-	const struct nlmsgerr *e = NLMSG_DATA(nlh);
-	const struct nlattr *nla;
-	size_t off;
-	int rem;
+	struct ack ack;
 
-	if (!(nlh->nlmsg_flags & NLM_F_ACK_TLVS))
-		return;
-	off = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(*e));
-	if (!(nlh->nlmsg_flags & NLM_F_CAPPED))
-		off += NLMSG_ALIGN(e->msg.nlmsg_len) - NLMSG_HDRLEN;
-	for_each_nla(nla, (const char *)nlh + off,
-		     (int)nlh->nlmsg_len - (int)off, rem) {
-		if (nla_kind(nla) == NLMSGERR_ATTR_MSG)
-			snprintf(a->msg, sizeof(a->msg), "%.*s",
-				 nla_plen(nla), (const char *)nla_data_c(nla));
-		if (nla_kind(nla) == NLMSGERR_ATTR_COOKIE &&
-		    nla_plen(nla) >= (int)sizeof(struct krep_err_cookie)) {
-			struct krep_err_cookie ck;
-
-			memcpy(&ck, nla_data_c(nla), sizeof(ck));
-			a->kerr_set = true;
-			a->kerr = ck.kafka_error;
-		}
-	}
+	nl_parse_ack(nlh, &ack);
+	memcpy(a->msg, ack.msg, sizeof(a->msg));
+	a->kerr_set = ack.has_kerr;
+	a->kerr = ack.kerr;
 }
 
 /*

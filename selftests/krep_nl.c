@@ -185,7 +185,7 @@ void nl_close(struct nl *nl)
 	nl->fd = -1;
 }
 
-static void parse_ack(const struct nlmsghdr *nlh, struct ack *ack)
+void nl_parse_ack(const struct nlmsghdr *nlh, struct ack *ack)
 {
 	const struct nlmsgerr *e = NLMSG_DATA(nlh);
 	const struct nlattr *nla;
@@ -261,7 +261,7 @@ int nl_transact(struct nl *nl, struct req *r, struct ack *ack,
 			if (nlh->nlmsg_seq != seq)
 				continue;
 			if (nlh->nlmsg_type == NLMSG_ERROR) {
-				parse_ack(nlh, ack);
+				nl_parse_ack(nlh, ack);
 				return 0;
 			}
 			if (nlh->nlmsg_type == NLMSG_DONE) {

@@ -99,6 +99,8 @@ int nl_open(struct nl *nl);
 /* nl_open() and the "krep" family looked up; -errno on failure */
 int krep_open(struct nl *nl);
 void nl_close(struct nl *nl);
+/* an NLMSG_ERROR's errno and extack attributes */
+void nl_parse_ack(const struct nlmsghdr *nlh, struct ack *ack);
 
 /*
  * Send @r and read until its NLMSG_ERROR, or NLMSG_DONE for a dump. Every
