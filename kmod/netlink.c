@@ -812,9 +812,14 @@ int __init krep_netlink_init(void)
 
 void krep_netlink_exit(void)
 {
-	/* parked requests go before the family they would answer for */
-	krep_nlpark_exit();
+	/*
+	 * the family first: that waits for running handlers and lets no new
+	 * one in, so none can park into a namespace's list once
+	 * krep_nlpark_exit() has freed it; the parked ones are then dropped
+	 * (krep_broker_shutdown() has made them answerable already)
+	 */
 	genl_unregister_family(&krep_genl_family);
+	krep_nlpark_exit();
 }
 
 MODULE_ALIAS_GENL_FAMILY(KREP_GENL_NAME);

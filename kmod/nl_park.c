@@ -23,8 +23,9 @@
  * which genetlink's pernet exit closes; this file's pernet exit runs
  * before it (genetlink registered at boot) and drops the namespace's
  * parked requests unanswered. At module unload krep_broker_shutdown()
- * has made every wait answerable already; krep_nlpark_exit(), before the
- * family goes, drops what is left.
+ * has made every wait answerable already; krep_nlpark_exit(), once the
+ * family is gone (so that no handler can still reserve or park), drops
+ * what is left.
  *
  * A namespace keeps at most KREP_NL_PARK_MAX of them: a request that
  * would wait past that is refused with EBUSY.
@@ -282,7 +283,7 @@ int __init krep_nlpark_init(void)
 	return register_pernet_subsys(&nlpark_net_ops);
 }
 
-/* module unload, before the family goes: the exit of every namespace */
+/* module unload, after the family went: the exit of every namespace */
 void krep_nlpark_exit(void)
 {
 	unregister_pernet_subsys(&nlpark_net_ops);
