@@ -17,6 +17,12 @@
 # side by side do not mix; what every suite prints is also shown, prefixed
 # with its VM's number.
 #
+# A host-side suite ("host" in suites.list) boots VMs of its own, so it
+# runs on the host: it is shared out like the others, and runs in its
+# VM's turn, once that VM is done (run_all.sh --host, with
+# KREP_CHECK_LOGDIR naming the run's directory for its files), so that no
+# more than VMS VMs run at once. Its result counts as any other's.
+#
 # At the end comes a table of every suite (VM, seconds, passed, failed,
 # skipped, and the time suites.list expects), then the line
 #
@@ -55,24 +61,31 @@ esac
 # shellcheck disable=SC2206 # SUITES is a list of words
 [ $# -gt 0 ] || set -- ${SUITES:-}
 
-# name<TAB>secs<TAB>timeout of the suites to run, in suites.list's order
+# name<TAB>secs<TAB>timeout<TAB>path<TAB>where of the suites to run, in
+# suites.list's order
 mapfile -t suites < <("$here/suites.sh" "$@") || exit 2
 [ ${#suites[@]} -gt 0 ] || { echo "check.sh: no suite to run" >&2; exit 2; }
 [ "$vms" -le ${#suites[@]} ] || vms=${#suites[@]}
 
-# Longest first, each to the VM with the least time so far.
-declare -a load share
+# Longest first, each to the VM with the least time so far: share[K] is
+# what runs in VM K, host[K] what runs on the host in its turn.
+declare -a load share host
 for ((k = 0; k < vms; k++)); do
 	load[k]=0
 	share[k]=
+	host[k]=
 done
-while IFS=$'\t' read -r name secs _; do
+while IFS=$'\t' read -r name secs _ _ where; do
 	best=0
 	for ((k = 1; k < vms; k++)); do
 		[ "${load[k]}" -lt "${load[best]}" ] && best=$k
 	done
 	load[best]=$((load[best] + secs))
-	share[best]+="$name "
+	if [ "$where" = host ]; then
+		host[best]+="$name "
+	else
+		share[best]+="$name "
+	fi
 done < <(printf '%s\n' "${suites[@]}" | sort -t$'\t' -k2,2nr -s)
 
 # A VM's limit: its suites' timeouts, plus boot and slack.
@@ -98,16 +111,23 @@ pids=()
 for ((k = 0; k < vms; k++)); do
 	# shellcheck disable=SC2086 # the names are words
 	set -- ${share[k]}
-	echo "# vm $k: $* (about ${load[k]}s)"
+	echo "# vm $k: $*${host[k]:+, then on the host: ${host[k]% }} (about ${load[k]}s)"
 	log=$logdir/vm.$k.log
 	{
-		"$here/vm/run.sh" --console "$logdir/console.$k.log" \
-			--timeout "$(vm_timeout "$@")" -- selftests/run_all.sh "$@" 2>&1
-		echo "KREP-CHECK-VM-RC=$?"
+		if [ $# -gt 0 ]; then
+			"$here/vm/run.sh" --console "$logdir/console.$k.log" \
+				--timeout "$(vm_timeout "$@")" -- selftests/run_all.sh "$@" 2>&1
+			echo "KREP-CHECK-VM-RC=$?"
+		fi
+		if [ -n "${host[k]}" ]; then
+			# shellcheck disable=SC2086 # the names are words
+			KREP_CHECK_LOGDIR=$logdir "$here/run_all.sh" --host ${host[k]} 2>&1
+			echo "KREP-CHECK-HOST-RC=$?"
+		fi
 	} >"$log" 2>&1 &
 	pids+=($!)
 	tail -n +1 -s 0.5 -f --pid=$! "$log" 2>/dev/null |
-		grep --line-buffered -av '^KREP-CHECK-VM-RC=' | sed -u "s/^/[$k] /" &
+		grep --line-buffered -avE '^KREP-CHECK-(VM|HOST)-RC=' | sed -u "s/^/[$k] /" &
 done
 wait "${pids[@]}"
 wait
@@ -120,18 +140,24 @@ passed=0 failed=0 skipped=0 failed_suites=()
 for ((k = 0; k < vms; k++)); do
 	log=$logdir/vm.$k.log
 	vmrc=$(sed -n 's/^KREP-CHECK-VM-RC=//p' "$log" | tail -n 1)
+	hostrc=$(sed -n 's/^KREP-CHECK-HOST-RC=//p' "$log" | tail -n 1)
 	why=$(grep -a -m1 '^run.sh: ' "$log" | sed 's/^run.sh: \(FAIL: \)\{0,1\}//')
-	for name in ${share[k]}; do
+	for name in ${share[k]} ${host[k]}; do
+		if [[ " ${host[k]}" = *" $name "* ]]; then
+			ended="the host-side run's exit status ${hostrc:-unknown}"
+		else
+			ended=${why:-VM exit status ${vmrc:-unknown}}
+		fi
 		secs=$(printf '%s\n' "${suites[@]}" | awk -F'\t' -v n="$name" '$1 == n { print $2 }')
 		res=$(grep -aE "^# suite $(sed 's/[.]/[.]/g' <<<"$name"): [0-9]+ passed" "$log" | tail -n 1)
 		if [ -n "$res" ]; then
 			read -r p f s t < <(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped \(exit [0-9]+, ([0-9]+)s\).*/\1 \2 \3 \4/' <<<"$res")
 		elif grep -aqxF "# suite: $name" "$log"; then
 			p=0 f=1 s=0 t=-
-			echo "# suite $name: FAIL: did not finish: ${why:-VM exit status ${vmrc:-unknown}} (vm $k, ${logdir#"$root"/}/console.$k.log)"
+			echo "# suite $name: FAIL: did not finish: $ended (vm $k, ${logdir#"$root"/}/console.$k.log)"
 		else
 			p=0 f=1 s=0 t=-
-			echo "# suite $name: FAIL: never ran: ${why:-VM exit status ${vmrc:-unknown}} (vm $k)"
+			echo "# suite $name: FAIL: never ran: $ended (vm $k)"
 		fi
 		[ "$f" = 0 ] || failed_suites+=("$name")
 		printf '%-26s %3s %6s %6s %6s %7s %8s\n' "$name" "$k" "$p" "$f" "$s" "$t" "$secs"

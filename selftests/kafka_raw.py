@@ -9,6 +9,7 @@ malformed and oversized requests. Run inside a broker's namespace:
   kafka_raw.py --limits HOST:PORT MAX_CONNECTIONS MAX_REQUEST IDLE_MS
   kafka_raw.py --metadata TOPIC HOST:PORT...
   kafka_raw.py --fill HOST:PORT TOPIC ACKS BYTES VALUE_SIZE
+  kafka_raw.py --acked HOST:PORT TOPIC FILE
 
 TOPIC must exist with partition 0 led by LEADER_ID (served at HOST:PORT)
 and replicated to the broker at FOLLOWER_HOST:PORT. With --limits, the
@@ -26,9 +27,17 @@ in or one is refused, then asks ApiVersions on the same connection, and
 prints one JSON line: {"bytes", "batches", "error": the refusal's code
 (0: none), "served": whether the connection still answered} or, when the
 connection failed, {"bytes", "batches", "closed": WHY}; it exits 0.
+With --acked (powerloss.sh), produces record after record to TOPIC's
+partition 0 (Produce v7, acks=all, one record a batch, one request at a
+time on one connection), value I of TOPIC being acked_value(TOPIC, I),
+until killed, and appends "OFFSET VALUE" to FILE for each one
+acknowledged, flushed and fsynced before the next is sent: FILE lists
+exactly the records acknowledged so far. It exits 1 on the first error
+(its code on stderr).
 """
 
 import json
+import os
 import socket
 import struct
 import sys
@@ -460,10 +469,44 @@ def fill(addr, topic, acks, total, size):
     return 0
 
 
+def acked_value(topic, i):
+    return "%s-%06d-%s" % (topic, i, "abcdefghijklmnopqrstuvwxyz0123456789" * 5)
+
+
+def acked(addr, topic, path):
+    s = connect(addr)
+    s.settimeout(60)
+    out = open(path, "a")
+    i = 0
+    while True:
+        value = acked_value(topic, i)
+        rec = batch(value.encode())
+        body = (string(None) + s16(-1) + s32(30000) + s32(1) + string(topic) +
+                s32(1) + s32(0) + s32(len(rec)) + rec)
+        s.sendall(request(0, 7, i, body))
+        resp = response(s)
+        if resp is None:
+            print("acked: the broker closed the connection", file=sys.stderr)
+            return 1
+        r = Reader(resp)
+        corr, _, _, _, _, err, base = (r.i32(), r.i32(), r.string(), r.i32(),
+                                       r.i32(), r.i16(), r.i64())
+        if corr != i or err:
+            print("acked: record %d: correlation %d, error %d" % (i, corr, err),
+                  file=sys.stderr)
+            return 1
+        out.write("%d %s\n" % (base, value))
+        out.flush()
+        os.fsync(out.fileno())
+        i += 1
+
+
 def main(argv):
     if len(argv) == 7 and argv[1] == "--fill":
         return fill(argv[2], argv[3], int(argv[4]), int(argv[5]),
                     int(argv[6]))
+    if len(argv) == 5 and argv[1] == "--acked":
+        return acked(argv[2], argv[3], argv[4])
     if len(argv) >= 4 and argv[1] == "--metadata":
         return metadata(argv[2], argv[3:])
     if len(argv) == 6 and argv[1] == "--limits":

@@ -5,12 +5,15 @@
 #
 #	selftests/vm/run.sh -- selftests/run_all.sh [SUITE...]
 #
-# Usage: selftests/run_all.sh [SUITE...]
+# Usage: selftests/run_all.sh [--host] [SUITE...]
 #
 # The suites are those of selftests/suites.list, in its order (see
 # selftests/suites.sh for its format); SUITE arguments pick some by name
 # (as printed after "# suite:", ".sh" may be left out). make check runs
 # them through selftests/check.sh, which shares them out over several VMs.
+# Only the suites of one side run: those of the VM, or with --host those
+# marked "host" in suites.list, which run on the host and boot VMs of
+# their own (check.sh runs them so); the others are named and left out.
 #
 # Each suite runs in its own directory with stdin /dev/null and the time
 # limit suites.list gives it; its output is shown indented. Its KTAP result
@@ -25,12 +28,15 @@
 # reports, "krep: leak", ...), and one more if the krep module is still
 # loaded afterwards (it is then unloaded). Processes a suite leaves in its
 # process group are killed. The suites load and unload krep themselves.
+# With --host neither the kernel log nor the module is looked at: the
+# kernel under test is that of the suite's VMs, whose consoles run.sh
+# checks, and whose kernel logs the suite checks.
 #
 # After each suite: "# suite NAME: P passed, F failed, S skipped (exit RC,
 # Ts)". The last line is "selftests: N passed, M failed" (", K skipped"
 # when K > 0); exit status 1 if M > 0 or nothing passed. Refuses to run
 # outside the VM (KREP_VM=1, set by selftests/vm/run.sh) unless
-# KREP_ALLOW_HOST=1.
+# KREP_ALLOW_HOST=1, and with --host inside it.
 
 set -u
 
@@ -46,8 +52,10 @@ usage() {
 	exit "${1:-2}"
 }
 
+side=vm
 while [ $# -gt 0 ]; do
 	case $1 in
+	--host) side=host; shift ;;
 	-h|--help) usage 0 ;;
 	--) shift; break ;;
 	-*) usage ;;
@@ -55,7 +63,11 @@ while [ $# -gt 0 ]; do
 	esac
 done
 
-if [ "${KREP_VM:-}" != 1 ] && [ "${KREP_ALLOW_HOST:-}" != 1 ]; then
+if [ "$side" = host ] && [ "${KREP_VM:-}" = 1 ]; then
+	echo "run_all.sh: --host: the host-side suites boot VMs; run them on the host" >&2
+	exit 2
+fi
+if [ "$side" = vm ] && [ "${KREP_VM:-}" != 1 ] && [ "${KREP_ALLOW_HOST:-}" != 1 ]; then
 	echo "run_all.sh: refusing to run outside the test VM;" \
 	     "use selftests/vm/run.sh -- selftests/run_all.sh (or KREP_ALLOW_HOST=1)" >&2
 	exit 2
@@ -69,7 +81,7 @@ failed=0
 skipped=0
 failed_suites=()
 
-# the suites to run: "name<TAB>secs<TAB>timeout<TAB>path" lines
+# the suites to run: "name<TAB>secs<TAB>timeout<TAB>path<TAB>where" lines
 mapfile -t suites < <("$here/suites.sh" "$@") || exit 2
 [ "${#suites[@]}" -gt 0 ] || { echo "run_all.sh: no suite to run" >&2; exit 2; }
 
@@ -97,7 +109,7 @@ count_results() {
 	' "$1"
 }
 
-if module_loaded; then
+if [ "$side" = vm ] && module_loaded; then
 	echo "# krep was loaded before the first suite: unloading it"
 	rmmod krep || echo "# rmmod krep failed"
 fi
@@ -107,7 +119,15 @@ trap 'rm -f "$out"' EXIT
 idx=0
 
 for s in "${suites[@]}"; do
-	IFS=$'\t' read -r name _ t path <<<"$s"
+	IFS=$'\t' read -r name _ t path where <<<"$s"
+	if [ "$where" != "$side" ]; then
+		if [ "$where" = host ]; then
+			echo "# suite $name: not run here: a host-side suite (run_all.sh --host on the host; check.sh runs it)"
+		else
+			echo "# suite $name: not run here: a suite of the VM (run_all.sh in the VM)"
+		fi
+		continue
+	fi
 	idx=$((idx + 1))
 	echo "# suite: $name"
 	reasons=()
@@ -121,7 +141,7 @@ for s in "${suites[@]}"; do
 	fi
 
 	mark="krep-selftests: suite $idx $name"
-	kmsg "$mark"
+	[ "$side" = host ] || kmsg "$mark"
 	start=$SECONDS
 	: >"$out"
 	# timeout makes itself the leader of a process group holding the suite
@@ -168,7 +188,9 @@ for s in "${suites[@]}"; do
 		f=$((f + sk))
 	fi
 
-	if klog=$(dmesg 2>/dev/null); then
+	if [ "$side" = host ]; then
+		: # the suite's VMs: their consoles and kernel logs are its own checks
+	elif klog=$(dmesg 2>/dev/null); then
 		since=$(awk -v m="$mark" 'found { print } index($0, m) && substr($0, index($0, m) + length(m)) == "" { found = 1 }' <<<"$klog")
 		[ -n "$since" ] || grep -qF "$mark" <<<"$klog" || since=$klog
 		bad=$(grep -aE -f "$KERNEL_BAD" <<<"$since" | head -n 20)
@@ -183,7 +205,7 @@ for s in "${suites[@]}"; do
 		echo "# suite $name: cannot read the kernel log (dmesg)"
 	fi
 
-	if module_loaded; then
+	if [ "$side" = vm ] && module_loaded; then
 		reasons+=("module left loaded")
 		f=$((f + 1))
 		rmmod krep 2>&1 | sed "s/^/# /"

@@ -3,14 +3,16 @@
 #
 # suites.sh - the selftest suites of selftests/suites.list, one per line:
 #
-#	NAME<TAB>SECS<TAB>TIMEOUT<TAB>PATH
+#	NAME<TAB>SECS<TAB>TIMEOUT<TAB>PATH<TAB>WHERE
 #
 # Usage: selftests/suites.sh [SUITE...]
 #
-# suites.list has a line per suite, "PATH secs=N [timeout=S]" ("#" starts a
-# comment): PATH relative to selftests/ or to the repo root, N its typical
-# time in seconds in the test VM under software emulation, S its time
-# limit (default 2 x N + 30). NAME is PATH relative to selftests/ (or to
+# suites.list has a line per suite, "PATH secs=N [timeout=S] [host]" ("#"
+# starts a comment): PATH relative to selftests/ or to the repo root, N its
+# typical time in seconds in the test VM under software emulation, S its
+# time limit (default 2 x N + 60). WHERE is "vm" for a suite that runs in
+# the test VM, "host" (option host) for one that runs on the host and
+# boots VMs of its own (selftests/check.sh runs it; run_all.sh --host). NAME is PATH relative to selftests/ (or to
 # the root, for a suite outside it). SUITE arguments pick suites by name
 # (".sh" may be left out), in suites.list's order; a name that matches no
 # suite is an error (exit 2).
@@ -30,11 +32,12 @@ while IFS= read -r line || [ -n "$line" ]; do
 	line=${line%%#*}
 	read -r p opts <<<"$line" || true
 	[ -n "${p:-}" ] || continue
-	secs= t=
+	secs='' t='' where=vm
 	for o in ${opts:-}; do
 		case $o in
 		secs=[0-9]*) secs=${o#secs=} ;;
 		timeout=[0-9]*) t=${o#timeout=} ;;
+		host) where=host ;;
 		*) echo "suites.sh: suites.list:$n: unknown option '$o'" >&2; exit 2 ;;
 		esac
 	done
@@ -49,7 +52,7 @@ while IFS= read -r line || [ -n "$line" ]; do
 		path=$root/$p
 		name=$p
 	fi
-	lines+=("$name"$'\t'"$secs"$'\t'"$t"$'\t'"$path")
+	lines+=("$name"$'\t'"$secs"$'\t'"$t"$'\t'"$path"$'\t'"$where")
 done <"$list"
 
 if [ $# = 0 ]; then

@@ -10,11 +10,15 @@
 #   /  ------- 9p "hostroot", ro ----> /mnt/lower --+-- overlay --> /  (chroot)
 #                          tmpfs upper /mnt/rw -----+
 #   build/vm/run.XXXXXX -- 9p "krepvm", ro --> /run/krep-vm (vm.conf, cmd.sh)
+#   --share DIR ---------- 9p "krepshare", rw -> DIR (the same path)
+#   --disk FILE ---------- virtio-blk -------> /dev/vda (KREP_VM_DISK)
 #   stdout, build/vm/console.log <---- ttyS0: console, command output,
 #                                      "KREP-VM-EXIT=<status>"
 #
-# Usage: selftests/vm/run.sh [--timeout SECONDS] [--console FILE] [--] CMD [ARG...]
-#        selftests/vm/run.sh [--timeout SECONDS] [--console FILE] --shell
+# Usage: selftests/vm/run.sh [--timeout SECONDS] [--console FILE]
+#                            [--disk FILE] [--share DIR] [--] CMD [ARG...]
+#        selftests/vm/run.sh [--timeout SECONDS] [--console FILE]
+#                            [--disk FILE] [--share DIR] --shell
 #        selftests/vm/run.sh --print-kernel
 #
 # CMD runs with bash as root in the repo root (same absolute path as on the
@@ -27,6 +31,16 @@
 #
 # The console is kept in FILE (default build/vm/console.log) once qemu has
 # exited: VMs that run side by side each name their own.
+# --disk FILE attaches FILE, a raw disk image (for instance one made with
+# truncate and mkfs.ext4 on the host), as a virtio disk: the guest loads
+# virtio_blk before CMD and sees it as /dev/vda (KREP_VM_DISK). The guest
+# writes through to FILE (qemu's writeback cache is the host's page cache,
+# and a guest flush is an fsync of FILE), so what reached the disk outlives
+# the VM, also one that ends without a clean shutdown; a second VM can boot
+# on the same FILE.
+# --share DIR mounts the host directory DIR read-write at the same path in
+# the guest (9p, no cache: a write is in DIR on the host when it returns),
+# for files that must reach the host even if the VM then dies.
 # --shell runs an interactive bash in the guest on this terminal (Ctrl-A X
 # kills qemu); the VM powers off when the shell exits.
 # --print-kernel prints the kernel version the VM would boot and exits.
@@ -70,12 +84,18 @@ timeout_s=${KREP_VM_TIMEOUT:-1500}
 console=$vmdir/console.log
 shell=0
 print_kernel=0
+disk=
+share=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--timeout) [ $# -ge 2 ] || usage; timeout_s=$2; shift 2 ;;
 	--timeout=*) timeout_s=${1#*=}; shift ;;
 	--console) [ $# -ge 2 ] || usage; console=$2; shift 2 ;;
 	--console=*) console=${1#*=}; shift ;;
+	--disk) [ $# -ge 2 ] || usage; disk=$2; shift 2 ;;
+	--disk=*) disk=${1#*=}; shift ;;
+	--share) [ $# -ge 2 ] || usage; share=$2; shift 2 ;;
+	--share=*) share=${1#*=}; shift ;;
 	--shell) shell=1; shift ;;
 	--print-kernel) print_kernel=1; shift ;;
 	-h|--help) usage 0 ;;
@@ -87,6 +107,19 @@ done
 case $timeout_s in
 ''|*[!0-9]*|0) echo "$prog: --timeout wants a positive number of seconds" >&2; exit 2 ;;
 esac
+if [ -n "$disk" ]; then
+	[ -f "$disk" ] && [ -r "$disk" ] && [ -w "$disk" ] ||
+		{ echo "$prog: --disk $disk: not a readable and writable file" >&2; exit 2; }
+	disk=$(realpath "$disk")
+fi
+if [ -n "$share" ]; then
+	[ -d "$share" ] && [ -w "$share" ] ||
+		{ echo "$prog: --share $share: not a writable directory" >&2; exit 2; }
+	share=$(realpath "$share")
+	case $share in
+	/|*,*|*:*|*\'*) echo "$prog: --share $share: not /, and without ',', ':' or quotes" >&2; exit 2 ;;
+	esac
+fi
 if [ "$print_kernel" = 0 ]; then
 	if [ "$shell" = 1 ] && [ $# -gt 0 ]; then
 		echo "$prog: --shell takes no command" >&2
@@ -193,6 +226,7 @@ shq() {
 	echo "KREP_VM_MODE=$(shq "$([ "$shell" = 1 ] && echo shell || echo cmd)")"
 	echo "KREP_VM_REPO=$(shq "$repo")"
 	echo "KREP_VM_LOGLEVEL=$(shq "$loglevel")"
+	echo "KREP_VM_SHARE=$(shq "$share")"
 } >"$rundir/vm.conf"
 
 # The guest side: bash in the chroot, fresh environment.
@@ -210,6 +244,12 @@ shq() {
 		if [ -n "${!v+x}" ]; then printf 'export %s=%q\n' "$v" "${!v}"; fi
 	done
 	printf 'cd -- %q || exit 125\n' "$repo"
+	if [ -n "$disk" ]; then
+		# virtio_blk probes the disk as it loads: /dev/vda is there after
+		echo "modprobe virtio_blk && [ -b /dev/vda ] ||"
+		echo "	{ echo 'KREP-VM-ERROR: no /dev/vda for --disk'; exit 125; }"
+		echo "export KREP_VM_DISK=/dev/vda"
+	fi
 	if [ "$shell" = 1 ]; then
 		if [ -t 0 ] && size=$(stty size 2>/dev/null) && [ "${size% *}" != 0 ]; then
 			printf 'stty rows %d cols %d\n' "${size% *}" "${size#* }"
@@ -239,6 +279,13 @@ qemu=(qemu-system-x86_64 -name krep-vm -nodefaults -machine q35
 	-virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
 	-virtfs "local,path=${rundir//,/,,},mount_tag=krepvm,security_model=none,readonly=on,multidevs=remap"
 	-nic none -no-reboot -display none -pidfile "$rundir/qemu.pid")
+if [ -n "$disk" ]; then
+	qemu+=(-drive "file=${disk//,/,,},format=raw,if=none,id=krepdisk,cache=writeback"
+	       -device virtio-blk-pci,drive=krepdisk)
+fi
+if [ -n "$share" ]; then
+	qemu+=(-virtfs "local,path=$share,mount_tag=krepshare,security_model=none,multidevs=remap")
+fi
 
 if [ "$shell" = 1 ]; then
 	# Keep a copy of the session; the exit marker gives the shell's status.
