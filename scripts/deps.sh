@@ -27,7 +27,8 @@ PKGS=(
 	kcat python3-kafka nodejs		# Kafka clients (KafkaJS: npm)
 	libcurl4-openssl-dev libjson-c-dev	# krepd --etcd
 	etcd-server etcd-client			# controller_ha.sh
-	e2fsprogs				# logdir.sh: an ext4 disk image
+	e2fsprogs				# logdir.sh, powerloss.sh: ext4 disk images
+	dmsetup					# powerloss.sh: a slow disk (dm-delay)
 )
 # npm comes with some nodejs builds (NodeSource's) and is a package of its
 # own in Debian's: ask apt for it only when there is no npm command

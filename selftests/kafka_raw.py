@@ -9,7 +9,7 @@ malformed and oversized requests. Run inside a broker's namespace:
   kafka_raw.py --limits HOST:PORT MAX_CONNECTIONS MAX_REQUEST IDLE_MS
   kafka_raw.py --metadata TOPIC HOST:PORT...
   kafka_raw.py --fill HOST:PORT TOPIC ACKS BYTES VALUE_SIZE
-  kafka_raw.py --acked HOST:PORT TOPIC FILE
+  kafka_raw.py --acked HOST:PORT TOPIC FILE [RESET_AFTER]
 
 TOPIC must exist with partition 0 led by LEADER_ID (served at HOST:PORT)
 and replicated to the broker at FOLLOWER_HOST:PORT. With --limits, the
@@ -33,7 +33,10 @@ time on one connection), value I of TOPIC being acked_value(TOPIC, I),
 until killed, and appends "OFFSET VALUE" to FILE for each one
 acknowledged, flushed and fsynced before the next is sent: FILE lists
 exactly the records acknowledged so far. It exits 1 on the first error
-(its code on stderr).
+(its code on stderr). With RESET_AFTER, once that many are acknowledged
+it sends the next one and, while that one is in flight, writes FILE.reset
+and resets the machine (b to /proc/sysrq-trigger: no sync, no unmount),
+so that the power goes right after an acknowledgement.
 """
 
 import json
@@ -41,6 +44,7 @@ import os
 import socket
 import struct
 import sys
+import time
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from krep_record import batch  # noqa: E402
@@ -473,7 +477,7 @@ def acked_value(topic, i):
     return "%s-%06d-%s" % (topic, i, "abcdefghijklmnopqrstuvwxyz0123456789" * 5)
 
 
-def acked(addr, topic, path):
+def acked(addr, topic, path, reset_after=None):
     s = connect(addr)
     s.settimeout(60)
     out = open(path, "a")
@@ -484,6 +488,14 @@ def acked(addr, topic, path):
         body = (string(None) + s16(-1) + s32(30000) + s32(1) + string(topic) +
                 s32(1) + s32(0) + s32(len(rec)) + rec)
         s.sendall(request(0, 7, i, body))
+        if i == reset_after:
+            with open(path + ".reset", "w") as f:
+                f.write("reset with record %d in flight\n" % i)
+            with open("/proc/sysrq-trigger", "w") as f:
+                f.write("b")
+            time.sleep(60)
+            print("acked: still running after the reset", file=sys.stderr)
+            return 1
         resp = response(s)
         if resp is None:
             print("acked: the broker closed the connection", file=sys.stderr)
@@ -505,8 +517,9 @@ def main(argv):
     if len(argv) == 7 and argv[1] == "--fill":
         return fill(argv[2], argv[3], int(argv[4]), int(argv[5]),
                     int(argv[6]))
-    if len(argv) == 5 and argv[1] == "--acked":
-        return acked(argv[2], argv[3], argv[4])
+    if len(argv) in (5, 6) and argv[1] == "--acked":
+        return acked(argv[2], argv[3], argv[4],
+                     int(argv[5]) if len(argv) == 6 else None)
     if len(argv) >= 4 and argv[1] == "--metadata":
         return metadata(argv[2], argv[3:])
     if len(argv) == 6 and argv[1] == "--limits":
