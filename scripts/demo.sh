@@ -45,6 +45,8 @@ fail() {
 		echo "*** the controller's last lines:" >&2
 		tail -n 20 /tmp/demo-krepd.log >&2
 	fi
+	# bpftrace holds the module: let it detach
+	kill -INT ${BT_hw:-} ${BT_lat:-} ${BT_isr:-} 2>/dev/null
 	exit 1
 }
 step() {
@@ -56,10 +58,10 @@ step() {
 k1() { "$KREPCTL" "$@"; }
 k2() { "$KREPCTL" --netns $B2 "$@"; }
 k3() { "$KREPCTL" --netns $B3 "$@"; }
-jqr() { jq -r "$@"; }
-
-# the JSON of partition $2 of "orders" on the broker of command $1
-part() { "$1" --json topic describe orders | jq -c ".[] | select(.partition == $2)"; }
+# pf K P FILTER: FILTER (jq) of partition P of "orders" on the broker of
+# command K, one krepctl and one jq (each start costs up to a second under
+# emulation): pf k1 0 .hw, pf k1 0 '"\(.hw) \(.lso)"'
+pf() { "$1" --json topic describe orders | jq -r ".[] | select(.partition == $2) | $3"; }
 
 wait_for() {	# wait_for SECONDS DESCRIPTION CMD...: poll CMD until it succeeds
 	local t=$1 deadline=$((SECONDS + $1)) what=$2
@@ -138,7 +140,16 @@ for n in 2 3; do
 done
 run insmod kmod/krep.ko broker_id=1 cluster_id=demo listen=10.99.0.1:9093 \
 	peers=2@10.99.0.2:9093,3@10.99.0.3:9093 kafka_listen=10.99.0.1:9092 \
-	topics=orders:3:3:replica_lag_time_max_ms=$LAG_MS || fail "insmod failed"
+	topics=orders:3:3:replica_lag_time_max_ms=$LAG_MS \
+	reconnect_backoff_max_ms=1000 || fail "insmod failed"
+if [ "$STOP" -ge 3 ]; then
+	note "bpftrace starts now, for steps 3, 4 and 8: it takes a while to attach"
+	note "under emulation (LLVM compiles each program), so it does while the"
+	note "cluster comes up"
+	bt_launch hw "$BT/hw-advance.bt" orders
+	bt_launch lat "$BT/commit-latency.bt"
+	bt_launch isr "$BT/isr-changes.bt"
+fi
 for n in 2 3; do
 	others=$(for o in 1 2 3; do [ $o = $n ] || printf '%s@10.99.0.%s:9093,' $o $o; done)
 	run "$KREPCTL" --netns krep-demo-b$n broker set id $n cluster demo \
@@ -148,7 +159,8 @@ for n in 2 3; do
 		replication-factor 3 config replica_lag_time_max_ms=$LAG_MS ||
 		fail "topic create on broker $n"
 done
-note "brokers replicate on port 9093; Kafka clients connect to 9092."
+note "brokers replicate on port 9093; Kafka clients connect to 9092; a cut"
+note "peer is dialled again at least every second (reconnect_backoff_max_ms)."
 note "each broker creates the same topic, and the same round-robin"
 note "assignment makes broker p+1 the preferred leader of partition p."
 peers_up() { [ "$(k1 --json broker show | jq '[.peers[] | select(.state == "up")] | length')" = 2 ]; }
@@ -185,8 +197,8 @@ note "krepd's view (one line per partition):"
 #------------------------------------------------------------------------
 step 2 "krepctl topic describe orders: leaders, epochs, AR, ISR, LEO, HW; then krepd creates a topic on all three brokers"
 run k1 topic describe orders
-[ "$(part k1 0 | jqr .role)" = leader ] || fail "broker 1 does not lead orders-0"
-[ "$(part k2 0 | jqr .role)" = follower ] || fail "broker 2 does not follow orders-0"
+[ "$(pf k1 0 .role)" = leader ] || fail "broker 1 does not lead orders-0"
+[ "$(pf k2 0 .role)" = follower ] || fail "broker 2 does not follow orders-0"
 note "a topic can also be created through the controller, on every broker"
 note "at once, with replicas krepd assigns (Kafka's rule: preferred leaders"
 note "spread over the brokers from a random start):"
@@ -212,10 +224,7 @@ run k2 topic describe payments
 
 #------------------------------------------------------------------------
 step 3 "a producer writes 50 records with acks=all while hw-advance.bt prints HW advancing; a consumer reads them back"
-note "(bpftrace takes a while to attach under emulation)"
-bt_launch hw "$BT/hw-advance.bt" orders
-bt_launch lat "$BT/commit-latency.bt"
-bt_launch isr "$BT/isr-changes.bt"	# for step 4
+note "(hw-advance.bt and commit-latency.bt, started in step 1, attach first)"
 bt_attached hw
 bt_attached lat
 seq 1 50 | sed 's/^/order-/' >/tmp/demo-in
@@ -230,26 +239,30 @@ run k1 consume orders partition 0 -c 50 >/tmp/demo-out || fail "consume"
 cmp -s /tmp/demo-in /tmp/demo-out || { diff /tmp/demo-in /tmp/demo-out | head; fail "consumed records differ"; }
 note "consumed 50 records back, identical to what was produced"
 for k in k1 k2 k3; do
-	[ "$(part $k 0 | jqr .hw)" = 50 ] || fail "HW of orders-0 on $k is not 50"
+	[ "$(pf $k 0 .hw)" = 50 ] || fail "HW of orders-0 on $k is not 50"
 done
 note "HW is 50 on all three replicas"
 
 #------------------------------------------------------------------------
 step 4 "broker 3's link is cut: the ISR shrinks after the lag (${LAG_MS} ms), produces go on; the link comes back and broker 3 rejoins"
 bt_attached isr
+# isr-changes.bt's lines from this step on (it started in step 1): its
+# TIME(ms) is CLOCK_MONOTONIC, which /proc/uptime counts too in the VM
+isr_t0=$(awk '{ printf "%d", $1 * 1000 }' /proc/uptime)
 run ip link set v3 down
 run k1 produce orders partition 0 acks all timeout 30000 <<<"while-3-is-away" ||
 	fail "produce during the cut"
 note "the acks=all produce completed once the expiration scan removed broker 3:"
 run k1 topic describe orders
-[ "$(part k1 0 | jqr '.isr | join(",")')" = 1,2 ] || fail "ISR is not 1,2"
+[ "$(pf k1 0 '.isr | join(",")')" = 1,2 ] || fail "ISR is not 1,2"
 run ip link set v3 up
-in_isr() { [ "$(part k1 0 | jqr '.isr | join(",")')" = 1,2,3 ]; }
+in_isr() { [ "$(pf k1 0 '.isr | join(",")')" = 1,2,3 ]; }
 wait_for 60 "broker 3 rejoins the ISR" in_isr
 # broker 1, the leader of orders-0, took follower 3 out and back in
 isr_traced() {
-	grep -Eq '^[0-9]+ +[0-9]+ +1 +shrink +orders-0 +3 ' /tmp/demo-isr.out &&
-		grep -Eq '^[0-9]+ +[0-9]+ +1 +expand +orders-0 +3 ' /tmp/demo-isr.out
+	awk -v t="$isr_t0" '$1 ~ /^[0-9]+$/ && $1 >= t && $3 == 1 &&
+		$5 == "orders-0" && $6 == 3 { seen[$4] = 1 }
+		END { exit !(seen["shrink"] && seen["expand"]) }' /tmp/demo-isr.out
 }
 wait_for 20 "isr-changes.bt shows broker 1 shrink and expand orders-0's ISR by follower 3" \
 	isr_traced
@@ -261,7 +274,7 @@ bt_int isr
 step 5 "broker 2, the leader of orders-1, is cut off: krepd elects a new leader, the epoch bumps, nothing acknowledged is lost; broker 2 returns, truncates its uncommitted tail and follows"
 # a session can time out while an emulated VM is busy (bpftrace attaching):
 # krepd then moves leaders, and moves them back only when asked
-lead2() { [ "$(part k2 1 | jqr .role)" = leader ] && [ "$(part k1 1 | jqr .leader)" = 2 ]; }
+lead2() { [ "$(pf k2 1 .role)" = leader ] && [ "$(pf k1 1 .leader)" = 2 ]; }
 if ! lead2; then
 	note "orders-1 moved off broker 2 earlier (a session timed out on the busy VM);"
 	note "a preferred leader election puts it back:"
@@ -271,19 +284,18 @@ if ! lead2; then
 fi
 seq 1 20 | sed 's/^/pay-/' >/tmp/demo-in1
 run k2 produce orders partition 1 acks all batch 5 </tmp/demo-in1 || fail "produce to orders-1"
-epoch=$(part k1 1 | jqr .leader_epoch)
+epoch=$(pf k1 1 .leader_epoch)
 run ip link set v2 down
 note "broker 2 still believes it leads for a moment: an acks=1 record lands"
 note "on it alone, never to be committed (its ALTER_ISR cannot reach krepd)"
 k2 produce orders partition 1 acks 1 <<<"lost-on-2" >/dev/null 2>&1 || true
-moved() { l=$(part k1 1 | jqr .leader); [ "$l" != 2 ] && [ "$l" != null ] &&
-	  [ "$(part k1 1 | jqr .leader_epoch)" -gt "$epoch" ]; }
+moved() { read -r new new_epoch < <(pf k1 1 '"\(.leader) \(.leader_epoch)"') &&
+	  [ "$new" != 2 ] && [ "$new" != null ] && [ "$new_epoch" -gt "$epoch" ]; }
 wait_for 30 "krepd elects a new leader for orders-1" moved
-new=$(part k1 1 | jqr .leader)
 note "krepd's log:"
 grep -E 'fence|elect' /tmp/demo-krepd.log | tail -n 4 | sed 's/^/    | /'
 run k1 topic describe orders
-note "broker $new leads orders-1 at epoch $(part k1 1 | jqr .leader_epoch) (was $epoch)"
+note "broker $new leads orders-1 at epoch $new_epoch (was $epoch)"
 kn() { if [ "$new" = 1 ]; then k1 "$@"; else k3 "$@"; fi; }
 wait_for 30 "the new leader's HW reaches its epoch start" \
 	eval '[ "$(kn --json topic describe orders | jq ".[] | select(.partition == 1) | .hw")" -ge 20 ]'
@@ -291,8 +303,9 @@ run kn consume orders partition 1 -c 20 >/tmp/demo-out1 || fail "consume from br
 cmp -s /tmp/demo-in1 /tmp/demo-out1 || { diff /tmp/demo-in1 /tmp/demo-out1 | head; fail "records lost"; }
 note "the consumer reads all 20 acknowledged records from broker $new"
 run ip link set v2 up
-back() { [ "$(part k2 1 | jqr .role)" = follower ] &&
-	 [ "$(part k2 1 | jqr .leo)" = "$(part k1 1 | jqr .leo)" ] &&
+back() { local role leo
+	 read -r role leo < <(pf k2 1 '"\(.role) \(.leo)"') &&
+	 [ "$role" = follower ] && [ "$leo" = "$(pf k1 1 .leo)" ] &&
 	 dmesg | grep -q 'orders-1: truncated'; }
 wait_for 60 "broker 2 truncates and follows" back
 note "the kernel log of broker 2's return:"
@@ -303,17 +316,17 @@ run k2 topic describe orders
 step 6 "a transaction: read_committed stops at the LSO, read_uncommitted at the HW; commit closes the gap"
 run k1 txn orders partition 0 7:0 begin || fail "txn begin"
 printf 'txn-a\ntxn-b\n' | run k1 produce orders partition 0 txn 7:0 batch 2 || fail "txn produce"
-p=$(part k1 0)
-note "hw=$(jqr .hw <<<"$p") lso=$(jqr .lso <<<"$p")"
-[ "$(jqr .lso <<<"$p")" -lt "$(jqr .hw <<<"$p")" ] || fail "LSO is not below HW"
+read -r hw lso < <(pf k1 0 '"\(.hw) \(.lso)"')
+note "hw=$hw lso=$lso"
+[ "$lso" -lt "$hw" ] || fail "LSO is not below HW"
 committed=$(k1 consume orders partition 0 --isolation read_committed | wc -l)
 uncommitted=$(k1 consume orders partition 0 | wc -l)
 note "read_committed sees $committed records, read_uncommitted $uncommitted"
 [ "$committed" -lt "$uncommitted" ] || fail "read_committed saw the open transaction"
 run k1 txn orders partition 0 7:0 commit || fail "txn commit"
-p=$(part k1 0)
-[ "$(jqr .lso <<<"$p")" = "$(jqr .hw <<<"$p")" ] || fail "LSO did not reach HW"
-note "after commit: hw=$(jqr .hw <<<"$p") lso=$(jqr .lso <<<"$p")"
+read -r hw lso < <(pf k1 0 '"\(.hw) \(.lso)"')
+[ "$lso" = "$hw" ] || fail "LSO did not reach HW"
+note "after commit: hw=$hw lso=$lso"
 
 #------------------------------------------------------------------------
 step 7 "Kafka clients: kcat lists the cluster, produces 20 records to orders-2 with acks=all through broker 2, and reads them back through broker 3"
@@ -331,8 +344,9 @@ note "kcat -C read the same 20 records back from orders-2's leader"
 
 #------------------------------------------------------------------------
 step 8 "krepctl watch --once and the commit-latency histogram close the tour"
-run k1 watch --once || fail "krepctl watch --once"
+# commit-latency.bt detaches (and prints its maps) while watch runs
 bt_int lat
+run k1 watch --once || fail "krepctl watch --once"
 bt_wait lat hw isr
 sed 's/^/    | /' /tmp/demo-lat.out
 grep -Eq '^@commit_us\[[0-9]+, orders, [0-9]+\]:' /tmp/demo-lat.out ||
