@@ -55,6 +55,10 @@ mark=kafka-$$
 krep_kmsg_mark "$mark"
 krep_mod_load || ktap_bail "cannot load krep.ko"
 cluster_up kafka || ktap_bail "cannot set up three brokers"
+# kafka_raw.py in broker 1's namespace, one long-lived Python for its
+# checks and its Metadata polls (a Python start costs about a second in
+# the VM); it loads while the clients below run
+krep_pyserve_start raw1 "$B1" kafka_raw || ktap_bail "cannot start kafka_raw.py"
 
 # shellcheck disable=SC2317 # the conditions krep_wait_for polls
 isr_full() {
@@ -201,8 +205,7 @@ tr=/sys/kernel/tracing
 [ -d "$tr/events/krep" ] || tr=/sys/kernel/debug/tracing
 echo >"$tr/trace"
 echo 1 >"$tr/events/krep/krep_kafka_request/enable"
-bx 1 python3 "$here/kafka_raw.py" "$(boot 1)" kt 1 "$(boot 2)" \
-	>"$tmp/raw.out" 2>&1
+krep_pyserve raw1 "$(boot 1)" kt 1 "$(boot 2)" >"$tmp/raw.out" 2>&1
 rc=$?
 echo 0 >"$tr/events/krep/krep_kafka_request/enable"
 cat "$tr/trace" >"$tmp/trace"
@@ -256,8 +259,8 @@ km_view() { # ISR: krepd's view of km, [{p, l, e, i}] by partition, when
 # shellcheck disable=SC2317
 km_meta_is() { # VIEW N ADDR...: each ADDR, asked from broker N's namespace,
 	# answers km's Metadata as VIEW has it, every partition without error
-	bx "$2" python3 "$here/kafka_raw.py" --metadata km "${@:3}" \
-		>"$tmp/km.meta" || return 1
+	# (kafka_raw.py --metadata, through the long-lived rawN)
+	krep_pyserve "raw$2" --metadata km "${@:3}" >"$tmp/km.meta" || return 1
 	jq -e -s --argjson v "$1" --argjson n $(($# - 2)) '
 		group_by(.broker) | length == $n and all(.[];
 			all(.[]; .error == 0) and
@@ -280,6 +283,8 @@ c=$("$KREPCTL" elect --status --socket "$SOCK" 2>/dev/null |
 	jq -s '[.[] | select(.topic == "km" and .partition == 0)][0].replicas |
 		([1, 2, 3] - .)[0]')
 ktap_diag "km-0: leader $a at epoch $e0; broker $c has no replica of it"
+[ -n "${_krep_ps_in[raw$c]:-}" ] || krep_pyserve_start "raw$c" "$(bns "$c")" kafka_raw ||
+	ktap_diag "cannot start kafka_raw.py in broker $c's namespace"
 link_down "$a"
 # shellcheck disable=SC2317
 km0_moved() { # km-0 has a new leader, and broker C, not a replica, says so
