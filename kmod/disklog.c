@@ -48,6 +48,7 @@
 #include <linux/uio.h>
 #include <linux/workqueue.h>
 
+#include "krep.h"
 #include "broker.h"
 #include "disklog.h"
 #include "epoch.h"
@@ -95,12 +96,14 @@ struct krep_disklog {
 /* the batches one round writes, as page pieces */
 struct dbatch {
 	u64 base, last;
+	u64 seg_base;			/* of the memory segment holding it */
 	s64 max_ts;
 	u32 len;
 	unsigned int first_bv, nbv;
 };
 
 struct dcollect {
+	struct krep_log *log;
 	struct bio_vec *bv;
 	unsigned int nbv, bv_cap;
 	struct dbatch *b;
@@ -523,6 +526,7 @@ static enum krep_log_verdict collect_batch(const struct krep_batch *b,
 	}
 	c->b[c->nb++] = (struct dbatch) {
 		.base = b->base_offset, .last = krep_batch_last(b),
+		.seg_base = krep_log_segment_base(c->log, b->base_offset),
 		.max_ts = b->max_ts, .len = b->len, .first_bv = c->nbv,
 	};
 	c->bytes += b->len;
@@ -558,22 +562,48 @@ static void collect_release(struct dcollect *c)
 	kfree(c->b);
 }
 
+/*
+ * @s was rolled, so written and synced: the memory log may serve it from
+ * its file now and free its pages (log.c checks it holds the same).
+ */
+static void evict(struct krep_disklog *d, struct dseg *s)
+{
+	char name[KREP_DISK_NAME_LEN + 1];
+	struct file *f;
+
+	seg_name(name, s->base, ".log");
+	f = krep_vfs_open(&d->dir, name, O_RDONLY);
+	if (IS_ERR(f))
+		return;		/* it stays in memory */
+	mutex_lock(&d->p->lock);
+	krep_log_evict(&d->p->log, s->base, s->next, s->size, f);
+	mutex_unlock(&d->p->lock);
+	fput(f);
+}
+
 /* append the collected batch @b at the tail, rolling first if need be */
 static int write_batch(struct krep_disklog *d, struct dcollect *c,
 		       struct dbatch *b)
 {
-	struct dseg *s = tail(d);
+	struct dseg *s = tail(d), *prev;
 	struct iov_iter it;
 	loff_t pos;
 	int err;
 
-	/* as Kafka: offsets relative to the base must fit the indexes */
-	if (!s || s->next != b->base ||
+	/*
+	 * Roll where the memory log starts a segment, so that a file holds
+	 * what one memory segment does, at the same positions; as Kafka,
+	 * also before offsets relative to the base leave the indexes' range
+	 */
+	if (!s || s->next != b->base || s->base != b->seg_base ||
 	    (s->size && s->size + b->len > d->segment_bytes) ||
 	    b->last - s->base > S32_MAX) {
+		prev = s && s->log ? s : NULL;
 		s = roll(d, b->base);
 		if (!s)
 			return -EIO;
+		if (prev)
+			evict(d, prev);
 	}
 	err = seg_index(s, b->base, b->last, b->max_ts, b->len);
 	if (err)
@@ -642,7 +672,7 @@ static bool epochs_changed(const struct krep_disklog *d,
 static bool disk_sync(struct krep_disklog *d, u32 max)
 {
 	struct krep_partition *p = d->p;
-	struct dcollect c = { .max = max };
+	struct dcollect c = { .log = &p->log, .max = max };
 	struct krep_epoch_entry *snap = NULL;
 	unsigned int nsnap = 0, i;
 	u64 cut, start, from, flush_req, now = krep_now_ms();
@@ -943,9 +973,9 @@ struct recover {
 	u64 recovery;
 };
 
-/* read one segment into the memory log; -EBADMSG: cut it at *@cut */
-static int recover_seg(struct recover *r, struct dseg *s, bool check_crc,
-		       loff_t *cut, const char **what)
+/* the batches of @s, from its start; *@posp: where the last one began */
+static int recover_batches(struct recover *r, struct dseg *s, bool check_crc,
+			   struct file *rf, loff_t *posp, const char **what)
 {
 	struct krep_disklog *d = r->d;
 	struct krep_partition *p = d->p;
@@ -953,10 +983,6 @@ static int recover_seg(struct recover *r, struct dseg *s, bool check_crc,
 	loff_t pos = 0, size;
 	int err;
 
-	*what = NULL;
-	err = seg_open_files(d, s, false);
-	if (err)
-		return err;
 	/* the indexes are rebuilt as the batches are read */
 	err = krep_vfs_truncate(s->idx, 0) ?: krep_vfs_truncate(s->tidx, 0);
 	if (err)
@@ -966,7 +992,7 @@ static int recover_seg(struct recover *r, struct dseg *s, bool check_crc,
 	size = i_size_read(file_inode(s->log));
 	/* *what is set only for what the file holds, never for an I/O error */
 	for (;; pos += b.len) {
-		*cut = pos;
+		*posp = pos;
 		*what = NULL;
 		err = read_header(s->log, size, pos, &b, r->buf);
 		if (err == -ENODATA)
@@ -1002,12 +1028,15 @@ static int recover_seg(struct recover *r, struct dseg *s, bool check_crc,
 		*what = NULL;
 		if (r->expect == U64_MAX)
 			krep_log_reset(&p->log, b.base_offset);
-		err = krep_log_append(&p->log, r->buf, b.len, b.base_offset,
-				      b.leader_epoch);
+		if (rf)
+			err = krep_log_append_file(&p->log, &b, pos, rf);
+		else
+			err = krep_log_append(&p->log, r->buf, b.len,
+					      b.base_offset, b.leader_epoch);
 		if (err == -ENOSPC) {
 			return krep_fail(r->st, KREP_KERR_KAFKA_STORAGE_ERROR,
 					 -ENOSPC,
-					 "the log directory holds more than log_memory_max allows");
+					 "the log's last segment does not fit log_memory_max");
 		}
 		if (err)
 			return err;
@@ -1025,6 +1054,37 @@ static int recover_seg(struct recover *r, struct dseg *s, bool check_crc,
 		cond_resched();
 	}
 	return 0;
+}
+
+/*
+ * Read one segment into the memory log: into memory for the tail
+ * (@in_memory), which appends go on filling; the others stay in their
+ * files, which the memory log serves them from. -EBADMSG: cut it at *@cut.
+ */
+static int recover_seg(struct recover *r, struct dseg *s, bool check_crc,
+		       bool in_memory, loff_t *cut, const char **what)
+{
+	struct krep_disklog *d = r->d;
+	char name[KREP_DISK_NAME_LEN + 1];
+	struct file *rf = NULL;
+	loff_t pos = 0;
+	int err;
+
+	*what = NULL;
+	err = seg_open_files(d, s, false);
+	if (err)
+		return err;
+	if (!in_memory) {
+		seg_name(name, s->base, ".log");
+		rf = krep_vfs_open(&d->dir, name, O_RDONLY);
+		if (IS_ERR(rf))
+			return PTR_ERR(rf);
+	}
+	err = recover_batches(r, s, check_crc, rf, &pos, what);
+	*cut = pos;
+	if (rf)
+		fput(rf);		/* the memory log holds its own */
+	return err;
 }
 
 /* leader-epoch-checkpoint into the (empty) cache; a bad file is ignored */
@@ -1108,7 +1168,7 @@ static int recover(struct krep_disklog *d, const struct krep_disk_ckpt *ck,
 		/* a clean shutdown, or below the recovery point: no CRCs */
 		err = recover_seg(&r, s, !clean &&
 				  !(i + 1 < sn.n && sn.base[i + 1] <= ck->recovery),
-				  &cut, &what);
+				  i + 1 == sn.n, &cut, &what);
 		if (err && !what)
 			goto out;
 		if (err) {

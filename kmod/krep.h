@@ -77,6 +77,9 @@ static inline void krep_obj_put(enum krep_obj type)
 	atomic_dec(&krep_obj_count[type]);
 }
 
+/* milliseconds of the monotonic clock (partition.c) */
+u64 krep_now_ms(void);
+
 /* set once at module exit, before waiters are woken for the last time */
 extern bool krep_exiting_flag;
 

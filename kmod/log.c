@@ -22,14 +22,30 @@
  * log->gen (the commit then finds the room gone and drops it), and an
  * append first seals the tail segment, so no one writes where a stale
  * receive may still be writing.
+ *
+ * With a log directory, memory holds only what is not yet on disk. Once
+ * disklog.c has written and synced a segment that ends exactly where a
+ * memory segment ends (the disk rolls where memory does, so file
+ * positions are segment positions), krep_log_evict() gives that segment
+ * its file and frees its pages: from then on its bytes are the page
+ * cache's pages of the file. Reads of such a segment run under the same
+ * lock but never wait for the disk there: a page not in the page cache
+ * ends the read with -EAGAIN (or with what was read before it), and the
+ * caller reads the missing pages in with the lock dropped
+ * (krep_log_take_miss(), krep_log_fault_in()) and asks again. Only
+ * truncation and the producer state's rebuild (krep_log_walk()) wait for
+ * pages under the lock.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/bvec.h>
 #include <linux/errno.h>
+#include <linux/file.h>
+#include <linux/fs.h>
 #include <linux/gfp.h>
 #include <linux/highmem.h>
 #include <linux/mm.h>
+#include <linux/pagemap.h>
 #include <linux/slab.h>
 #include <linux/crc32.h>
 
@@ -61,19 +77,24 @@ struct krep_segment {
 	unsigned int nindex, index_cap;
 	u32 last_index_pos;
 	s64 max_ts;
+	u64 created_ms;			/* for segment.ms */
+	struct file *file;		/* on disk: its bytes are this file's */
 };
 
 void krep_log_init(struct krep_log *log, struct krep_mem *mem,
-		   u32 segment_bytes)
+		   u32 segment_bytes, s64 segment_ms)
 {
 	INIT_LIST_HEAD(&log->segments);
 	log->start_offset = 0;
 	log->end_offset = 0;
 	log->bytes = 0;
 	log->segment_bytes = segment_bytes;
+	log->segment_ms = segment_ms;
 	log->mem = mem;
 	log->changed = NULL;
 	log->cut = U64_MAX;
+	log->wait_io = false;
+	log->miss.set = false;
 }
 
 /* tell the log directory's writer; @cut: the log now ends there */
@@ -122,6 +143,8 @@ static void seg_free(struct krep_log *log, struct krep_segment *seg)
 	for (i = 0; i < seg->npages; i++)
 		__free_page(seg->pages[i]);
 	atomic64_sub((u64)seg->npages * PAGE_SIZE, &log->mem->used);
+	if (seg->file)
+		fput(seg->file);
 	log->bytes -= seg->size;
 	log->gen++;
 	list_del(&seg->node);
@@ -150,6 +173,7 @@ static struct krep_segment *seg_new(struct krep_log *log, u64 base)
 	seg->next_offset = base;
 	seg->cap = log->segment_bytes;
 	seg->max_ts = -1;
+	seg->created_ms = krep_now_ms();
 	/* the arrays grow with the data, not to the segment's size at once */
 	seg->pages_cap = min(seg_max_pages(seg), KREP_SEG_GROW_MIN);
 	seg->pages = kvcalloc(seg->pages_cap, sizeof(*seg->pages),
@@ -212,53 +236,122 @@ static void seg_write(struct krep_segment *seg, u32 pos, const u8 *src,
 	}
 }
 
-static void seg_read(const struct krep_segment *seg, u32 pos, u8 *dst,
-		     u32 len)
+/*
+ * Page @idx of @seg, with a reference: its own, or its file's in the page
+ * cache. A file's page that is not there (or not read yet) is -EAGAIN,
+ * noted in log->miss for krep_log_take_miss(), unless log->wait_io lets
+ * the read wait for it.
+ */
+static struct page *seg_page(struct krep_log *log,
+			     const struct krep_segment *seg, unsigned int idx)
+{
+	struct page *page;
+
+	if (!seg->file) {
+		page = seg->pages[idx];
+		get_page(page);
+		return page;
+	}
+	if (log->wait_io)
+		return read_mapping_page(seg->file->f_mapping, idx, seg->file);
+	page = find_get_page(seg->file->f_mapping, idx);
+	if (page && PageUptodate(page))
+		return page;
+	if (page)
+		put_page(page);
+	log->miss.base = seg->base_offset;
+	log->miss.index = idx;
+	log->miss.set = true;
+	return ERR_PTR(-EAGAIN);
+}
+
+/*
+ * A page the CRC check has just read: should reclaim have taken it from
+ * the page cache since, wait for it, rather than end a batch half sent.
+ */
+static struct page *seg_page_again(struct krep_log *log,
+				   const struct krep_segment *seg,
+				   unsigned int idx)
+{
+	struct page *page = seg_page(log, seg, idx);
+
+	if (PTR_ERR_OR_ZERO(page) != -EAGAIN)
+		return page;
+	log->miss.set = false;
+	return read_mapping_page(seg->file->f_mapping, idx, seg->file);
+}
+
+static int seg_read(struct krep_log *log, const struct krep_segment *seg,
+		    u32 pos, u8 *dst, u32 len)
 {
 	while (len) {
 		u32 off = offset_in_page(pos);
 		u32 n = min_t(u32, len, PAGE_SIZE - off);
+		struct page *page = seg_page(log, seg, pos >> PAGE_SHIFT);
 
-		memcpy_from_page(dst, seg->pages[pos >> PAGE_SHIFT], off, n);
+		if (IS_ERR(page))
+			return PTR_ERR(page);
+		memcpy_from_page(dst, page, off, n);
+		put_page(page);
 		pos += n;
 		dst += n;
 		len -= n;
 	}
+	return 0;
 }
 
-/* parse the header of the batch at @pos of @seg (and a control type) */
-static int seg_batch_at(const struct krep_segment *seg, u32 pos,
-			struct krep_batch *b)
+/*
+ * Parse the header of the batch at @pos of @seg (and a control type).
+ * Return: 0, -EAGAIN (its page is on disk), or -EIO.
+ */
+static int seg_batch_at(struct krep_log *log, const struct krep_segment *seg,
+			u32 pos, struct krep_batch *b)
 {
 	u8 hdr[KREP_RB_HDR_LEN + KREP_CTRL_PEEK_LEN];
 	u32 n = min_t(u32, sizeof(hdr), seg->size - min(pos, seg->size));
+	int err;
 
 	if (n < KREP_RB_HDR_LEN)
 		return -EIO;
-	seg_read(seg, pos, hdr, n);
+	err = seg_read(log, seg, pos, hdr, n);
+	if (err)
+		return err == -EAGAIN ? err : -EIO;
 	if (krep_batch_parse(hdr, n, b) || pos + b->len > seg->size)
 		return -EIO;
 	return 0;
 }
 
-/* CRC-32C of a stored batch, computed over its pages in place */
-static bool seg_crc_ok(const struct krep_segment *seg, u32 pos, u32 len)
+/*
+ * CRC-32C of a stored batch, computed over its pages in place.
+ * Return: 0, -EBADMSG when it does not match, -EAGAIN or -EIO.
+ */
+static int seg_crc_check(struct krep_log *log, const struct krep_segment *seg,
+			 u32 pos, u32 len)
 {
 	u32 crc = ~0U, want, at = pos + KREP_RB_ATTRIBUTES, end = pos + len;
 	__be32 stored;
+	int err;
 
-	seg_read(seg, pos + KREP_RB_CRC, (u8 *)&stored, sizeof(stored));
+	err = seg_read(log, seg, pos + KREP_RB_CRC, (u8 *)&stored,
+		       sizeof(stored));
+	if (err)
+		return err == -EAGAIN ? err : -EIO;
 	want = be32_to_cpu(stored);
 	while (at < end) {
 		u32 off = offset_in_page(at);
 		u32 n = min_t(u32, end - at, PAGE_SIZE - off);
-		u8 *addr = kmap_local_page(seg->pages[at >> PAGE_SHIFT]);
+		struct page *page = seg_page(log, seg, at >> PAGE_SHIFT);
+		u8 *addr;
 
+		if (IS_ERR(page))
+			return PTR_ERR(page) == -EAGAIN ? -EAGAIN : -EIO;
+		addr = kmap_local_page(page);
 		crc = __crc32c_le(crc, addr + off, n);
 		kunmap_local(addr);
+		put_page(page);
 		at += n;
 	}
-	return (crc ^ ~0U) == want;
+	return (crc ^ ~0U) == want ? 0 : -EBADMSG;
 }
 
 /* index @b, about to start at @seg's end, when an interval has passed */
@@ -291,6 +384,17 @@ static void seg_publish(struct krep_log *log, struct krep_segment *seg,
 	log->end_offset = seg->next_offset;
 }
 
+/*
+ * Is @seg too old for more (segment.ms)? As Kafka, a segment rolls at the
+ * first append after it has been open that long, never on its own.
+ */
+static bool seg_aged(const struct krep_log *log,
+		     const struct krep_segment *seg)
+{
+	return seg->size &&
+	       krep_now_ms() - seg->created_ms >= (u64)log->segment_ms;
+}
+
 /* the segment the next @len bytes go to, the tail or a new one, with pages */
 static struct krep_segment *tail_reserve(struct krep_log *log, u32 len,
 					 int *errp)
@@ -300,7 +404,8 @@ static struct krep_segment *tail_reserve(struct krep_log *log, u32 len,
 
 	if (!list_empty(&log->segments))
 		seg = list_last_entry(&log->segments, struct krep_segment, node);
-	if (!seg || len > seg->cap - seg->size) {
+	if (!seg || seg->file || len > seg->cap - seg->size ||
+	    seg_aged(log, seg)) {
 		seg = seg_new(log, log->end_offset);
 		if (!seg) {
 			*errp = -ENOMEM;
@@ -455,9 +560,9 @@ int krep_log_rx_commit(struct krep_log *log, struct krep_log_rx *rx,
 		n = min_t(u32, sizeof(hdr), end - pos);
 		if (n < KREP_RB_HDR_LEN)
 			return -EBADMSG;
-		seg_read(seg, pos, hdr, n);
-		if (krep_batch_parse(hdr, n, &b) ||
-		    b.len > end - pos || !seg_crc_ok(seg, pos, b.len))
+		if (seg_read(log, seg, pos, hdr, n) ||
+		    krep_batch_parse(hdr, n, &b) || b.len > end - pos ||
+		    seg_crc_check(log, seg, pos, b.len))
 			return -EBADMSG;
 		if (b.base_offset != log->end_offset)
 			return -EPROTO;
@@ -499,9 +604,12 @@ static struct krep_segment *find_segment(struct krep_log *log, u64 offset)
 	return NULL;
 }
 
-/* position in @seg of the batch holding @offset, or -ENOENT */
-static int find_pos(const struct krep_segment *seg, u64 offset, u32 *posp)
+/* position in @seg of the batch holding @offset; -ENOENT, -EAGAIN, -EIO */
+static int find_pos(struct krep_log *log, const struct krep_segment *seg,
+		    u64 offset, u32 *posp)
 {
+	int err;
+
 	u32 rel = offset - seg->base_offset, pos = 0;
 	unsigned int lo = 0, hi = seg->nindex;
 	struct krep_batch b;
@@ -517,8 +625,9 @@ static int find_pos(const struct krep_segment *seg, u64 offset, u32 *posp)
 		}
 	}
 	while (pos < seg->size) {
-		if (seg_batch_at(seg, pos, &b))
-			return -EIO;
+		err = seg_batch_at(log, seg, pos, &b);
+		if (err)
+			return err;
 		if (krep_batch_last(&b) >= offset) {
 			*posp = pos;
 			return 0;
@@ -543,7 +652,30 @@ static int cursor_batch(struct read_cursor *c, struct krep_batch *b)
 		c->seg = list_next_entry(c->seg, node);
 		c->pos = 0;
 	}
-	return seg_batch_at(c->seg, c->pos, b);
+	return seg_batch_at(c->log, c->seg, c->pos, b);
+}
+
+/*
+ * Where a read ends on an error: with what it has when a page was not in
+ * memory (the caller reads it in and asks again for the rest), with the
+ * error otherwise.
+ */
+static long read_end(long total, int err)
+{
+	if (err == -ENOENT)
+		return total;
+	if (err == -EAGAIN && total)
+		return total;
+	return err;
+}
+
+/* the cursor at the batch holding @offset; -ENOENT when there is none */
+static int cursor_at(struct read_cursor *c, u64 offset)
+{
+	c->seg = find_segment(c->log, offset);
+	if (!c->seg)
+		return -ENOENT;
+	return find_pos(c->log, c->seg, offset, &c->pos);
 }
 
 /* walk the batches from @offset and count the bytes to serve */
@@ -553,17 +685,10 @@ static long walk_read(struct krep_log *log, u64 offset, u32 max_bytes,
 	struct read_cursor c = { .log = log };
 	struct krep_batch b;
 	long total = 0;
-	u32 pos;
 	int err;
 
-	c.seg = find_segment(log, offset);
-	if (!c.seg)
-		return 0;
-	err = find_pos(c.seg, offset, &pos);
-	if (err)
-		return err == -ENOENT ? 0 : err;
-	c.pos = pos;
-	while (!cursor_batch(&c, &b)) {
+	err = cursor_at(&c, offset);
+	while (!err && !(err = cursor_batch(&c, &b))) {
 		enum krep_log_verdict v = filter(&b, arg);
 
 		if (v == KREP_LOG_STOP)
@@ -575,7 +700,7 @@ static long walk_read(struct krep_log *log, u64 offset, u32 max_bytes,
 		}
 		c.pos += b.len;
 	}
-	return total;
+	return err ? read_end(total, err) : total;
 }
 
 /**
@@ -589,10 +714,13 @@ static long walk_read(struct krep_log *log, u64 offset, u32 max_bytes,
  * @ctx: for @emit
  *
  * Each batch's CRC is checked in place first. No byte is copied: the
- * pieces are for kernel_sendpage().
+ * pieces are for kernel_sendpage(), the page cache's own pages for a
+ * segment on disk.
  *
  * Return: bytes handed out, -EBADMSG for a batch whose CRC no longer
- * matches, -EIO, or the error of @emit.
+ * matches, -EAGAIN when the first batch's pages are on disk only (see
+ * krep_log_take_miss(); later ones end the read short), -EIO, or the
+ * error of @emit.
  */
 long krep_log_read_frags(struct krep_log *log, u64 offset, u32 max_bytes,
 			 krep_log_filter_t filter, void *arg,
@@ -601,17 +729,10 @@ long krep_log_read_frags(struct krep_log *log, u64 offset, u32 max_bytes,
 	struct read_cursor c = { .log = log };
 	struct krep_batch b;
 	long total = 0;
-	u32 pos;
 	int err;
 
-	c.seg = find_segment(log, offset);
-	if (!c.seg)
-		return 0;
-	err = find_pos(c.seg, offset, &pos);
-	if (err)
-		return err == -ENOENT ? 0 : err;
-	c.pos = pos;
-	while (!cursor_batch(&c, &b)) {
+	err = cursor_at(&c, offset);
+	while (!err && !(err = cursor_batch(&c, &b))) {
 		enum krep_log_verdict v = filter(&b, arg);
 		u32 at, end;
 
@@ -620,14 +741,20 @@ long krep_log_read_frags(struct krep_log *log, u64 offset, u32 max_bytes,
 		if (v == KREP_LOG_TAKE) {
 			if (total && total + b.len > max_bytes)
 				break;
-			if (!seg_crc_ok(c.seg, c.pos, b.len))
-				return -EBADMSG;
+			err = seg_crc_check(log, c.seg, c.pos, b.len);
+			if (err)
+				break;
 			for (at = c.pos, end = c.pos + b.len; at < end;) {
 				u32 off = offset_in_page(at);
 				u32 n = min_t(u32, end - at, PAGE_SIZE - off);
+				struct page *page;
 
-				err = emit(c.seg->pages[at >> PAGE_SHIFT], off, n,
-					   ctx);
+				page = seg_page_again(log, c.seg,
+						      at >> PAGE_SHIFT);
+				if (IS_ERR(page))
+					return -EIO;
+				err = emit(page, off, n, ctx);
+				put_page(page);
 				if (err)
 					return err;
 				at += n;
@@ -636,7 +763,7 @@ long krep_log_read_frags(struct krep_log *log, u64 offset, u32 max_bytes,
 		}
 		c.pos += b.len;
 	}
-	return total;
+	return err ? read_end(total, err) : total;
 }
 
 /**
@@ -681,8 +808,10 @@ static u32 ts_pos(const struct krep_segment *seg, s64 ts)
 
 /*
  * LIST_OFFSETS by time: the first offset whose record timestamp is at
- * least @ts, or -1 when no record is that late. The time index finds the
- * batch; only that batch is copied, to read its records' timestamps.
+ * least @ts; -ENOENT when no record is that late, -EAGAIN when a page it
+ * needs is on disk only (krep_log_take_miss()), -EIO or -ENOMEM. The time
+ * index finds the batch; only that batch is copied, to read its records'
+ * timestamps.
  */
 s64 krep_log_offset_for_ts(struct krep_log *log, s64 ts, s64 *found_ts)
 {
@@ -691,29 +820,205 @@ s64 krep_log_offset_for_ts(struct krep_log *log, s64 ts, s64 *found_ts)
 	u8 *buf;
 	u32 pos;
 	s64 off;
+	int err;
 
 	list_for_each_entry(seg, &log->segments, node) {
 		if (seg->max_ts < ts)
 			continue;
 		for (pos = ts_pos(seg, ts); pos < seg->size; pos += b.len) {
-			if (seg_batch_at(seg, pos, &b))
-				return -1;
+			err = seg_batch_at(log, seg, pos, &b);
+			if (err)
+				return err;
 			if (b.max_ts < ts ||
 			    krep_batch_last(&b) < log->start_offset)
 				continue;
 			buf = kvmalloc(b.len, GFP_KERNEL_ACCOUNT);
 			if (!buf)
-				return -1;
-			seg_read(seg, pos, buf, b.len);
-			off = krep_batch_offset_for_ts(buf, b.len, ts,
-						       log->start_offset,
-						       found_ts);
+				return -ENOMEM;
+			err = seg_read(log, seg, pos, buf, b.len);
+			off = err ?: krep_batch_offset_for_ts(buf, b.len, ts,
+							      log->start_offset,
+							      found_ts);
 			kvfree(buf);
-			if (off >= 0)
+			if (off >= 0 || off == -EAGAIN)
 				return off;
+			if (err)
+				return -EIO;
 		}
 	}
-	return -1;
+	return -ENOENT;
+}
+
+/* the base offset of the segment holding @offset, U64_MAX when none does */
+u64 krep_log_segment_base(struct krep_log *log, u64 offset)
+{
+	struct krep_segment *seg = find_segment(log, offset);
+
+	return seg ? seg->base_offset : U64_MAX;
+}
+
+/**
+ * krep_log_walk - show @filter every batch from @offset, as
+ * krep_log_read_size() does, waiting for pages that are on disk only
+ * @log: the log
+ * @offset: where to start
+ * @filter: sees each batch; KREP_LOG_STOP ends the walk
+ * @arg: for @filter
+ *
+ * For what must see the whole log under its lock (the producer state's
+ * rebuild after a truncation or a load).
+ *
+ * Return: 0 or a negative errno.
+ */
+int krep_log_walk(struct krep_log *log, u64 offset, krep_log_filter_t filter,
+		  void *arg)
+{
+	long n;
+
+	log->wait_io = true;
+	n = walk_read(log, offset, U32_MAX, filter, arg);
+	log->wait_io = false;
+	return n < 0 ? n : 0;
+}
+
+/**
+ * krep_log_evict - a segment is on disk: serve it from its file and free
+ * its pages
+ * @log: the log
+ * @base: the segment file's base offset
+ * @next: the offset after its last batch
+ * @size: its bytes
+ * @file: the segment's .log, open for reading; the log takes a reference
+ *
+ * The memory segment must hold exactly what the file does (same base,
+ * end and size: the same batches at the same positions) and must not be
+ * the log's last one, which appends still fill.
+ *
+ * Return: true when the segment now lives in @file.
+ */
+bool krep_log_evict(struct krep_log *log, u64 base, u64 next, u32 size,
+		    struct file *file)
+{
+	struct krep_segment *seg = find_segment(log, base);
+	unsigned int i;
+
+	if (!seg || seg->file || seg->base_offset != base ||
+	    seg->next_offset != next || seg->size != size ||
+	    list_is_last(&seg->node, &log->segments))
+		return false;
+	for (i = 0; i < seg->npages; i++)
+		__free_page(seg->pages[i]);	/* sends hold their own */
+	atomic64_sub((u64)seg->npages * PAGE_SIZE, &log->mem->used);
+	kvfree(seg->pages);
+	seg->pages = NULL;
+	seg->npages = 0;
+	seg->pages_cap = 0;
+	seg->file = get_file(file);
+	return true;
+}
+
+/**
+ * krep_log_append_file - at load, a batch that stays in its segment file
+ * @log: the log
+ * @b: the batch's header; its base offset is the log end
+ * @pos: where it starts in @file
+ * @file: the segment's .log, open for reading (a new segment takes a
+ *	  reference)
+ *
+ * Return: 0, -EINVAL when @pos is not where the segment of @file ends
+ * (a new segment starts at 0), or -ENOMEM.
+ */
+int krep_log_append_file(struct krep_log *log, const struct krep_batch *b,
+			 u32 pos, struct file *file)
+{
+	struct krep_segment *seg = NULL;
+
+	if (!list_empty(&log->segments))
+		seg = list_last_entry(&log->segments, struct krep_segment, node);
+	if (!seg || seg->file != file) {
+		if (pos)
+			return -EINVAL;
+		rx_close(log);
+		seg = seg_new(log, log->end_offset);
+		if (!seg)
+			return -ENOMEM;
+		seg->file = get_file(file);
+	}
+	if (seg->size != pos || b->base_offset != log->end_offset ||
+	    b->len > U32_MAX - pos)
+		return -EINVAL;
+	seg_publish(log, seg, b);
+	return 0;
+}
+
+/**
+ * krep_log_take_miss - what a read that ended with -EAGAIN (or short)
+ * found only on disk
+ * @log: the log, under its lock
+ * @m: set to the segment file (a reference) and the page to read
+ *
+ * Return: true when there is such a page; then krep_log_fault_in() it
+ * with the lock dropped, ask again, and krep_log_miss_release() @m.
+ */
+bool krep_log_take_miss(struct krep_log *log, struct krep_log_miss *m)
+{
+	struct krep_segment *seg;
+
+	memset(m, 0, sizeof(*m));
+	if (!log->miss.set)
+		return false;
+	log->miss.set = false;
+	seg = find_segment(log, log->miss.base);
+	if (!seg || seg->base_offset != log->miss.base || !seg->file)
+		return false;
+	m->file = get_file(seg->file);
+	m->index = log->miss.index;
+	return true;
+}
+
+/**
+ * krep_log_fault_in - read @m's pages into the page cache
+ * @m: from krep_log_take_miss()
+ *
+ * Reads ahead KREP_LOG_READAHEAD pages and holds the first
+ * KREP_LOG_FAULT_PIN of them until krep_log_miss_release(), so that the
+ * read asked again finds them whatever reclaim does meanwhile. Sleeps:
+ * never under the log's lock.
+ */
+void krep_log_fault_in(struct krep_log_miss *m)
+{
+	struct address_space *mapping = m->file->f_mapping;
+	loff_t size = i_size_read(file_inode(m->file));
+	struct file_ra_state ra;
+	pgoff_t last;
+	struct page *page;
+
+	if (!size)
+		return;
+	last = (size - 1) >> PAGE_SHIFT;
+	if (m->index > last)
+		return;
+	file_ra_state_init(&ra, mapping);
+	page_cache_sync_readahead(mapping, &ra, m->file, m->index,
+				  min_t(pgoff_t, KREP_LOG_READAHEAD,
+					last - m->index + 1));
+	while (m->nr < KREP_LOG_FAULT_PIN && m->index + m->nr <= last) {
+		page = read_mapping_page(mapping, m->index + m->nr, m->file);
+		if (IS_ERR(page))
+			break;
+		m->pages[m->nr++] = page;
+	}
+}
+
+void krep_log_miss_release(struct krep_log_miss *m)
+{
+	unsigned int i;
+
+	for (i = 0; i < m->nr; i++)
+		put_page(m->pages[i]);
+	if (m->file)
+		fput(m->file);
+	memset(m, 0, sizeof(*m));
 }
 
 /* move the log start offset forward, freeing the segments below it */
@@ -784,14 +1089,17 @@ u64 krep_log_truncate(struct krep_log *log, u64 offset)
 		log_changed(log, offset);
 		return offset;
 	}
-	if (offset < seg->next_offset && !find_pos(seg, offset, &pos)) {
+	/* a cut into a segment on disk waits for its pages, here only */
+	log->wait_io = true;
+	if (offset < seg->next_offset && !find_pos(log, seg, offset, &pos)) {
 		struct krep_batch b;
 
-		if (!seg_batch_at(seg, pos, &b))
+		if (!seg_batch_at(log, seg, pos, &b))
 			seg->next_offset = b.base_offset;
 		log->bytes -= seg->size - pos;
 		seg->size = pos;
-		keep = DIV_ROUND_UP(pos, PAGE_SIZE);
+		/* a segment on disk has no pages: the disk work cuts its file */
+		keep = min(DIV_ROUND_UP(pos, PAGE_SIZE), seg->npages);
 		for (i = keep; i < seg->npages; i++)
 			__free_page(seg->pages[i]);
 		atomic64_sub((u64)(seg->npages - keep) * PAGE_SIZE,
@@ -800,6 +1108,7 @@ u64 krep_log_truncate(struct krep_log *log, u64 offset)
 		while (seg->nindex && seg->index[seg->nindex - 1].pos >= pos)
 			seg->nindex--;
 	}
+	log->wait_io = false;
 	seg->cap = seg->size;		/* sealed */
 	log->end_offset = max(seg->next_offset, log->start_offset);
 	if (!seg->size)

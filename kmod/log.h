@@ -3,11 +3,12 @@
  * krep: a partition's log, append-only RecordBatch v2 bytes in page-backed
  * segments with a sparse offset index.
  *
- * The pages are the log every reader is served from. With a log
- * directory, disklog.c mirrors them into Kafka's segment files behind the
- * appends: @changed tells it that the log grew, and @cut how far back a
- * truncation went. The caller serialises every call on one log (the
- * partition lock).
+ * With a log directory, disklog.c mirrors the pages into Kafka's segment
+ * files behind the appends (@changed tells it that the log grew, and
+ * @cut how far back a truncation went), and a segment it has written
+ * and synced is then served from its file's page cache instead of
+ * memory (krep_log_evict()). The caller serialises every call on one log
+ * (the partition lock).
  */
 #ifndef _KREP_LOG_H
 #define _KREP_LOG_H
@@ -17,9 +18,14 @@
 #include <linux/types.h>
 
 struct bio_vec;
+struct file;
 struct krep_batch;
 struct krep_segment;
 struct page;
+
+/* pages read ahead, and held, for a read that found its pages on disk */
+#define KREP_LOG_READAHEAD	64
+#define KREP_LOG_FAULT_PIN	16
 
 /* bytes of log a broker may hold, shared by all its partitions */
 struct krep_mem {
@@ -33,12 +39,27 @@ struct krep_log {
 	u64 end_offset;			/* LEO: the next offset to write */
 	u64 bytes;			/* bytes of batches held */
 	u32 segment_bytes;
+	s64 segment_ms;			/* a segment this old rolls */
 	struct krep_mem *mem;
 	u64 gen;			/* bumped when a reserved room may be gone */
 	bool rx_open;			/* a room is reserved (krep_log_rx_*) */
 	/* the log directory's writer (disklog.c): told of every change */
 	void (*changed)(struct krep_log *log);
 	u64 cut;			/* lowest new end since it last looked */
+	bool wait_io;			/* reads may wait for the disk */
+	struct {			/* where a read found no page */
+		u64 base;		/* the segment's base offset */
+		pgoff_t index;
+		bool set;
+	} miss;
+};
+
+/* a page of a segment on disk that a read needs (krep_log_take_miss()) */
+struct krep_log_miss {
+	struct file *file;
+	pgoff_t index;
+	unsigned int nr;
+	struct page *pages[KREP_LOG_FAULT_PIN];
 };
 
 /*
@@ -73,7 +94,7 @@ typedef int (*krep_log_frag_t)(struct page *page, u32 offset, u32 len,
 			       void *ctx);
 
 void krep_log_init(struct krep_log *log, struct krep_mem *mem,
-		   u32 segment_bytes);
+		   u32 segment_bytes, s64 segment_ms);
 void krep_log_destroy(struct krep_log *log);
 int krep_log_append(struct krep_log *log, const u8 *batch, u32 len,
 		    u64 base_offset, u32 leader_epoch);
@@ -83,6 +104,16 @@ long krep_log_read_frags(struct krep_log *log, u64 offset, u32 max_bytes,
 			 krep_log_filter_t filter, void *arg,
 			 krep_log_frag_t emit, void *ctx);
 s64 krep_log_offset_for_ts(struct krep_log *log, s64 ts, s64 *found_ts);
+u64 krep_log_segment_base(struct krep_log *log, u64 offset);
+int krep_log_walk(struct krep_log *log, u64 offset, krep_log_filter_t filter,
+		  void *arg);
+bool krep_log_evict(struct krep_log *log, u64 base, u64 next, u32 size,
+		    struct file *file);
+int krep_log_append_file(struct krep_log *log, const struct krep_batch *b,
+			 u32 pos, struct file *file);
+bool krep_log_take_miss(struct krep_log *log, struct krep_log_miss *m);
+void krep_log_fault_in(struct krep_log_miss *m);
+void krep_log_miss_release(struct krep_log_miss *m);
 void krep_log_advance_start(struct krep_log *log, u64 offset);
 void krep_log_reset(struct krep_log *log, u64 offset);
 u64 krep_log_truncate(struct krep_log *log, u64 offset);

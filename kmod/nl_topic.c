@@ -41,6 +41,7 @@ static const struct nla_policy tcfg_policy[KREP_A_TCFG_MAX + 1] = {
 	[KREP_A_TCFG_UNCLEAN_LEADER_ELECTION] = NLA_POLICY_MAX(NLA_U8, 1),
 	[KREP_A_TCFG_FLUSH_MESSAGES] = NLA_POLICY_MIN(NLA_S64, 1),
 	[KREP_A_TCFG_FLUSH_MS] = NLA_POLICY_MIN(NLA_S64, 0),
+	[KREP_A_TCFG_SEGMENT_MS] = NLA_POLICY_MIN(NLA_S64, 1),
 };
 
 /*
@@ -106,6 +107,8 @@ static int parse_tcfg(struct nlattr *nest, struct krep_topic_config *tc,
 			nla_get_s64(tb[KREP_A_TCFG_FLUSH_MESSAGES]);
 	if (tb[KREP_A_TCFG_FLUSH_MS])
 		tc->flush_ms = nla_get_s64(tb[KREP_A_TCFG_FLUSH_MS]);
+	if (tb[KREP_A_TCFG_SEGMENT_MS])
+		tc->segment_ms = nla_get_s64(tb[KREP_A_TCFG_SEGMENT_MS]);
 	return 0;
 }
 
@@ -284,6 +287,8 @@ static int put_tcfg(struct sk_buff *skb, const struct krep_topic_config *tc)
 	    nla_put_s64(skb, KREP_A_TCFG_FLUSH_MESSAGES, tc->flush_messages,
 			KREP_A_TCFG_PAD) ||
 	    nla_put_s64(skb, KREP_A_TCFG_FLUSH_MS, tc->flush_ms,
+			KREP_A_TCFG_PAD) ||
+	    nla_put_s64(skb, KREP_A_TCFG_SEGMENT_MS, tc->segment_ms,
 			KREP_A_TCFG_PAD))
 		return -EMSGSIZE;
 	nla_nest_end(skb, nest);

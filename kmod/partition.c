@@ -57,7 +57,8 @@ struct krep_partition *krep_partition_new(struct krep_topic *t, u32 index,
 	init_waitqueue_head(&p->waitq);
 	init_waitqueue_head(&p->commit_wq);
 	krep_producer_init(p);
-	krep_log_init(&p->log, &t->kn->mem, t->config.segment_bytes);
+	krep_log_init(&p->log, &t->kn->mem, t->config.segment_bytes,
+		      t->config.segment_ms);
 	p->nreplicas = nreplicas;
 	for (i = 0; i < nreplicas; i++) {
 		p->replicas[i] = replicas[i];
@@ -617,6 +618,42 @@ static int fetch_check(struct krep_partition *p,
 	return 0;
 }
 
+/*
+ * Reading a segment that is on disk (log.c): a read under p->lock that
+ * finds a page outside the page cache ends there, and when it got
+ * nothing its caller drops p->lock, reads the pages in and asks again;
+ * at most this many times, should reclaim keep taking them.
+ */
+#define KREP_DISK_READ_TRIES	8
+
+struct disk_read {
+	struct krep_log_miss m;		/* pages read in, held for the retry */
+	unsigned int tries;
+};
+
+/*
+ * Under p->lock, after a log read that returned @got: ask again (true)
+ * once p->lock is dropped and disk_read_in() has run?
+ */
+static bool disk_missed(struct krep_partition *p, struct disk_read *dr,
+			long got)
+{
+	krep_log_miss_release(&dr->m);	/* the last retry's pages */
+	if (!krep_log_take_miss(&p->log, &dr->m))
+		return false;
+	if (got == -EAGAIN && dr->tries++ < KREP_DISK_READ_TRIES)
+		return true;
+	krep_log_miss_release(&dr->m);
+	return false;
+}
+
+/* p->lock dropped: read in what disk_missed() found missing */
+static void disk_read_in(struct disk_read *dr)
+{
+	if (dr->m.file)
+		krep_log_fault_in(&dr->m);
+}
+
 #define FETCH_REPLY_OVERHEAD	512
 /* a netlink attribute holds at most this much: U16_MAX less its header */
 #define KREP_RECORDS_ATTR_MAX	(U16_MAX - NLA_HDRLEN)
@@ -706,9 +743,12 @@ struct sk_buff *krep_partition_fetch(struct krep_partition *p,
 		.f = { .p = p,
 		       .committed = req->isolation == KREP_READ_COMMITTED },
 	};
-	long size = 0, done;
+	struct disk_read dr = {};
+	long size, done;
 	int err;
 
+again:
+	size = 0;
 	mutex_lock(&p->lock);
 	err = fetch_check(p, req, st);
 	if (err)
@@ -721,6 +761,11 @@ struct sk_buff *krep_partition_fetch(struct krep_partition *p,
 	if (req->offset < fc.f.limit)
 		size = krep_log_read_size(&p->log, req->offset, req->max_bytes,
 					  fetch_filter, &fc.f);
+	if (disk_missed(p, &dr, size)) {
+		mutex_unlock(&p->lock);
+		disk_read_in(&dr);
+		goto again;
+	}
 	if (size < 0 || size > INT_MAX / 2) {
 		err = krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR, -EIO,
 				"log read failed");
@@ -738,6 +783,14 @@ struct sk_buff *krep_partition_fetch(struct krep_partition *p,
 					   fetch_copy_filter, &fc,
 					   fetch_copy_emit, &fc);
 		records_close(&fc);
+		if (disk_missed(p, &dr, done)) {
+			/* reclaim took a page the size walk had just read */
+			mutex_unlock(&p->lock);
+			kfree_skb(fc.skb);
+			fc.skb = NULL;
+			disk_read_in(&dr);
+			goto again;
+		}
 		if (done == -EBADMSG) {
 			err = krep_fail(st, KREP_KERR_CORRUPT_MESSAGE, -EBADMSG,
 					"stored batch failed its CRC check");
@@ -758,6 +811,7 @@ struct sk_buff *krep_partition_fetch(struct krep_partition *p,
 	err = 0;
 out:
 	mutex_unlock(&p->lock);
+	krep_log_miss_release(&dr.m);
 	if (!err)
 		return fc.skb;
 	kfree_skb(fc.skb);
@@ -790,9 +844,12 @@ long krep_partition_consumer_read(struct krep_partition *p,
 	struct fetch_filter f = {
 		.p = p, .committed = req->isolation == KREP_READ_COMMITTED,
 	};
-	long done = 0;
+	struct disk_read dr = {};
+	long done;
 	int err;
 
+again:
+	done = 0;
 	mutex_lock(&p->lock);
 	res->hw = p->hw;
 	res->lso = p->lso;
@@ -808,6 +865,11 @@ long krep_partition_consumer_read(struct krep_partition *p,
 	done = krep_log_read_frags(&p->log, req->offset,
 				   first ? max(req->max_bytes, 1U) :
 				   req->max_bytes, fetch_filter, &f, emit, ctx);
+	if (disk_missed(p, &dr, done)) {
+		mutex_unlock(&p->lock);
+		disk_read_in(&dr);
+		goto again;
+	}
 	if (done == -EBADMSG)
 		done = krep_fail(st, KREP_KERR_CORRUPT_MESSAGE, -EBADMSG,
 				 "stored batch failed its CRC check");
@@ -818,6 +880,7 @@ long krep_partition_consumer_read(struct krep_partition *p,
 		trace_krep_fetch(p, -1, req->offset, done, 0);
 out:
 	mutex_unlock(&p->lock);
+	krep_log_miss_release(&dr.m);
 	return done;
 }
 
@@ -825,10 +888,12 @@ int krep_partition_list_offset(struct krep_partition *p, s64 ts, bool committed,
 			       u64 *offset, s64 *found_ts,
 			       struct krep_status *st)
 {
+	struct disk_read dr = {};
 	bool window;
 	s64 off;
 	int err;
 
+again:
 	*found_ts = -1;
 	mutex_lock(&p->lock);
 	err = krep_partition_check_leader(p, st);
@@ -846,6 +911,16 @@ int krep_partition_list_offset(struct krep_partition *p, s64 ts, bool committed,
 	}
 	if (ts != KREP_TS_LATEST) {
 		off = krep_log_offset_for_ts(&p->log, ts, found_ts);
+		if (disk_missed(p, &dr, off)) {
+			mutex_unlock(&p->lock);
+			disk_read_in(&dr);
+			goto again;
+		}
+		if (off < 0 && off != -ENOENT) {
+			err = krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR,
+					(int)off, "log read failed");
+			goto out;
+		}
 		/* Kafka's lastFetchableOffset: LSO for read_committed */
 		if (off >= 0 && off < (committed ? p->lso : p->hw)) {
 			*offset = off;
@@ -861,6 +936,7 @@ int krep_partition_list_offset(struct krep_partition *p, s64 ts, bool committed,
 	*offset = ts == KREP_TS_LATEST && committed ? p->lso : p->hw;
 out:
 	mutex_unlock(&p->lock);
+	krep_log_miss_release(&dr.m);
 	return err;
 }
 
@@ -1206,8 +1282,11 @@ long krep_partition_follower_read(struct krep_partition *p, u32 replica_id,
 				  krep_log_frag_t emit, void *ctx,
 				  struct krep_fetch_result *res)
 {
-	long done = 0;
+	struct disk_read dr = {};
+	long done;
 
+again:
+	done = 0;
 	mutex_lock(&p->lock);
 	res->hw = p->hw;
 	res->log_start = p->log.start_offset;
@@ -1228,14 +1307,23 @@ long krep_partition_follower_read(struct krep_partition *p, u32 replica_id,
 		goto out;
 	done = krep_log_read_frags(&p->log, fp->offset, max_bytes, take_all,
 				   NULL, emit, ctx);
+	if (disk_missed(p, &dr, done)) {
+		mutex_unlock(&p->lock);
+		disk_read_in(&dr);
+		goto again;
+	}
 	if (done == -EBADMSG) {
 		res->error = KREP_KERR_CORRUPT_MESSAGE;
+		done = 0;
+	} else if (done == -EIO || done == -EAGAIN) {
+		res->error = KREP_KERR_KAFKA_STORAGE_ERROR;
 		done = 0;
 	}
 out:
 	trace_krep_fetch(p, replica_id, fp->offset, done > 0 ? done : 0,
 			 res->error);
 	mutex_unlock(&p->lock);
+	krep_log_miss_release(&dr.m);
 	return done;
 }
 

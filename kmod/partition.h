@@ -242,6 +242,5 @@ void krep_partition_follower_diverged(struct krep_partition *p,
 void krep_partition_reset_pending(struct krep_partition *p);
 void krep_partition_set_hw(struct krep_partition *p, u64 hw);
 void krep_partition_update_lso(struct krep_partition *p);
-u64 krep_now_ms(void);
 
 #endif /* _KREP_PARTITION_H */

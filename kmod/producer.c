@@ -557,8 +557,7 @@ static void rebuild(struct krep_partition *p)
 	free_all(ps);
 	ps->stale = false;
 	ps->stale_ms = krep_now_ms();
-	if (krep_log_read_size(&p->log, p->log.start_offset, U32_MAX,
-			       rebuild_one, p) < 0)
+	if (krep_log_walk(&p->log, p->log.start_offset, rebuild_one, p))
 		pr_warn_ratelimited("%s-%u: producer state rebuilt from an unreadable log\n",
 				    p->topic->name, p->index);
 }

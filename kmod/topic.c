@@ -36,6 +36,7 @@ void krep_topic_config_default(struct krep_topic_config *tc)
 	tc->unclean_leader_election = false;
 	tc->flush_messages = KREP_FLUSH_NEVER;
 	tc->flush_ms = KREP_FLUSH_NEVER;
+	tc->segment_ms = 7LL * 24 * 3600 * 1000;
 }
 
 struct topic_key {
@@ -60,6 +61,7 @@ static const struct topic_key topic_keys[] = {
 	TOPIC_KEY(unclean_leader_election, 0, 1),
 	TOPIC_KEY(flush_messages, 1, KREP_FLUSH_NEVER),
 	TOPIC_KEY(flush_ms, 0, KREP_FLUSH_NEVER),
+	TOPIC_KEY(segment_ms, 1, S64_MAX),
 };
 
 /**

@@ -26,6 +26,7 @@ struct krep_topic_config {
 	bool unclean_leader_election;
 	s64 flush_messages;		/* KREP_FLUSH_NEVER: no forced fsync */
 	s64 flush_ms;
+	s64 segment_ms;			/* roll a segment this old */
 };
 
 #define KREP_FLUSH_NEVER	S64_MAX	/* Kafka's Long.MAX_VALUE */

@@ -425,7 +425,7 @@ def q_topic_new(b, name, parts, rf, config=""):
     for kv in filter(None, config.split(",")):
         k, v = kv.split("=", 1)
         pack = "=q" if k in ("retention_bytes", "flush_messages",
-                              "flush_ms") else \
+                              "flush_ms", "segment_ms") else \
             "=B" if k == "unclean_leader_election" else "=I"
         cfg += nla(TCFG["KREP_A_TCFG_" + k.upper()], struct.pack(pack, int(v)))
     attrs = (nla(A["KREP_A_TOPIC"], name.encode() + b"\0") +

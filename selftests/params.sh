@@ -411,17 +411,18 @@ topics "topics: every config key at its lowest" \
 	'length == 1 and t("t").config == {"min_insync_replicas": 1,
 	 "replica_lag_time_max_ms": 10, "segment_bytes": 4096,
 	 "retention_bytes": -1, "max_message_bytes": 64,
-	 "unclean_leader_election": 0, "flush_messages": 1, "flush_ms": 0}' \
+	 "unclean_leader_election": 0, "flush_messages": 1, "flush_ms": 0,
+	 "segment_ms": 1}' \
 	broker_id=1 \
-	topics=t:1:1:min_insync_replicas=1:replica_lag_time_max_ms=10:segment_bytes=4096:retention_bytes=-1:max_message_bytes=64:unclean_leader_election=0:flush_messages=1:flush_ms=0
+	topics=t:1:1:min_insync_replicas=1:replica_lag_time_max_ms=10:segment_bytes=4096:retention_bytes=-1:max_message_bytes=64:unclean_leader_election=0:flush_messages=1:flush_ms=0:segment_ms=1
 topics "topics: every config key at its highest" \
 	'length == 1 and t("t").config == {"min_insync_replicas": 65,
 	 "replica_lag_time_max_ms": 3600000, "segment_bytes": 1073741824,
 	 "retention_bytes": 9223372036854775807, "max_message_bytes": 1048588,
 	 "unclean_leader_election": 1, "flush_messages": 9223372036854775807,
-	 "flush_ms": 9223372036854775807}' \
+	 "flush_ms": 9223372036854775807, "segment_ms": 9223372036854775807}' \
 	broker_id=1 \
-	topics=t:1:1:min_insync_replicas=65:replica_lag_time_max_ms=3600000:segment_bytes=1073741824:retention_bytes=9223372036854775807:max_message_bytes=1048588:unclean_leader_election=1:flush_messages=9223372036854775807:flush_ms=9223372036854775807
+	topics=t:1:1:min_insync_replicas=65:replica_lag_time_max_ms=3600000:segment_bytes=1073741824:retention_bytes=9223372036854775807:max_message_bytes=1048588:unclean_leader_election=1:flush_messages=9223372036854775807:flush_ms=9223372036854775807:segment_ms=9223372036854775807
 topics "topics: names of [a-zA-Z0-9._-], 249 characters" \
 	"length == 3 and t(\"a.b_c-D9\") and t(\"...\") and t(\"$T249\")" \
 	broker_id=1 topics="a.b_c-D9:1:1,...:1:1,$T249:1:1"

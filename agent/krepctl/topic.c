@@ -45,6 +45,8 @@ static void create_usage(FILE *f)
 	      "      min_insync_replicas      ISR size acks=all needs (default 1)\n"
 	      "      replica_lag_time_max_ms  when a follower leaves the ISR (30000)\n"
 	      "      segment_bytes            log segment size (8388608)\n"
+	      "      segment_ms               roll a segment this old at the\n"
+	      "                               next append (604800000, 7 days)\n"
 	      "      retention_bytes          log bytes to keep, -1 = all (-1)\n"
 	      "      max_message_bytes        largest batch accepted (1048588)\n"
 	      "      unclean_leader_election  0 or 1 (0)\n"

@@ -60,6 +60,7 @@ static const struct krep_attr_desc tcfg_attrs[KREP_A_TCFG_MAX + 1] = {
 						  KREP_AT_U8 },
 	[KREP_A_TCFG_FLUSH_MESSAGES] = { "flush_messages", KREP_AT_S64 },
 	[KREP_A_TCFG_FLUSH_MS] = { "flush_ms", KREP_AT_S64 },
+	[KREP_A_TCFG_SEGMENT_MS] = { "segment_ms", KREP_AT_S64 },
 };
 
 static const struct krep_attr_space tcfg_space = {

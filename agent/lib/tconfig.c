@@ -35,6 +35,8 @@ static const struct {
 		KREP_A_TCFG_FLUSH_MESSAGES, INT64_MIN, INT64_MAX },
 	[KREP_TCFG_FLUSH_MS] = { "flush_ms",
 		KREP_A_TCFG_FLUSH_MS, INT64_MIN, INT64_MAX },
+	[KREP_TCFG_SEGMENT_MS] = { "segment_ms",
+		KREP_A_TCFG_SEGMENT_MS, INT64_MIN, INT64_MAX },
 };
 
 /*
@@ -55,6 +57,7 @@ static const struct {
 	[KREP_TCFG_UNCLEAN_LEADER_ELECTION] = { true, 0, 1 },
 	[KREP_TCFG_FLUSH_MESSAGES] = { true, 1, INT64_MAX },
 	[KREP_TCFG_FLUSH_MS] = { true, 0, INT64_MAX },
+	[KREP_TCFG_SEGMENT_MS] = { true, 1, INT64_MAX },
 };
 
 int krep_tconfig_check(const struct krep_tconfig *tc, char *why,
@@ -173,6 +176,7 @@ int krep_tconfig_put(struct nl_msg *msg, const struct krep_tconfig *tc)
 		case KREP_TCFG_RETENTION_BYTES:
 		case KREP_TCFG_FLUSH_MESSAGES:
 		case KREP_TCFG_FLUSH_MS:
+		case KREP_TCFG_SEGMENT_MS:
 			ret = nla_put_u64(msg, keys[k].attr, (uint64_t)tc->v[k]);
 			break;
 		case KREP_TCFG_UNCLEAN_LEADER_ELECTION:

@@ -22,6 +22,7 @@ enum krep_tcfg_key {
 	KREP_TCFG_UNCLEAN_LEADER_ELECTION,
 	KREP_TCFG_FLUSH_MESSAGES,
 	KREP_TCFG_FLUSH_MS,
+	KREP_TCFG_SEGMENT_MS,
 	KREP_TCFG_NKEYS
 };
 
@@ -52,7 +53,7 @@ int krep_tconfig_parse(const char *s, struct krep_tconfig *tc, char *why,
  * replica_lag_time_max_ms 10..3600000, segment_bytes 4096..2^30,
  * retention_bytes -1 or more, max_message_bytes 64..1048588,
  * unclean_leader_election 0..1, flush_messages 1 or more, flush_ms 0 or
- * more). Returns 0, or -ERANGE with "KEY must be
+ * more, segment_ms 1 or more). Returns 0, or -ERANGE with "KEY must be
  * MIN..MAX, not V" in @why: Kafka's INVALID_CONFIG.
  */
 int krep_tconfig_check(const struct krep_tconfig *tc, char *why,

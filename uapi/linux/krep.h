@@ -433,6 +433,7 @@ enum krep_tcfg_attr {
 	KREP_A_TCFG_PAD,			/* 64-bit alignment */
 	KREP_A_TCFG_FLUSH_MESSAGES,		/* s64, >= 1; default never */
 	KREP_A_TCFG_FLUSH_MS,			/* s64, >= 0; default never */
+	KREP_A_TCFG_SEGMENT_MS,			/* s64, >= 1; default 7 days */
 
 	__KREP_A_TCFG_MAX,
 	KREP_A_TCFG_MAX = __KREP_A_TCFG_MAX - 1
