@@ -749,6 +749,10 @@ struct sk_buff *krep_partition_fetch(struct krep_partition *p,
 
 again:
 	size = 0;
+	fc.attr = NULL;		/* nothing of a dropped reply's */
+	fc.attr_len = 0;
+	fc.batch_len = 0;
+	fc.batch_left = 0;
 	mutex_lock(&p->lock);
 	err = fetch_check(p, req, st);
 	if (err)

@@ -20,6 +20,8 @@
 #                            namespace and every log in memory, and comes
 #                            back empty (ARGS: more of `broker set`, such
 #                            as `log-dir DIR` to recover from)
+#   cluster_log_dirs DIR     broker N gets the log directory DIR/cN
+#                            (made if need be); before any topic
 #   cluster_krepd DIR        krepd --controller over the three brokers'
 #                            namespaces (polls every 250 ms, session
 #                            timeout 3 s), its socket DIR/krepd.sock (also
@@ -112,6 +114,16 @@ cluster_topic_on() {
 	local n=$1
 	shift
 	kc "$(bns "$n")" topic create "$@" >/dev/null
+}
+
+cluster_log_dirs() {
+	local i
+
+	for i in 1 2 3; do
+		mkdir -p "$1/c$i" &&
+			kc "$(bns "$i")" broker set log-dir "$1/c$i" >/dev/null ||
+			return 1
+	done
 }
 
 cluster_krepd() {

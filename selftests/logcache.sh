@@ -91,22 +91,12 @@ brokers_up() { # log directories under $mnt/DIRn
 # --- set-up ------------------------------------------------------------------
 krep_kmsg_mark "$mark"
 krep_mod_unload
-modprobe loop 2>/dev/null
-modprobe ext4 2>/dev/null
-mkdir -p "$mnt"
-truncate -s 128M "$tmp/disk.img" &&
-	mkfs.ext4 -q -F -O ^has_journal "$tmp/disk.img" &&
-	mount -o loop "$tmp/disk.img" "$mnt" ||
+krep_ext4_mount "$tmp/disk.img" 128M "$mnt" -O ^has_journal ||
 	ktap_bail "cannot make and mount an ext4 image"
-krep_cleanup_push umount "$mnt"
 for k in $(seq 0 $((CHUNKS - 1))); do values "$k"; done >"$tmp/all.in"
 krep_mod_load log_memory_max=$CAP || ktap_bail "insmod failed"
 cluster_up lc || ktap_bail "cannot set up three brokers"
-for i in 1 2 3; do
-	mkdir -p "$mnt/c$i"
-	kc "$(bns "$i")" broker set log-dir "$mnt/c$i" >/dev/null ||
-		ktap_bail "broker $i: log-dir"
-done
+cluster_log_dirs "$mnt" || ktap_bail "cannot give the brokers log directories"
 cluster_topic c partitions 1 replication-factor 3 \
 	config segment_bytes=$SEG || ktap_bail "topic c"
 krep_wait_for 60 cluster_peers_up || ktap_bail "peers did not connect"

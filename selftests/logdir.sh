@@ -69,14 +69,8 @@ lpart() { # TOPIC P FIELD
 # --- set-up: an ext4 image on a loop device ----------------------------------
 krep_kmsg_mark "$mark"
 krep_mod_unload
-modprobe loop 2>/dev/null
-modprobe ext4 2>/dev/null
-mkdir -p "$mnt"
-truncate -s 128M "$tmp/disk.img" &&
-	mkfs.ext4 -q -F "$tmp/disk.img" &&
-	mount -o loop "$tmp/disk.img" "$mnt" ||
+krep_ext4_mount "$tmp/disk.img" 128M "$mnt" ||
 	ktap_bail "cannot make and mount an ext4 image"
-krep_cleanup_push umount "$mnt"
 D1=$mnt/b1
 mkdir -p "$D1"
 LOAD=(log_dir="$D1" broker_id=1
@@ -305,11 +299,7 @@ krep_mod_unload
 # --- 6. three brokers: broker 3 restarts from its log directory -----------------------
 krep_mod_load || ktap_bail "insmod failed"
 cluster_up krepld || ktap_bail "cannot set up three brokers"
-for i in 1 2 3; do
-	mkdir -p "$mnt/c$i"
-	kc "$(bns "$i")" broker set log-dir "$mnt/c$i" >/dev/null ||
-		ktap_bail "broker $i: log-dir"
-done
+cluster_log_dirs "$mnt" || ktap_bail "cannot give the brokers log directories"
 cluster_topic r partitions 1 replication-factor 3 \
 	config segment_bytes=$SEG || ktap_bail "topic r"
 krep_wait_for 60 cluster_peers_up || ktap_bail "peers did not connect"
@@ -406,10 +396,8 @@ ktap_check "the kernel log says broker 1's d-0 was truncated from 80 to 50" \
 
 # --- 8. a full disk (2 MiB): the partition refuses appends with KAFKA_STORAGE_ERROR ----------
 small=$tmp/small
-mkdir -p "$small"
-truncate -s 2M "$tmp/small.img" && mkfs.ext4 -q -F -O ^has_journal "$tmp/small.img" &&
-	mount -o loop "$tmp/small.img" "$small" || ktap_bail "cannot mount a small image"
-krep_cleanup_push umount "$small"
+krep_ext4_mount "$tmp/small.img" 2M "$small" -O ^has_journal ||
+	ktap_bail "cannot mount a small image"
 krep_netns_add B7 lb7 || ktap_bail "netns"
 kc "$B7" broker set id 7 log-dir "$small" >/dev/null &&
 	kc "$B7" topic create full partitions 1 replication-factor 1 \

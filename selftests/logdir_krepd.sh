@@ -48,21 +48,13 @@ big() { # PREFIX FROM TO
 
 krep_kmsg_mark "$mark"
 krep_mod_unload
-modprobe loop 2>/dev/null
-modprobe ext4 2>/dev/null
-mkdir -p "$mnt"
-truncate -s 64M "$tmp/disk.img" &&
-	mkfs.ext4 -q -F "$tmp/disk.img" &&
-	mount -o loop "$tmp/disk.img" "$mnt" ||
+krep_ext4_mount "$tmp/disk.img" 64M "$mnt" ||
 	ktap_bail "cannot make and mount an ext4 image"
-krep_cleanup_push umount "$mnt"
 krep_mod_load || ktap_bail "insmod failed"
 cluster_up krepld || ktap_bail "cannot set up three brokers"
 off=$tmp/off
-mkdir -p "$off"
-truncate -s 2M "$tmp/off.img" && mkfs.ext4 -q -F -O ^has_journal "$tmp/off.img" &&
-	mount -o loop "$tmp/off.img" "$off" || ktap_bail "cannot mount a small image"
-krep_cleanup_push umount "$off"
+krep_ext4_mount "$tmp/off.img" 2M "$off" -O ^has_journal ||
+	ktap_bail "cannot mount a small image"
 for i in 1 2 3; do
 	peers=
 	for j in 1 2 3; do
