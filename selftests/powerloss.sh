@@ -14,7 +14,8 @@
 #                            (fsynced), acked.fl.reset     consumed.*, after.json,
 #                                                          dmesg
 #
-# Boot 1: insmod log_dir= on /dev/vda with topics fl (flush.messages=1)
+# Boot 1: insmod log_dir= on /dev/vda (through dm-delay: every cache
+#   flush 100 ms late, so that a sync takes a while) with topics fl (flush.messages=1)
 #   and df (the default policy: no forced sync), 16 KiB segments, and the
 #   guest's dirty page writeback every 0.5 s (so that df's tail reaches the
 #   disk piecemeal). One producer per topic (kafka_raw.py --acked: acks=all,
@@ -64,11 +65,13 @@ mount_disk() { # MNT
 boot1() {
 	local dir=$1 mnt=/tmp/powerloss dev=/dev/mapper/powerloss
 
-	# every I/O to the disk 40 ms late (dm-delay): a sync takes a while,
-	# so an acknowledgement that does not wait for it comes before it
+	# every cache flush to the disk 100 ms late (dm-delay; reads and
+	# writes on time): a sync takes a while, so an acknowledgement that
+	# does not wait for it comes before it
+	local d=$KREP_VM_DISK
 	modprobe dm_delay &&
-		dmsetup create --noudevsync powerloss \
-			--table "0 $(blockdev --getsz "$KREP_VM_DISK") delay $KREP_VM_DISK 0 40" &&
+		dmsetup create --noudevsync powerloss --table \
+			"0 $(blockdev --getsz "$d") delay $d 0 0 $d 0 0 $d 0 100" &&
 		dmsetup mknodes powerloss || exit 1
 	KREP_VM_DISK=$dev mount_disk "$mnt" && mkdir -p "$mnt/b1" || exit 1
 	sysctl -q vm.dirty_expire_centisecs=50 vm.dirty_writeback_centisecs=50
@@ -132,7 +135,7 @@ img=$dir/disk.img
 truncate -s 128M "$img" && mkfs.ext4 -q -F "$img" || ktap_bail "cannot make an ext4 image"
 
 vm() { # BOOT: run powerloss.sh --bootBOOT in a VM on the image; its status
-	"$here/vm/run.sh" --disk "$img" --share "$dir" --timeout 180 \
+	"$here/vm/run.sh" --disk "$img" --share "$dir" --timeout 300 \
 		--console "$dir/console.$1.log" -- "$self" "--boot$1" "$dir" \
 		>"$dir/vm.$1.log" 2>&1
 }
