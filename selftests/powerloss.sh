@@ -15,12 +15,13 @@
 #                                                          dmesg
 #
 # Boot 1: insmod log_dir= on /dev/vda (through dm-delay: every cache
-#   flush 100 ms late, so that a sync takes a while) with topics fl (flush.messages=1)
-#   and df (the default policy: no forced sync), 16 KiB segments, and the
-#   guest's dirty page writeback every 0.5 s (so that df's tail reaches the
-#   disk piecemeal). One producer per topic (kafka_raw.py --acked: acks=all,
-#   one record at a time, each acknowledged record written to DIR and
-#   fsynced before the next is sent). Right after fl's $N-th
+#   flush 100 ms late, so that a sync takes a while) with topics fl
+#   (flush.messages=1) and df (the default policy: no forced sync), 16 KiB
+#   segments, and the guest's dirty page writeback every 0.5 s (so that
+#   df's tail reaches the disk piecemeal). One producer per topic
+#   (kafka_raw.py --acked: acks=all, one record at a time, each
+#   acknowledged record written to DIR and fsynced before the next is
+#   sent). Right after fl's $N-th
 #   acknowledgement, with its next record sent and df's producer going
 #   on, fl's producer writes b to /proc/sysrq-trigger: a reset without
 #   sync or unmount (qemu runs with -no-reboot: it exits). An
