@@ -61,6 +61,9 @@
 #   krep_pyserve NAME ARGS...  MODULE's main(ARGS) in server NAME: its
 #                            output on stdout and stderr, its status
 #   krep_pyserve_stop NAME   end server NAME (before its netns goes)
+#   krep_ext4_mount IMG SIZE DIR [MKFS_OPT...]  a new ext4 image IMG of
+#                            SIZE (truncate's) mounted on DIR by a loop
+#                            device, unmounted on exit; false on failure
 #   krep_require_vm          skip the whole suite outside the test VM
 #   krep_require_cmd CMD...  fail the whole suite if a command is missing
 #                            (scripts/deps.sh installs them all: in make
@@ -324,6 +327,18 @@ krep_require_cmd() {
 		echo "not ok 1 $c is installed (scripts/deps.sh installs it)"
 		exit 1
 	done
+}
+
+krep_ext4_mount() {
+	local img=$1 size=$2 dir=$3
+
+	shift 3
+	modprobe loop 2>/dev/null
+	modprobe ext4 2>/dev/null
+	mkdir -p "$dir" && truncate -s "$size" "$img" &&
+		mkfs.ext4 -q -F "$@" "$img" && mount -o loop "$img" "$dir" ||
+		return 1
+	krep_cleanup_push umount "$dir"
 }
 
 krep_kernel_bad() {
