@@ -13,6 +13,12 @@ boot, minutes apart at most) and the median of those per-trial ratios is
 reported with their spread. Latency percentiles marked "pooled" come from
 every sample of every trial together.
 
+It also reads the LOGDIR-* lines of bench/logdir_ratio.sh (make bench
+runs it after run.sh, in the same boot): krep acks=all in memory, with a
+log directory (page cache) and with flush_messages=1, each mode's figures
+over the rounds and its ratios to the in-memory mode's runs of the same
+round. A log with only those lines gives only that section.
+
 Exit status: 0, or 1 when the log holds no benchmark output at all.
 """
 import csv
@@ -75,6 +81,109 @@ def parse(path):
     return raw, pctl, notm, fails, info
 
 
+LOGDIR_MODES = [("mem", "in memory (no log directory)"),
+                ("pagecache", "log directory, page cache (default flush)"),
+                ("flush1", "log directory, flush_messages=1")]
+
+
+def parse_logdir(path):
+    """LOGDIR-RAW runs as dicts, the LOGDIR-DISK line, LOGDIR-DONE seen"""
+    runs, disk, done = [], {}, False
+    with open(path, errors="replace") as f:
+        for line in f:
+            i = line.find("LOGDIR-")
+            if i < 0:
+                continue
+            tag, _, rest = line[i:].rstrip("\r\n").partition(" ")
+            if tag == "LOGDIR-RAW":
+                d = kv(rest)
+                d["round"] = int(d.get("round", -1))
+                runs.append(d)
+            elif tag == "LOGDIR-DISK":
+                disk = kv(rest)
+            elif tag == "LOGDIR-DONE":
+                done = True
+    return runs, disk, done
+
+
+def logdir_section(ld, row):
+    """the markdown lines of the log directory comparison"""
+    runs, disk, done = ld
+    md = ["## krep with a log directory (bench/logdir_ratio.sh)", ""]
+    if not done:
+        md.append("**bench/logdir_ratio.sh did not finish** (see its "
+                  "\"logdir_ratio:\" line in the console): "
+                  + ("the rounds below are partial." if runs
+                     else "nothing measured."))
+        md.append("")
+    if not runs:
+        row("logdir", "krep", "-", "not_measured", None,
+            "logdir_ratio.sh printed no run")
+        return md
+    by = {}     # (mode, case) -> {round: dict}
+    for d in runs:
+        by.setdefault((d.get("mode"), d.get("case")), {})[d["round"]] = d
+    cases = sorted({c for (_, c) in by}, key=lambda c: (c.startswith("if1"), c))
+    rounds = sorted({d["round"] for d in runs})
+    md.append(f"acks=all, 3 brokers, 1 partition, RF 3, {len(rounds)} rounds; "
+              "each round runs every mode (in a rotated order), each on its "
+              "own cluster or topic in one module load. The disk: "
+              f"{disk.get('fs', '?')} on {disk.get('dev', '?')} "
+              f"({disk.get('size_mib', '?')} MiB, {disk.get('backing', '?')}). "
+              "Each cell: median over the rounds (min–max); ratios: median "
+              "of the per-round ratios to the in-memory mode's run of the "
+              "same round.")
+    md.append("")
+    md.append("| mode | case | records/s | MB/s | p50 µs | p99 µs | "
+              "records/s ÷ in memory | p50 ÷ in memory | p99 ÷ in memory |")
+    md.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for c in cases:
+        base = by.get(("mem", c), {})
+        what = (f"{c.split('-')[1]} B records, batches"
+                if c.startswith("batch") else
+                f"{c.split('-')[1]} B, 1 in flight")
+        for mode, name in LOGDIR_MODES:
+            tr = by.get((mode, c), {})
+            if not tr:
+                continue
+            cells = []
+            for k in ("rec_per_s", "mb_per_s", "p50_us", "p99_us"):
+                st = stats(num(d, k) for d in tr.values())
+                cells.append(fmt_spread(st))
+                row("logdir", name, c, k, st)
+            for k in ("rec_per_s", "p50_us", "p99_us"):
+                if mode == "mem":
+                    cells.append("1")
+                    continue
+                r = [num(tr[n], k) / num(base[n], k) for n in tr
+                     if n in base and num(tr[n], k) is not None
+                     and num(base[n], k)]
+                st = stats(r)
+                cells.append(fmt_spread(st))
+                row("logdir", name, c, f"ratio_{k}_to_mem", st)
+            md.append(f"| {name} | {what} | " + " | ".join(cells) + " |")
+    md.append("")
+    b = [c for c in cases if c.startswith("batch")]
+    if b:
+        tr, base = by.get(("pagecache", b[0]), {}), by.get(("mem", b[0]), {})
+        st = stats([num(tr[n], "rec_per_s") / num(base[n], "rec_per_s")
+                    for n in tr if n in base and num(base[n], "rec_per_s")])
+        if st:
+            md.append("Aim: the page cache at ≥ 0.8× the in-memory "
+                      f"throughput (batches): {fmt(st[0])}, "
+                      + ("met." if st[0] >= 0.8 else "not met."))
+            md.append("")
+    return md
+
+
+def csv_row(section, system, case, metric, s, note=""):
+    """a results.csv row: a figure's median, min, max and count"""
+    if s is None:
+        return [section, system, case, metric, "", "", "", 0, note]
+    return [section, system, case, metric, f"{s[0]:.6g}", f"{s[1]:.6g}",
+            f"{s[2]:.6g}", s[3], note]
+
+
 def stats(vals):
     vals = [v for v in vals if v is not None]
     if not vals:
@@ -113,10 +222,15 @@ def main():
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
     raw, pctl, notm, fails, info = parse(sys.argv[1])
+    ld = parse_logdir(sys.argv[1])
     outdir = sys.argv[2]
-    if not raw and not notm:
+    if not raw and not notm and not ld[0] and not ld[1]:
         print(f"report.py: no benchmark output in {sys.argv[1]}", file=sys.stderr)
         return 1
+    if not raw and not notm:
+        rows = []
+        return write(outdir, logdir_section(
+            ld, lambda *a: rows.append(csv_row(*a))), rows)
     trials = sorted({d["trial"] for d in raw if d["trial"] > 0})
     runs = {}   # (system, case) -> {trial: dict}
     for d in raw:
@@ -148,12 +262,8 @@ def main():
 
     md, rows = [], []
 
-    def row(section, system, case, metric, s, note=""):
-        if s is None:
-            rows.append([section, system, case, metric, "", "", "", 0, note])
-        else:
-            rows.append([section, system, case, metric, f"{s[0]:.6g}",
-                         f"{s[1]:.6g}", f"{s[2]:.6g}", s[3], note])
+    def row(*a):
+        rows.append(csv_row(*a))
 
     md.append("# krep benchmark")
     md.append("")
@@ -573,6 +683,12 @@ def main():
             md.append(f"- {s}: {why}")
         md.append("")
 
+    if ld[0] or ld[1]:
+        md += logdir_section(ld, row)
+    return write(outdir, md, rows)
+
+
+def write(outdir, md, rows):
     os.makedirs(outdir, exist_ok=True)
     text = "\n".join(md)
     with open(os.path.join(outdir, "results.md"), "w") as f:
