@@ -176,6 +176,30 @@ static struct sk_buff *produce_reply(struct genl_info *info, u64 base,
 }
 
 /* an appended batch waiting for the ISR (acks=all) or a sync */
+/*
+ * Park @np, the first member of a handler's request struct, with
+ * krep_nlpark_start(). When the module goes instead, free it, drop @t and
+ * answer UNKNOWN_TOPIC_OR_PARTITION, "broker shutting down".
+ */
+static int park(struct krep_nlpark *np, struct sk_buff *skb,
+		struct genl_info *info, struct krep_topic *t,
+		struct krep_partition *p, wait_queue_head_t *head,
+		u32 wait_ms, u32 poll_ms, krep_nlpark_step_t step)
+{
+	struct krep_status st = {};
+	int err;
+
+	err = krep_nlpark_start(np, skb, info, t, p, head, wait_ms, poll_ms,
+				step);
+	if (err == -EINTR)
+		return err;		/* answered from nl_park.c */
+	krep_topic_put(t);
+	kfree(np);
+	krep_fail(&st, KREP_KERR_UNKNOWN_TOPIC_OR_PARTITION, err,
+		  "broker shutting down");
+	return krep_nl_status(info, err, &st);
+}
+
 struct produce_park {
 	struct krep_nlpark np;		/* first: nl_park.c frees it */
 	struct krep_append_result res;
@@ -263,16 +287,8 @@ int krep_nl_produce(struct sk_buff *skb, struct genl_info *info)
 		pp->acks = acks;
 		pp->np.hw_keyed = true;
 		pp->np.hw_above = res.last;
-		err = krep_nlpark_start(&pp->np, skb, info, t, p,
-					&p->commit_wq, timeout, 0,
-					produce_step);
-		if (err == -EINTR)
-			return err;		/* answered from nl_park.c */
-		krep_topic_put(t);
-		kfree(pp);
-		krep_fail(&st, KREP_KERR_UNKNOWN_TOPIC_OR_PARTITION, err,
-			  "broker shutting down");
-		return krep_nl_status(info, err, &st);
+		return park(&pp->np, skb, info, t, p, &p->commit_wq, timeout,
+			    0, produce_step);
 	}
 	if (pp) {
 		krep_nlpark_unreserve(info);
@@ -379,16 +395,14 @@ int krep_nl_fetch(struct sk_buff *skb, struct genl_info *info)
 	}
 	/* nothing to read yet: wait, from a work item */
 	err = krep_nlpark_reserve(info);
-	if (!err) {
-		fp->req.ctx = &fp->np.info;	/* the reply's portid and seq */
-		err = krep_nlpark_start(&fp->np, skb, info, t, p, &p->waitq,
-					fp->req.max_wait_ms, 0, fetch_step);
-		if (err == -EINTR)
-			return err;		/* answered from nl_park.c */
+	if (err) {
+		krep_topic_put(t);
+		kfree(fp);
+		return err;	/* with its extack message */
 	}
-	krep_topic_put(t);
-	kfree(fp);
-	return err;
+	fp->req.ctx = &fp->np.info;	/* the reply's portid and seq */
+	return park(&fp->np, skb, info, t, p, &p->waitq, fp->req.max_wait_ms,
+		    0, fetch_step);
 }
 
 int krep_nl_list_offsets(struct sk_buff *skb, struct genl_info *info)
@@ -512,17 +526,9 @@ int krep_nl_delete_records(struct sk_buff *skb, struct genl_info *info)
 	err = krep_partition_delete_records(p, dp->offset, &st);
 	if (err == -EINPROGRESS && timeout) {
 		/* a follower that stops fetching leaves LW after the lag */
-		err = krep_nlpark_start(&dp->np, skb, info, t, p,
-					&p->commit_wq, timeout,
-					p->topic->config.replica_lag_time_max_ms,
-					delete_step);
-		if (err == -EINTR)
-			return err;		/* answered from nl_park.c */
-		krep_fail(&st, KREP_KERR_UNKNOWN_TOPIC_OR_PARTITION, err,
-			  "broker shutting down");
-		krep_topic_put(t);
-		kfree(dp);
-		return krep_nl_status(info, err, &st);
+		return park(&dp->np, skb, info, t, p, &p->commit_wq, timeout,
+			    p->topic->config.replica_lag_time_max_ms,
+			    delete_step);
 	}
 	if (err == -EINPROGRESS)
 		err = krep_fail(&st, KREP_KERR_REQUEST_TIMED_OUT, -ETIMEDOUT,
