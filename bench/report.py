@@ -132,11 +132,13 @@ def logdir_section(ld, row):
               f"({disk.get('size_mib', '?')} MiB, {disk.get('backing', '?')}). "
               "Each cell: median over the rounds (min–max); ratios: median "
               "of the per-round ratios to the in-memory mode's run of the "
-              "same round.")
+              "same round. VM CPU: busy CPU time of the whole VM (brokers, "
+              "writeback, client) over the run, per record.")
     md.append("")
     md.append("| mode | case | records/s | MB/s | p50 µs | p99 µs | "
-              "records/s ÷ in memory | p50 ÷ in memory | p99 ÷ in memory |")
-    md.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+              "VM CPU µs/rec | records/s ÷ in memory | p50 ÷ in memory | "
+              "p99 ÷ in memory |")
+    md.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for c in cases:
         base = by.get(("mem", c), {})
         what = (f"{c.split('-')[1]} B records, batches"
@@ -151,6 +153,11 @@ def logdir_section(ld, row):
                 st = stats(num(d, k) for d in tr.values())
                 cells.append(fmt_spread(st))
                 row("logdir", name, c, k, st)
+            st = stats(num(d, "vm_cpu_us") / num(d, "records")
+                       for d in tr.values() if num(d, "vm_cpu_us") is not None
+                       and num(d, "records"))
+            cells.append(fmt_spread(st))
+            row("logdir", name, c, "vm_cpu_us_per_rec", st)
             for k in ("rec_per_s", "p50_us", "p99_us"):
                 if mode == "mem":
                     cells.append("1")
