@@ -1005,14 +1005,15 @@ static int recover_batches(struct recover *r, struct dseg *s, bool check_crc,
 			*what = "a batch larger than segment.bytes";
 			return -EBADMSG;
 		}
-		if (b.len > r->buf_len) {
+		/* a batch that stays in its file is read whole only to check it */
+		if (b.len > r->buf_len && (!rf || check_crc)) {
 			kvfree(r->buf);
 			r->buf = kvmalloc(b.len, GFP_KERNEL);
 			r->buf_len = r->buf ? b.len : 0;
 			if (!r->buf)
 				return -ENOMEM;
 		}
-		err = read_full(s->log, r->buf, b.len, pos);
+		err = !rf || check_crc ? read_full(s->log, r->buf, b.len, pos) : 0;
 		if (err)
 			return err;
 		*what = "a batch whose CRC-32C does not match";
