@@ -369,15 +369,22 @@ krep_teardown_checks() {
 declare -A _krep_ps_in _krep_ps_out _krep_ps_pid
 
 krep_pyserve_start() {
-	local name=$1 ns=$2 mod=$3 dir fin fout
+	local name=$1 ns=$2 mod=$3 dir fin fout f
 	local -a pre=()
 
 	dir=$(mktemp -d) || return 1
 	krep_cleanup_push rm -rf "$dir"
 	mkfifo "$dir/in" "$dir/out" || return 1
 	[ -z "$ns" ] || pre=(ip netns exec "$ns")
-	"${pre[@]}" /usr/bin/python3 "$KREP_ROOT/selftests/pyserve.py" "$mod" \
-		<"$dir/in" >"$dir/out" &
+	# without the other servers' FIFOs: a server holding another's input
+	# would keep it from seeing EOF when krep_pyserve_stop closes it
+	(
+		for f in "${_krep_ps_in[@]}" "${_krep_ps_out[@]}"; do
+			eval "exec $f>&-"
+		done
+		exec "${pre[@]}" /usr/bin/python3 \
+			"$KREP_ROOT/selftests/pyserve.py" "$mod"
+	) <"$dir/in" >"$dir/out" &
 	_krep_ps_pid[$name]=$!
 	exec {fin}>"$dir/in" {fout}<"$dir/out" || return 1
 	_krep_ps_in[$name]=$fin
