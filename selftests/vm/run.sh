@@ -271,6 +271,9 @@ EOF
 
 append="console=ttyS0 quiet panic=-1 panic_on_warn=1 oops=panic slub_debug=FZPU"
 append+=" printk.devkmsg=on log_buf_len=4M"
+# no_timer_check: under emulation on a busy host the IO-APIC timer test at
+# boot can miss its ticks and panic ("IO-APIC + timer doesn't work!")
+append+=" no_timer_check"
 append+=${KREP_VM_APPEND:+ $KREP_VM_APPEND}
 
 qemu=(qemu-system-x86_64 -name krep-vm -nodefaults -machine q35
