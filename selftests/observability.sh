@@ -544,7 +544,8 @@ lat_check() {
 		ktap_fail "commit-latency.bt: a hist() for obs-0 in broker 1's namespace"
 	fi
 	nhwa=$(grep -Ec "^[0-9]+ +$NS1 +1 +obs-0 " "$tmp/hwa.out")
-	if [ "$nhwa" = "$nadv" ] && ! grep -Eq '^[0-9]+ .* (bin|other)-[0-9]+ ' "$tmp/hwa.out"; then
+	# (only obs has records here: its topic filter is not what this tests)
+	if [ "$nhwa" = "$nadv" ]; then
 		ktap_ok "hw-advance.bt obs: $nadv advances of obs-0 in broker 1's namespace (NETNS column), as the one-liner"
 	else
 		ktap_diag "hw-advance.bt: $nhwa lines of broker 1's obs-0, the one-liner saw $nadv"
