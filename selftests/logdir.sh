@@ -26,7 +26,8 @@
 # 7. a follower that diverged after a leader change (a scripted
 #    controller) truncates its segment files with its log.
 # 8. a full disk: appends are refused with KAFKA_STORAGE_ERROR.
-# (Log directories under krepd: logdir_krepd.sh.)
+# (Log directories under krepd: logdir_krepd.sh; KIP-101 and KIP-279 with
+# restarts: logdir_epochs.sh.)
 # Prints KTAP; leaves the module unloaded, the image unmounted.
 
 # shellcheck disable=SC2317 # the conditions krep_wait_for polls
