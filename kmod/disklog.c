@@ -790,7 +790,20 @@ void krep_disk_kick(struct krep_partition *p)
 /* log->changed: called under p->lock */
 static void disk_changed(struct krep_log *log)
 {
-	krep_disk_kick(container_of(log, struct krep_partition, log));
+	struct krep_partition *p = container_of(log, struct krep_partition,
+						log);
+	struct delayed_work *dw = &p->disk->work;
+
+	/*
+	 * The appends of one tick go in one round (an append waiting for
+	 * flush.messages kicks at once): queue the work a tick from now,
+	 * unless it is queued already for no later than that (a flush.ms
+	 * timer is brought forward)
+	 */
+	if (!delayed_work_pending(dw) ||
+	    (timer_pending(&dw->timer) &&
+	     time_after(READ_ONCE(dw->timer.expires), jiffies + 1)))
+		mod_delayed_work(krep_disk_wq, dw, 1);
 }
 
 /* write everything now and sync the tail (a clean shutdown) */
