@@ -21,8 +21,8 @@
 #    set log-dir (an open directory, not a path); refused while it has
 #    topics.
 # 6. three brokers with a log directory each: broker 3's namespace goes
-#    and comes back; it recovers its log from disk, catches up and ends
-#    with the leader's log. Then the whole cluster restarts from disk.
+#    and comes back; it recovers its log from disk, catches up (fetching
+#    only what it lacked) and ends with the leader's log. Then the whole cluster restarts from disk.
 # 7. a follower that diverged after a leader change (a scripted
 #    controller) truncates its segment files with its log.
 # 8. a full disk: appends are refused with KAFKA_STORAGE_ERROR.
@@ -51,7 +51,7 @@ mnt=$tmp/mnt
 krep_cleanup_push rm -rf "$tmp"
 mark=logdir-$$
 
-ktap_plan 34
+ktap_plan 35
 
 values() { # PREFIX COUNT
 	seq -f "$1-%05g-abcdefghijklmnopqrstuvwxyz0123456789" 0 $(($2 - 1))
@@ -311,7 +311,14 @@ pf3() { part "$B3" r 0 | jq -r ".$1"; }
 krep_wait_for 30 synced3 || ktap_bail "broker 3 did not reach 100"
 krep_kmsg_mark "$mark-b3"
 cluster_broker_recreate 3 krepld || ktap_bail "broker 3 did not come back"
+# what the old broker 3 left on disk: its namespace's exit wrote it all
+held=$(cat "$mnt/c3"/r-0/*.log | wc -c)
 values s 100 | kc "$B1" produce r acks 1 batch 10 >/dev/null
+# record bytes broker 1 sends by reference; broker 2 has all 200 first
+zc() { kc "$B1" --json stats | jq '.counters.tx_zerocopy_bytes'; }
+krep_wait_for 30 eval '[ "$(part "$B2" r 0 | jq -r .leo)" = 200 ]' ||
+	ktap_bail "broker 2 did not reach 200"
+zc0=$(zc)
 kc "$B3" broker set log-dir "$mnt/c3" >/dev/null &&
 	cluster_topic_on 3 r partitions 1 replication-factor 3 \
 		config segment_bytes=$SEG || ktap_bail "broker 3: topic r"
@@ -327,6 +334,13 @@ else
 	ktap_fail "broker 3 catches up, rejoins the ISR, and its files hold the leader's records"
 	part "$B1" r 0 | ktap_diag_stdin
 fi
+# the record bytes broker 1 sent meanwhile (only broker 3 fetched any)
+# cover what broker 3 lacked and are less than the whole log, as they
+# would not be had it fetched 0..99 again
+got=$(($(zc) - zc0))
+total=$(cat "$mnt/c3"/r-0/*.log | wc -c)
+ktap_check "broker 3 fetched only what it lacked: broker 1 sent $got record bytes, $((total - held)) lacked of $total" \
+	test "$held" -gt 0 -a "$got" -ge $((total - held)) -a "$got" -lt "$total"
 
 # --- 6b. the whole cluster restarts from its log directories --------------------
 before=$(for i in 1 2 3; do part "$(bns "$i")" r 0 | jq -c '[.leo, .hw, .epochs]'; done)
