@@ -783,7 +783,11 @@ again:
 		goto out;
 	}
 	if (size) {
-		done = krep_log_read_frags(&p->log, req->offset, req->max_bytes,
+		/*
+		 * no more than the size walk found: it may have ended at a
+		 * page on disk that another reader has read in since
+		 */
+		done = krep_log_read_frags(&p->log, req->offset, size,
 					   fetch_copy_filter, &fc,
 					   fetch_copy_emit, &fc);
 		records_close(&fc);
