@@ -64,6 +64,8 @@ NET=10.208.0
 PORT=9092
 # shellcheck source=selftests/cluster.sh
 . "$here/../selftests/cluster.sh"
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
 
 ROUNDS=${ROUNDS:-3}
 THREADS=${THREADS:-8}
@@ -106,12 +108,6 @@ use() {	# use MODE: B1 B2 B3 and T of MODE's cluster and topic
 }
 
 # shellcheck disable=SC2317 # krep_wait_for polls it
-committing() {
-	"$LOAD" --topic "$T" --acks all --timeout-ms 3000 \
-		--brokers "$B1,$B2,$B3" -t 1 -n 1 -d 5 2>/dev/null |
-		grep -q " isr_min=3 "
-}
-
 setup() {
 	local i
 
@@ -122,17 +118,13 @@ setup() {
 		return 1
 	NET=10.208.1 cluster_up lddisk || return 1
 	NS[disk]="$B1 $B2 $B3"
-	for i in 1 2 3; do
-		mkdir -p "$MNT/logs/c$i" &&
-			kc "$(bns "$i")" broker set log-dir "$MNT/logs/c$i" \
-				>/dev/null || return 1
-	done
+	cluster_log_dirs "$MNT/logs" || return 1
 	cluster_topic pc partitions 1 replication-factor 3 config "$CFG" &&
 		cluster_topic fl partitions 1 replication-factor 3 \
 			config "$CFG,flush_messages=1" || return 1
 	for i in "${MODES[@]}"; do
 		use "$i"
-		krep_wait_for 60 committing ||
+		krep_wait_for 60 bench_committing "$T" ||
 			{ echo "mode $i: no acks=all commit with a full ISR after 60 s" >&2; return 1; }
 	done
 }

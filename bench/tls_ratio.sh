@@ -35,6 +35,8 @@ NET=10.207.0
 PORT=9092
 # shellcheck source=selftests/cluster.sh
 . "$here/../selftests/cluster.sh"
+# shellcheck source=bench/lib.sh
+. "$here/lib.sh"
 
 ROUNDS=${ROUNDS:-3}
 THREADS=${THREADS:-8}
@@ -49,12 +51,6 @@ umask 077
 head -c 32 /dev/urandom >"$tmp/secret"
 
 # shellcheck disable=SC2317 # krep_wait_for polls it
-committing() {
-	"$LOAD" --topic b1 --acks all --timeout-ms 3000 \
-		--brokers "$B1,$B2,$B3" -t 1 -n 1 -d 5 2>/dev/null |
-		grep -q " isr_min=3 "
-}
-
 round() {	# round TLS N
 	local i out
 
@@ -67,7 +63,7 @@ round() {	# round TLS N
 			>/dev/null || return 1
 	done
 	cluster_topic b1 partitions 1 replication-factor 3 || return 1
-	krep_wait_for 60 committing || return 1
+	krep_wait_for 60 bench_committing b1 || return 1
 	out=$("$LOAD" --topic b1 --acks all --brokers "$B1,$B2,$B3" \
 		-t "$THREADS" -s "$SIZE" -b "$BATCH" -d "$SECS") || return 1
 	echo "TLS-RAW tls=$1 round=$2 $out"
