@@ -713,12 +713,13 @@ static long walk_read(struct krep_log *log, u64 offset, u32 max_bytes,
  * @emit: called for each piece; it takes its own page reference
  * @ctx: for @emit
  *
- * Each batch's CRC is checked in place first. No byte is copied: the
+ * A batch of a segment on disk has its CRC checked in place first (one
+ * in memory was checked when it was appended). No byte is copied: the
  * pieces are for kernel_sendpage(), the page cache's own pages for a
  * segment on disk.
  *
- * Return: bytes handed out, -EBADMSG for a batch whose CRC no longer
- * matches, -EAGAIN when the first batch's pages are on disk only (see
+ * Return: bytes handed out, -EBADMSG for a batch read back from disk
+ * whose CRC no longer matches, -EAGAIN when the first batch's pages are on disk only (see
  * krep_log_take_miss(); later ones end the read short), -EIO, or the
  * error of @emit.
  */
@@ -741,9 +742,16 @@ long krep_log_read_frags(struct krep_log *log, u64 offset, u32 max_bytes,
 		if (v == KREP_LOG_TAKE) {
 			if (total && total + b.len > max_bytes)
 				break;
-			err = seg_crc_check(log, c.seg, c.pos, b.len);
-			if (err)
-				break;
+			/*
+			 * Pages in memory were checked when they were
+			 * appended; a batch read back from its file is
+			 * checked again (and its pages found first)
+			 */
+			if (c.seg->file) {
+				err = seg_crc_check(log, c.seg, c.pos, b.len);
+				if (err)
+					break;
+			}
 			for (at = c.pos, end = c.pos + b.len; at < end;) {
 				u32 off = offset_in_page(at);
 				u32 n = min_t(u32, end - at, PAGE_SIZE - off);
