@@ -61,6 +61,7 @@
 #define KREP_DISK_CHUNK		(256 * 1024)	/* bytes written per round */
 #define KREP_DISK_INDEX_BYTES	4096		/* index.interval.bytes */
 #define KREP_DISK_NAME_LEN	(20 + 11)	/* base offset + ".timeindex" */
+#define KREP_DISK_IBUF		32		/* index entries per write */
 
 static struct workqueue_struct *krep_disk_wq;
 
@@ -91,6 +92,13 @@ struct krep_disklog {
 	struct krep_epoch_entry *epochs;
 	u64 last_flush_ms;		/* flush.ms: when it last synced */
 	struct delayed_work work;	/* kicked at once, or for flush.ms */
+	/* the tail's index entries not yet written (index_flush()) */
+	unsigned int ni, nt;
+	__be32 ibuf[2 * KREP_DISK_IBUF];
+	struct dtime {
+		__be64 ts;
+		__be32 rel;
+	} __packed tbuf[KREP_DISK_IBUF];
 };
 
 /* the batches one round writes, as page pieces */
@@ -156,6 +164,8 @@ static void fail(struct krep_disklog *d, const char *what, int err)
 		pr_err("%s-%u: log directory: %s failed (%d); the partition takes no more appends here\n",
 		       pname(d), d->p->index, what, err);
 	d->failed = true;
+	d->ni = 0;		/* nothing is written any more */
+	d->nt = 0;
 	WRITE_ONCE(d->p->disk_failed, true);
 	if (!atomic_xchg(&kn->logdir_failed, 1))
 		pr_err("the log directory failed: every replica in it is offline on this broker\n");
@@ -225,45 +235,80 @@ static struct dseg *seg_add(struct krep_disklog *d, u64 base)
 	return s;
 }
 
-static int put_be32(struct file *f, loff_t *pos, u32 a, u32 b)
+/*
+ * Write the index entries buffered for the tail @s: each file gets one
+ * write a round (and whenever KREP_DISK_IBUF entries wait), not one per
+ * entry. Before the tail is synced, rolled or cut, this runs first.
+ */
+static int index_flush(struct krep_disklog *d, struct dseg *s)
 {
-	__be32 e[2] = { cpu_to_be32(a), cpu_to_be32(b) };
+	int err = 0;
 
-	return krep_vfs_write_all(f, e, sizeof(e), pos);
+	if (d->ni)
+		err = krep_vfs_write_all(s->idx, d->ibuf, d->ni * 8,
+					 &s->idx_pos);
+	if (d->nt && !err)
+		err = krep_vfs_write_all(s->tidx, d->tbuf,
+					 d->nt * sizeof(d->tbuf[0]),
+					 &s->tidx_pos);
+	d->ni = 0;
+	d->nt = 0;
+	return err;
 }
 
 /* a .timeindex entry for the largest timestamp so far, if it grew */
-static int seg_time_entry(struct dseg *s)
+static int seg_time_entry(struct krep_disklog *d, struct dseg *s)
 {
-	struct {
-		__be64 ts;
-		__be32 rel;
-	} __packed e;
+	int err;
 
 	if (s->max_ts <= s->tindex_ts)
 		return 0;
-	e.ts = cpu_to_be64(s->max_ts);
-	e.rel = cpu_to_be32(s->max_ts_off - s->base);
+	if (d->nt == KREP_DISK_IBUF) {
+		err = index_flush(d, s);
+		if (err)
+			return err;
+	}
+	d->tbuf[d->nt].ts = cpu_to_be64(s->max_ts);
+	d->tbuf[d->nt].rel = cpu_to_be32(s->max_ts_off - s->base);
+	d->nt++;
 	s->tindex_ts = s->max_ts;
-	return krep_vfs_write_all(s->tidx, &e, sizeof(e), &s->tidx_pos);
+	return 0;
 }
 
-/* the index entries of the batch about to land at @s's end */
-static int seg_index(struct dseg *s, u64 base, u64 last, s64 max_ts, u32 len)
+/* the index entries of the batch about to land at @pos of @s */
+static int seg_index(struct krep_disklog *d, struct dseg *s, u64 last,
+		     s64 max_ts, u32 len, u32 pos)
 {
-	int err = 0;
+	int err;
 
 	if (max_ts > s->max_ts) {
 		s->max_ts = max_ts;
 		s->max_ts_off = last;
 	}
 	if (s->since_index > KREP_DISK_INDEX_BYTES) {
-		err = put_be32(s->idx, &s->idx_pos, last - s->base, s->size) ?:
-		      seg_time_entry(s);
+		if (d->ni == KREP_DISK_IBUF) {
+			err = index_flush(d, s);
+			if (err)
+				return err;
+		}
+		d->ibuf[2 * d->ni] = cpu_to_be32(last - s->base);
+		d->ibuf[2 * d->ni + 1] = cpu_to_be32(pos);
+		d->ni++;
+		err = seg_time_entry(d, s);
+		if (err)
+			return err;
 		s->since_index = 0;
 	}
 	s->since_index += len;
-	return err;
+	return 0;
+}
+
+/* the buffered entries, the last .timeindex entry, then an fsync of all */
+static int seg_sync(struct krep_disklog *d, struct dseg *s)
+{
+	return seg_time_entry(d, s) ?: index_flush(d, s) ?:
+	       vfs_fsync(s->log, 0) ?: vfs_fsync(s->idx, 0) ?:
+	       vfs_fsync(s->tidx, 0);
 }
 
 /* the tail is full: sync it, close it, and start a segment at @base */
@@ -273,8 +318,7 @@ static struct dseg *roll(struct krep_disklog *d, u64 base)
 	int err;
 
 	if (s && s->log) {
-		err = seg_time_entry(s) ?: vfs_fsync(s->log, 0) ?:
-		      vfs_fsync(s->idx, 0) ?: vfs_fsync(s->tidx, 0);
+		err = seg_sync(d, s);
 		if (err) {
 			fail(d, "syncing a segment", err);
 			return NULL;
@@ -581,23 +625,39 @@ static void evict(struct krep_disklog *d, struct dseg *s)
 	fput(f);
 }
 
-/* append the collected batch @b at the tail, rolling first if need be */
-static int write_batch(struct krep_disklog *d, struct dcollect *c,
-		       struct dbatch *b)
+/*
+ * Roll before @b, which follows @len bytes about to be written to @s?
+ * At the end of the memory log's segment, so that a file holds what one
+ * memory segment does, at the same positions; at segment.bytes; and, as
+ * Kafka, before offsets relative to the base leave the indexes' range.
+ */
+static bool roll_before(const struct krep_disklog *d, const struct dseg *s,
+			const struct dbatch *b, u32 len)
+{
+	u32 size = s->size + len;
+
+	return s->base != b->seg_base ||
+	       (size && size + b->len > d->segment_bytes) ||
+	       b->last - s->base > S32_MAX;
+}
+
+/*
+ * Append the collected batches from c->b[@i] on that go in one segment
+ * (rolling first if need be) with one write. Return: how many, or an
+ * error.
+ */
+static int write_run(struct krep_disklog *d, struct dcollect *c,
+		     unsigned int i)
 {
 	struct dseg *s = tail(d), *prev;
+	struct dbatch *b = &c->b[i];
 	struct iov_iter it;
+	unsigned int j, nbv = 0;
+	u32 len = 0;
 	loff_t pos;
-	int err;
+	int err = 0;
 
-	/*
-	 * Roll where the memory log starts a segment, so that a file holds
-	 * what one memory segment does, at the same positions; as Kafka,
-	 * also before offsets relative to the base leave the indexes' range
-	 */
-	if (!s || s->next != b->base || s->base != b->seg_base ||
-	    (s->size && s->size + b->len > d->segment_bytes) ||
-	    b->last - s->base > S32_MAX) {
+	if (!s || s->next != b->base || roll_before(d, s, b, 0)) {
 		prev = s && s->log ? s : NULL;
 		s = roll(d, b->base);
 		if (!s)
@@ -605,11 +665,20 @@ static int write_batch(struct krep_disklog *d, struct dcollect *c,
 		if (prev)
 			evict(d, prev);
 	}
-	err = seg_index(s, b->base, b->last, b->max_ts, b->len);
-	if (err)
-		return err;
+	for (j = i; j < c->nb; j++) {
+		b = &c->b[j];
+		if (j > i && (b->base != c->b[j - 1].last + 1 ||
+			      roll_before(d, s, b, len)))
+			break;
+		err = seg_index(d, s, b->last, b->max_ts, b->len,
+				s->size + len);
+		if (err)
+			return err;
+		len += b->len;
+		nbv += b->nbv;
+	}
 	pos = s->size;
-	iov_iter_bvec(&it, ITER_SOURCE, c->bv + b->first_bv, b->nbv, b->len);
+	iov_iter_bvec(&it, ITER_SOURCE, c->bv + c->b[i].first_bv, nbv, len);
 	file_start_write(s->log);	/* vfs_iter_write() does not, on 6.1 */
 	while (iov_iter_count(&it)) {
 		ssize_t n = vfs_iter_write(s->log, &it, &pos, 0);
@@ -620,12 +689,14 @@ static int write_batch(struct krep_disklog *d, struct dcollect *c,
 		}
 	}
 	file_end_write(s->log);
+	if (!err)
+		err = index_flush(d, s);
 	if (err)
 		return err;
-	s->size += b->len;
-	s->next = b->last + 1;
+	s->size += len;
+	s->next = c->b[j - 1].last + 1;
 	d->end = s->next;
-	return 0;
+	return j - i;
 }
 
 /* leader-epoch-checkpoint, when the cache changed since the last one */
@@ -679,7 +750,7 @@ static bool disk_sync(struct krep_disklog *d, u32 max)
 	s64 flush_ms;
 	struct dseg *s;
 	long n = 0;
-	int err;
+	int err, run;
 
 	mutex_lock(&p->lock);
 	if (!d->failed && krep_disk_failed(p))
@@ -713,10 +784,10 @@ static bool disk_sync(struct krep_disklog *d, u32 max)
 			truncate_to(d, cut);
 		drop_below(d, start);
 	}
-	for (i = 0; i < c.nb && !d->failed; i++) {
-		err = write_batch(d, &c, &c.b[i]);
-		if (err)
-			fail(d, "writing a segment", err);
+	for (i = 0; i < c.nb && !d->failed; i += run) {
+		run = write_run(d, &c, i);
+		if (run < 0)
+			fail(d, "writing a segment", run);
 	}
 	/* flush.messages asked for a sync, or flush.ms is due */
 	s = tail(d);
@@ -817,8 +888,7 @@ static void disk_flush(struct krep_disklog *d)
 		cond_resched();
 	s = tail(d);
 	if (s && s->log && !d->failed) {
-		err = seg_time_entry(s) ?: vfs_fsync(s->log, 0) ?:
-		      vfs_fsync(s->idx, 0) ?: vfs_fsync(s->tidx, 0);
+		err = seg_sync(d, s);
 		if (err)
 			fail(d, "syncing a segment", err);
 		else
@@ -1058,8 +1128,8 @@ static int recover_batches(struct recover *r, struct dseg *s, bool check_crc,
 		    b.leader_epoch > krep_epoch_latest(&p->epochs))
 			krep_epoch_assign(&p->epochs, b.leader_epoch,
 					  b.base_offset);
-		err = seg_index(s, b.base_offset, krep_batch_last(&b),
-				b.max_ts, b.len);
+		err = seg_index(d, s, krep_batch_last(&b), b.max_ts, b.len,
+				s->size);
 		if (err)
 			return err;
 		s->size += b.len;
@@ -1096,6 +1166,13 @@ static int recover_seg(struct recover *r, struct dseg *s, bool check_crc,
 	}
 	err = recover_batches(r, s, check_crc, rf, &pos, what);
 	*cut = pos;
+	if (!err || err == -EBADMSG) {
+		/* the entries of the batches kept */
+		int ierr = index_flush(d, s);
+
+		if (ierr)
+			err = ierr;
+	}
 	if (rf)
 		fput(rf);		/* the memory log holds its own */
 	return err;
@@ -1200,7 +1277,7 @@ static int recover(struct krep_disklog *d, const struct krep_disk_ckpt *ck,
 			}
 		}
 		if (i + 1 < sn.n && !cut_here) {
-			err = seg_time_entry(s);
+			err = seg_time_entry(d, s) ?: index_flush(d, s);
 			if (err)
 				goto out;
 			seg_close_files(s);
