@@ -47,7 +47,6 @@
 #include <linux/mm.h>
 #include <linux/pagemap.h>
 #include <linux/slab.h>
-#include <linux/crc32.h>
 
 #include "krep.h"
 #include "log.h"
@@ -346,7 +345,7 @@ static int seg_crc_check(struct krep_log *log, const struct krep_segment *seg,
 		if (IS_ERR(page))
 			return PTR_ERR(page) == -EAGAIN ? -EAGAIN : -EIO;
 		addr = kmap_local_page(page);
-		crc = __crc32c_le(crc, addr + off, n);
+		crc = krep_crc32c(crc, addr + off, n);
 		kunmap_local(addr);
 		put_page(page);
 		at += n;

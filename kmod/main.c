@@ -17,6 +17,7 @@
 #include "net.h"
 #include "netlink.h"
 #include "param.h"
+#include "record.h"
 #include "topic.h"
 
 atomic_t krep_obj_count[__KREP_OBJ_MAX];
@@ -79,9 +80,12 @@ static int __init krep_init(void)
 	if (err)
 		return err;
 
-	err = krep_disk_init();
+	err = krep_crc_init();
 	if (err)
 		goto err_cfg;
+	err = krep_disk_init();
+	if (err)
+		goto err_crc;
 	err = krep_net_module_init();
 	if (err)
 		goto err_disk;
@@ -113,12 +117,15 @@ err_broker:
 	krep_broker_exit();
 	krep_net_module_exit();
 	krep_disk_exit();
+	krep_crc_exit();
 	krep_check_leaks();
 	return err;
 err_net:
 	krep_net_module_exit();
 err_disk:
 	krep_disk_exit();
+err_crc:
+	krep_crc_exit();
 err_cfg:
 	krep_topic_spec_free_list(&specs);
 	krep_broker_cfg_free(cfg);
@@ -133,6 +140,7 @@ static void __exit krep_exit(void)
 	krep_broker_exit();
 	krep_net_module_exit();
 	krep_disk_exit();
+	krep_crc_exit();
 	krep_check_leaks();
 	pr_info("unloaded\n");
 }
@@ -144,3 +152,4 @@ MODULE_LICENSE("GPL");
 MODULE_AUTHOR("krep developers");
 MODULE_DESCRIPTION("Kafka partition replication protocol: logs, watermarks, ISR");
 MODULE_VERSION("0.1");
+MODULE_SOFTDEP("pre: crc32c");

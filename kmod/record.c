@@ -8,7 +8,10 @@
  * writes baseOffset and partitionLeaderEpoch, which the CRC does not cover,
  * so the batch is served as it is stored.
  */
+#include <crypto/hash.h>
+#include <linux/compiler.h>
 #include <linux/crc32.h>
+#include <linux/err.h>
 #include <linux/errno.h>
 #include <linux/minmax.h>
 #include <linux/string.h>
@@ -16,9 +19,55 @@
 
 #include "record.h"
 
+/*
+ * CRC-32C through the crypto API's "crc32c", as libcrc32c does: the
+ * CPU's instruction where it has one (crc32c-intel, loaded on demand),
+ * else the table-driven crc32c_generic; loading krep needs no other
+ * module by name. Set at module load, read-only after.
+ */
+static struct crypto_shash *krep_crc_tfm;
+
+int krep_crc_init(void)
+{
+	struct crypto_shash *tfm = crypto_alloc_shash("crc32c", 0, 0);
+
+	if (IS_ERR(tfm))
+		return PTR_ERR(tfm);
+	krep_crc_tfm = tfm;
+	pr_debug("krep: CRC-32C by %s\n", crypto_shash_driver_name(tfm));
+	return 0;
+}
+
+void krep_crc_exit(void)
+{
+	crypto_free_shash(krep_crc_tfm);
+	krep_crc_tfm = NULL;
+}
+
+/**
+ * krep_crc32c - continue the CRC-32C @crc (no final inversion) over @p
+ * @crc: ~0 to start; the result of the call before to go on
+ * @p: the bytes
+ * @len: how many
+ */
+u32 krep_crc32c(u32 crc, const void *p, size_t len)
+{
+	SHASH_DESC_ON_STACK(desc, krep_crc_tfm);
+	u32 *ctx = shash_desc_ctx(desc);
+
+	desc->tfm = krep_crc_tfm;
+	*ctx = crc;
+	/* crc32c's update does not fail; should a driver, count on none */
+	if (crypto_shash_update(desc, p, len))
+		*ctx = __crc32c_le(crc, p, len);
+	crc = *ctx;
+	barrier_data(ctx);
+	return crc;
+}
+
 static u32 crc32c(const u8 *p, size_t len)
 {
-	return __crc32c_le(~0U, p, len) ^ ~0U;
+	return krep_crc32c(~0U, p, len) ^ ~0U;
 }
 
 /* parse the header of a batch that is at least KREP_RB_HDR_LEN long */

@@ -66,6 +66,9 @@ static inline u64 krep_batch_last(const struct krep_batch *b)
 }
 
 int krep_batch_parse(const u8 *buf, size_t len, struct krep_batch *b);
+u32 krep_crc32c(u32 crc, const void *p, size_t len);
+int krep_crc_init(void);
+void krep_crc_exit(void);
 int krep_batch_check(const u8 *buf, size_t len, struct krep_batch *b,
 		     const char **why);
 bool krep_batch_crc_ok(const u8 *buf, size_t len);
