@@ -30,9 +30,20 @@
  * directory's checkpoints, the epoch cache from leader-epoch-checkpoint,
  * all clamped to the log.
  *
- * Locking: disk->lock (the files) before p->lock; the work runs on
- * krep_disk_wq; krep_disk_close() detaches the writer under p->lock
- * before it cancels the work, so no change can queue it again.
+ * Threads. The work runs on krep's own writer threads, krep_disk/N (one
+ * per CPU, each partition on one of them), at nice KREP_DISK_NICE: the
+ * write-behind takes the CPU the replication path leaves, so it does not
+ * add to commit latency (a profile of make bench's acks=all runs found
+ * the writes' CPU time, at the same priority, doubling it). A thread
+ * goes back to nice 0 for a partition that is behind (KREP_DISK_BEHIND
+ * rounds in a row left more to write: some MiB), that a producer waits
+ * on (flush.messages), or whose broker holds more than half its
+ * log_memory_max, so that the priority never lets the memory fill with
+ * unwritten data.
+ *
+ * Locking: disk->lock (the files) before p->lock; krep_disk_close()
+ * detaches the writer under p->lock before it cancels the work, so no
+ * change can queue it again.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -41,12 +52,13 @@
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/kernel.h>
+#include <linux/kthread.h>
 #include <linux/mm.h>
 #include <linux/random.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
 #include <linux/uio.h>
-#include <linux/workqueue.h>
 
 #include "krep.h"
 #include "broker.h"
@@ -63,7 +75,19 @@
 #define KREP_DISK_NAME_LEN	(20 + 11)	/* base offset + ".timeindex" */
 #define KREP_DISK_IBUF		32		/* index entries per write */
 
-static struct workqueue_struct *krep_disk_wq;
+#define KREP_DISK_NICE		10		/* the writers' usual nice */
+#define KREP_DISK_BEHIND	16		/* rounds with more: behind */
+#define KREP_DISK_THREADS	16		/* at most, one per CPU */
+
+/* a writer thread */
+struct dworker {
+	struct kthread_worker *kw;
+	bool urgent;			/* at nice 0 (set by it, or a kick) */
+};
+
+static struct dworker krep_disk_workers[KREP_DISK_THREADS];
+static unsigned int krep_disk_nworkers;
+static atomic_t krep_disk_next = ATOMIC_INIT(0);
 
 struct dseg {
 	struct list_head node;
@@ -91,7 +115,9 @@ struct krep_disklog {
 	unsigned int nepochs;		/* the epochs last checkpointed */
 	struct krep_epoch_entry *epochs;
 	u64 last_flush_ms;		/* flush.ms: when it last synced */
-	struct delayed_work work;	/* kicked at once, or for flush.ms */
+	struct dworker *worker;		/* the thread its work runs on */
+	struct kthread_delayed_work work; /* kicked at once, or for flush.ms */
+	unsigned int more_rounds;	/* rounds in a row that left more */
 	/* the tail's index entries not yet written (index_flush()) */
 	unsigned int ni, nt;
 	__be32 ibuf[2 * KREP_DISK_IBUF];
@@ -829,33 +855,61 @@ out:
 	return c.full && !d->failed;
 }
 
-static void disk_work(struct work_struct *work)
+/*
+ * nice 0 while @d is behind, a producer waits for its sync or its broker's
+ * log memory is more than half full
+ */
+static void disk_priority(struct krep_disklog *d)
 {
-	struct krep_disklog *d = container_of(to_delayed_work(work),
-					      struct krep_disklog, work);
+	struct krep_mem *mem = d->p->log.mem;
+	struct dworker *w = d->worker;
+	bool urgent = d->more_rounds >= KREP_DISK_BEHIND ||
+		      READ_ONCE(d->p->flush_req) > READ_ONCE(d->recovery) ||
+		      atomic64_read(&mem->used) > READ_ONCE(mem->max) / 2;
+
+	if (urgent != READ_ONCE(w->urgent)) {
+		WRITE_ONCE(w->urgent, urgent);
+		set_user_nice(current, urgent ? 0 : KREP_DISK_NICE);
+	}
+}
+
+static void disk_work(struct kthread_work *work)
+{
+	struct krep_disklog *d = container_of(work, struct krep_disklog,
+					      work.work);
 	s64 flush_ms = d->p->topic->config.flush_ms;
 	u64 since;
 	bool more;
 
+	disk_priority(d);
 	mutex_lock(&d->lock);
 	more = disk_sync(d, KREP_DISK_CHUNK);
+	d->more_rounds = more ? d->more_rounds + 1 : 0;
 	since = krep_now_ms() - d->last_flush_ms;
 	if (more)
-		mod_delayed_work(krep_disk_wq, &d->work, 0);
+		kthread_mod_delayed_work(d->worker->kw, &d->work, 0);
 	else if (flush_ms != KREP_FLUSH_NEVER && !d->failed &&
 		 d->end > d->recovery)
 		/* unsynced data: come back when flush.ms is due */
-		queue_delayed_work(krep_disk_wq, &d->work,
-				   msecs_to_jiffies(since < (u64)flush_ms ?
-						    flush_ms - since : 0));
+		kthread_queue_delayed_work(d->worker->kw, &d->work,
+					   msecs_to_jiffies(since < (u64)flush_ms ?
+							    flush_ms - since : 0));
 	mutex_unlock(&d->lock);
 }
 
-/* the disk work should look now (p->lock held) */
+/* a producer waits for the disk work to sync (p->lock held) */
 void krep_disk_kick(struct krep_partition *p)
 {
-	if (p->disk)
-		mod_delayed_work(krep_disk_wq, &p->disk->work, 0);
+	struct krep_disklog *d = p->disk;
+
+	if (!d)
+		return;
+	/* at nice 0 at once, not after the nice-10 round it may be in */
+	if (!READ_ONCE(d->worker->urgent)) {
+		WRITE_ONCE(d->worker->urgent, true);
+		set_user_nice(d->worker->kw->task, 0);
+	}
+	kthread_mod_delayed_work(d->worker->kw, &d->work, 0);
 }
 
 /* log->changed: called under p->lock */
@@ -863,18 +917,19 @@ static void disk_changed(struct krep_log *log)
 {
 	struct krep_partition *p = container_of(log, struct krep_partition,
 						log);
-	struct delayed_work *dw = &p->disk->work;
+	struct kthread_delayed_work *dw = &p->disk->work;
 
 	/*
 	 * The appends of one tick go in one round (an append waiting for
 	 * flush.messages kicks at once): queue the work a tick from now,
 	 * unless it is queued already for no later than that (a flush.ms
-	 * timer is brought forward)
+	 * timer is brought forward). Unlocked looks: a work seen queued
+	 * takes p->lock after this change is made, so it sees it.
 	 */
-	if (!delayed_work_pending(dw) ||
-	    (timer_pending(&dw->timer) &&
-	     time_after(READ_ONCE(dw->timer.expires), jiffies + 1)))
-		mod_delayed_work(krep_disk_wq, dw, 1);
+	if (timer_pending(&dw->timer) ?
+	    time_after(READ_ONCE(dw->timer.expires), jiffies + 1) :
+	    list_empty_careful(&dw->work.node))
+		kthread_mod_delayed_work(p->disk->worker->kw, dw, 1);
 }
 
 /* write everything now and sync the tail (a clean shutdown) */
@@ -989,7 +1044,7 @@ void krep_disk_close(struct krep_partition *p, bool remove)
 	mutex_unlock(&p->lock);
 	if (!d)
 		return;
-	cancel_delayed_work_sync(&d->work);
+	kthread_cancel_delayed_work_sync(&d->work);
 	if (!remove) {
 		disk_flush(d);
 		disk_free(d);
@@ -1360,7 +1415,10 @@ int krep_disk_open(struct krep_partition *p, struct krep_logdir *ld,
 	d->p = p;
 	mutex_init(&d->lock);
 	INIT_LIST_HEAD(&d->segs);
-	INIT_DELAYED_WORK(&d->work, disk_work);
+	kthread_init_delayed_work(&d->work, disk_work);
+	d->worker = &krep_disk_workers[(unsigned int)
+				       atomic_inc_return(&krep_disk_next) %
+				       krep_disk_nworkers];
 	d->segment_bytes = p->topic->config.segment_bytes;
 	snprintf(name, sizeof(name), "%s-%u", p->topic->name, p->index);
 	err = krep_vfs_mkdir(&ld->root, name, &d->dir);
@@ -1379,7 +1437,7 @@ int krep_disk_open(struct krep_partition *p, struct krep_logdir *ld,
 		/* the first round writes leader-epoch-checkpoint */
 		p->flushed = d->recovery;
 		d->last_flush_ms = krep_now_ms();
-		mod_delayed_work(krep_disk_wq, &d->work, 0);
+		kthread_mod_delayed_work(d->worker->kw, &d->work, 0);
 	}
 	mutex_unlock(&p->lock);
 	mutex_unlock(&d->lock);
@@ -1398,14 +1456,29 @@ int krep_disk_open(struct krep_partition *p, struct krep_logdir *ld,
 	return 0;
 }
 
-int krep_disk_init(void)
-{
-	krep_disk_wq = alloc_workqueue("krep_disk", WQ_UNBOUND | WQ_MEM_RECLAIM,
-				       0);
-	return krep_disk_wq ? 0 : -ENOMEM;
-}
-
 void krep_disk_exit(void)
 {
-	destroy_workqueue(krep_disk_wq);
+	while (krep_disk_nworkers)
+		kthread_destroy_worker(krep_disk_workers[--krep_disk_nworkers].kw);
+}
+
+/* the writer threads: dedicated, so that reclaim never waits on a pool */
+int krep_disk_init(void)
+{
+	unsigned int n = clamp(num_online_cpus(), 1U, KREP_DISK_THREADS);
+	struct kthread_worker *kw;
+
+	while (krep_disk_nworkers < n) {
+		kw = kthread_create_worker(0, "krep_disk/%u",
+					   krep_disk_nworkers);
+		if (IS_ERR(kw)) {
+			krep_disk_exit();
+			return PTR_ERR(kw);
+		}
+		set_user_nice(kw->task, KREP_DISK_NICE);
+		krep_disk_workers[krep_disk_nworkers].kw = kw;
+		krep_disk_workers[krep_disk_nworkers].urgent = false;
+		krep_disk_nworkers++;
+	}
+	return 0;
 }

@@ -6,7 +6,8 @@
 # kafka_log_dump.py, a reader written from Kafka's formats.
 #
 # 1. insmod log_dir= broker_id=1 topics=t:2:1 (16 KiB segments):
-#    meta.properties names broker 1; 600 produced records reach the
+#    meta.properties names broker 1; the writer threads run at nice 10,
+#    one per CPU; 600 produced records reach the
 #    segment files (several segments, indexes, epoch checkpoint).
 #    flush.messages=1 and flush.ms move the recovery point; nothing else.
 # 2. rmmod: a clean shutdown writes the checkpoints (HW 600) and the
@@ -51,7 +52,7 @@ mnt=$tmp/mnt
 krep_cleanup_push rm -rf "$tmp"
 mark=logdir-$$
 
-ktap_plan 35
+ktap_plan 36
 
 values() { # PREFIX COUNT
 	seq -f "$1-%05g-abcdefghijklmnopqrstuvwxyz0123456789" 0 $(($2 - 1))
@@ -86,6 +87,16 @@ values a "$N" >"$tmp/a.in"
 	ktap_bail "produce failed"
 ktap_check "meta.properties names broker 1" \
 	grep -qx 'broker.id=1' "$D1/meta.properties"
+# the writer threads: one per CPU (up to 16), at nice 10 while not behind
+nwr=$(ps -eo ni=,comm= | awk '$2 ~ /^krep_disk\// && $1 == 10' | wc -l)
+ncpu=$(nproc)
+[ "$ncpu" -gt 16 ] && ncpu=16
+if [ "$nwr" -eq "$ncpu" ]; then
+	ktap_ok "$nwr writer threads krep_disk/N at nice 10, one per CPU"
+else
+	ktap_fail "writer threads krep_disk/N at nice 10, one per CPU: $nwr of $ncpu"
+	ps -eo pid=,ni=,comm= | grep krep_disk | ktap_diag_stdin
+fi
 on_disk() { # PART NEXT: the segment files reach offset NEXT
 	dump "$D1" --partition "t-$1" 2>/dev/null |
 		jq -e --argjson n "$2" ".partitions[\"t-$1\"].next_offset == \$n" >/dev/null
