@@ -24,17 +24,20 @@
  * Recovery. At topic creation the directory's segments are read in
  * order; every batch must parse, follow the one before it, and (unless
  * the directory was shut down cleanly, or the segment lies below the
- * recovery point) pass its CRC-32C. At the first that does not, the file
+ * recovery point; always in the last segment, which is read into memory)
+ * pass its CRC-32C. At the first that does not, the file
  * is truncated there with one kernel log line, and later segments go.
  * The indexes are rebuilt; HW and the log start come from the log
  * directory's checkpoints, the epoch cache from leader-epoch-checkpoint,
  * all clamped to the log.
  *
- * Threads. The work runs on krep's own writer threads, krep_disk/N (one
- * per CPU, each partition on one of them), at nice KREP_DISK_NICE: the
- * write-behind takes the CPU the replication path leaves, so it does not
- * add to commit latency (a profile of make bench's acks=all runs found
- * the writes' CPU time, at the same priority, doubling it). A thread
+ * Threads. The work runs on krep's own writer threads, krep_disk/N (four
+ * per CPU, at most 64; each partition on one of them: a thread waits in
+ * its fsyncs, and partitions that share one wait for each other's), at
+ * nice KREP_DISK_NICE: the write-behind takes the CPU the replication
+ * path leaves, so it does not add to commit latency (a profile of make
+ * bench's acks=all runs found the writes' CPU time, at the same
+ * priority, doubling it). A thread
  * goes back to nice 0 for a partition that is behind (KREP_DISK_BEHIND
  * rounds in a row left more to write: some MiB), that a producer waits
  * on (flush.messages), or whose broker holds more than half its
@@ -77,12 +80,14 @@
 
 #define KREP_DISK_NICE		10		/* the writers' usual nice */
 #define KREP_DISK_BEHIND	16		/* rounds with more: behind */
-#define KREP_DISK_THREADS	16		/* at most, one per CPU */
+#define KREP_DISK_KICKED	0		/* d->flags: a producer waits */
+#define KREP_DISK_THREADS_CPU	4		/* writer threads per CPU */
+#define KREP_DISK_THREADS	64		/* at most */
 
 /* a writer thread */
 struct dworker {
 	struct kthread_worker *kw;
-	bool urgent;			/* at nice 0 (set by it, or a kick) */
+	atomic_t kicked;		/* its partitions with KREP_DISK_KICKED */
 };
 
 static struct dworker krep_disk_workers[KREP_DISK_THREADS];
@@ -118,6 +123,7 @@ struct krep_disklog {
 	struct dworker *worker;		/* the thread its work runs on */
 	struct kthread_delayed_work work; /* kicked at once, or for flush.ms */
 	unsigned int more_rounds;	/* rounds in a row that left more */
+	unsigned long flags;		/* KREP_DISK_KICKED */
 	/* the tail's index entries not yet written (index_flush()) */
 	unsigned int ni, nt;
 	__be32 ibuf[2 * KREP_DISK_IBUF];
@@ -639,6 +645,7 @@ static void collect_release(struct dcollect *c)
 static void evict(struct krep_disklog *d, struct dseg *s)
 {
 	char name[KREP_DISK_NAME_LEN + 1];
+	struct krep_log_evicted ev;
 	struct file *f;
 
 	seg_name(name, s->base, ".log");
@@ -646,8 +653,9 @@ static void evict(struct krep_disklog *d, struct dseg *s)
 	if (IS_ERR(f))
 		return;		/* it stays in memory */
 	mutex_lock(&d->p->lock);
-	krep_log_evict(&d->p->log, s->base, s->next, s->size, f);
+	krep_log_evict(&d->p->log, s->base, s->next, s->size, f, &ev);
 	mutex_unlock(&d->p->lock);
+	krep_log_evicted_free(&ev);
 	fput(f);
 }
 
@@ -856,21 +864,26 @@ out:
 }
 
 /*
- * nice 0 while @d is behind, a producer waits for its sync or its broker's
- * log memory is more than half full
+ * The thread's nice for @d's round: 0 while @d is behind, a producer
+ * waits for its sync, its broker's log memory is more than half full, or
+ * another partition of the thread's has been kicked and not yet served
+ * (it waits in the queue behind this round)
  */
 static void disk_priority(struct krep_disklog *d)
 {
 	struct krep_mem *mem = d->p->log.mem;
 	struct dworker *w = d->worker;
-	bool urgent = d->more_rounds >= KREP_DISK_BEHIND ||
-		      READ_ONCE(d->p->flush_req) > READ_ONCE(d->recovery) ||
-		      atomic64_read(&mem->used) > READ_ONCE(mem->max) / 2;
+	long want = KREP_DISK_NICE;
 
-	if (urgent != READ_ONCE(w->urgent)) {
-		WRITE_ONCE(w->urgent, urgent);
-		set_user_nice(current, urgent ? 0 : KREP_DISK_NICE);
-	}
+	if (test_and_clear_bit(KREP_DISK_KICKED, &d->flags))
+		atomic_dec(&w->kicked);
+	if (d->more_rounds >= KREP_DISK_BEHIND ||
+	    READ_ONCE(d->p->flush_req) > READ_ONCE(d->recovery) ||
+	    atomic64_read(&mem->used) > READ_ONCE(mem->max) / 2 ||
+	    atomic_read(&w->kicked))
+		want = 0;
+	if (task_nice(current) != want)
+		set_user_nice(current, want);
 }
 
 static void disk_work(struct kthread_work *work)
@@ -901,15 +914,25 @@ static void disk_work(struct kthread_work *work)
 void krep_disk_kick(struct krep_partition *p)
 {
 	struct krep_disklog *d = p->disk;
+	struct kthread_delayed_work *dw;
+	struct dworker *w;
 
 	if (!d)
 		return;
+	dw = &d->work;
+	w = d->worker;
 	/* at nice 0 at once, not after the nice-10 round it may be in */
-	if (!READ_ONCE(d->worker->urgent)) {
-		WRITE_ONCE(d->worker->urgent, true);
-		set_user_nice(d->worker->kw->task, 0);
+	if (!test_and_set_bit(KREP_DISK_KICKED, &d->flags)) {
+		atomic_inc(&w->kicked);
+		if (task_nice(w->kw->task))
+			set_user_nice(w->kw->task, 0);
 	}
-	kthread_mod_delayed_work(d->worker->kw, &d->work, 0);
+	/*
+	 * Queued already: it stays where it is (mod_delayed_work would
+	 * move it to the back, behind partitions that requeue themselves)
+	 */
+	if (timer_pending(&dw->timer) || list_empty_careful(&dw->work.node))
+		kthread_mod_delayed_work(w->kw, dw, 0);
 }
 
 /* log->changed: called under p->lock */
@@ -1045,6 +1068,8 @@ void krep_disk_close(struct krep_partition *p, bool remove)
 	if (!d)
 		return;
 	kthread_cancel_delayed_work_sync(&d->work);
+	if (test_and_clear_bit(KREP_DISK_KICKED, &d->flags))
+		atomic_dec(&d->worker->kicked);
 	if (!remove) {
 		disk_flush(d);
 		disk_free(d);
@@ -1154,8 +1179,12 @@ static int recover_batches(struct recover *r, struct dseg *s, bool check_crc,
 		err = !rf || check_crc ? read_full(s->log, r->buf, b.len, pos) : 0;
 		if (err)
 			return err;
+		/*
+		 * the tail, read into memory, is checked whatever the
+		 * shutdown: reads serve memory unchecked (log.c)
+		 */
 		*what = "a batch whose CRC-32C does not match";
-		if (check_crc && !krep_batch_crc_ok(r->buf, b.len))
+		if ((check_crc || !rf) && !krep_batch_crc_ok(r->buf, b.len))
 			return -EBADMSG;
 		*what = "a batch out of offset order";
 		if (b.base_offset < s->base ||
@@ -1225,8 +1254,10 @@ static int recover_seg(struct recover *r, struct dseg *s, bool check_crc,
 		/* the entries of the batches kept */
 		int ierr = index_flush(d, s);
 
-		if (ierr)
-			err = ierr;
+		if (ierr) {
+			err = ierr;	/* an I/O error, not a torn tail */
+			*what = NULL;
+		}
 	}
 	if (rf)
 		fput(rf);		/* the memory log holds its own */
@@ -1465,7 +1496,8 @@ void krep_disk_exit(void)
 /* the writer threads: dedicated, so that reclaim never waits on a pool */
 int krep_disk_init(void)
 {
-	unsigned int n = clamp(num_online_cpus(), 1U, KREP_DISK_THREADS);
+	unsigned int n = min(num_online_cpus() * KREP_DISK_THREADS_CPU,
+			     KREP_DISK_THREADS);
 	struct kthread_worker *kw;
 
 	while (krep_disk_nworkers < n) {
@@ -1477,7 +1509,7 @@ int krep_disk_init(void)
 		}
 		set_user_nice(kw->task, KREP_DISK_NICE);
 		krep_disk_workers[krep_disk_nworkers].kw = kw;
-		krep_disk_workers[krep_disk_nworkers].urgent = false;
+		atomic_set(&krep_disk_workers[krep_disk_nworkers].kicked, 0);
 		krep_disk_nworkers++;
 	}
 	return 0;

@@ -889,13 +889,16 @@ int krep_log_walk(struct krep_log *log, u64 offset, krep_log_filter_t filter,
 }
 
 /**
- * krep_log_evict - a segment is on disk: serve it from its file and free
- * its pages
+ * krep_log_evict - a segment is on disk: serve it from its file, and hand
+ * its pages out to be freed
  * @log: the log
  * @base: the segment file's base offset
  * @next: the offset after its last batch
  * @size: its bytes
  * @file: the segment's .log, open for reading; the log takes a reference
+ * @ev: set to the pages, for krep_log_evicted_free() once the log's lock
+ *	is dropped (freeing a segment's thousands of pages is not done
+ *	under it); uncharged from the broker's log memory at once
  *
  * The memory segment must hold exactly what the file does (same base,
  * end and size: the same batches at the same positions) and must not be
@@ -904,24 +907,32 @@ int krep_log_walk(struct krep_log *log, u64 offset, krep_log_filter_t filter,
  * Return: true when the segment now lives in @file.
  */
 bool krep_log_evict(struct krep_log *log, u64 base, u64 next, u32 size,
-		    struct file *file)
+		    struct file *file, struct krep_log_evicted *ev)
 {
 	struct krep_segment *seg = find_segment(log, base);
-	unsigned int i;
 
+	memset(ev, 0, sizeof(*ev));
 	if (!seg || seg->file || seg->base_offset != base ||
 	    seg->next_offset != next || seg->size != size ||
 	    list_is_last(&seg->node, &log->segments))
 		return false;
-	for (i = 0; i < seg->npages; i++)
-		__free_page(seg->pages[i]);	/* sends hold their own */
 	atomic64_sub((u64)seg->npages * PAGE_SIZE, &log->mem->used);
-	kvfree(seg->pages);
+	ev->pages = seg->pages;
+	ev->npages = seg->npages;
 	seg->pages = NULL;
 	seg->npages = 0;
 	seg->pages_cap = 0;
 	seg->file = get_file(file);
 	return true;
+}
+
+/* free what krep_log_evict() handed out; sends hold their own references */
+void krep_log_evicted_free(struct krep_log_evicted *ev)
+{
+	while (ev->npages)
+		__free_page(ev->pages[--ev->npages]);
+	kvfree(ev->pages);
+	ev->pages = NULL;
 }
 
 /**

@@ -107,8 +107,15 @@ s64 krep_log_offset_for_ts(struct krep_log *log, s64 ts, s64 *found_ts);
 u64 krep_log_segment_base(struct krep_log *log, u64 offset);
 int krep_log_walk(struct krep_log *log, u64 offset, krep_log_filter_t filter,
 		  void *arg);
+/* a segment's pages once it lives in its file (krep_log_evict()) */
+struct krep_log_evicted {
+	struct page **pages;
+	unsigned int npages;
+};
+
 bool krep_log_evict(struct krep_log *log, u64 base, u64 next, u32 size,
-		    struct file *file);
+		    struct file *file, struct krep_log_evicted *ev);
+void krep_log_evicted_free(struct krep_log_evicted *ev);
 int krep_log_append_file(struct krep_log *log, const struct krep_batch *b,
 			 u32 pos, struct file *file);
 bool krep_log_take_miss(struct krep_log *log, struct krep_log_miss *m);

@@ -7,7 +7,7 @@
 #
 # 1. insmod log_dir= broker_id=1 topics=t:2:1 (16 KiB segments):
 #    meta.properties names broker 1; the writer threads run at nice 10,
-#    one per CPU; 600 produced records reach the
+#    four per CPU; 600 produced records reach the
 #    segment files (several segments, indexes, epoch checkpoint).
 #    flush.messages=1 and flush.ms move the recovery point; nothing else.
 # 2. rmmod: a clean shutdown writes the checkpoints (HW 600) and the
@@ -87,14 +87,14 @@ values a "$N" >"$tmp/a.in"
 	ktap_bail "produce failed"
 ktap_check "meta.properties names broker 1" \
 	grep -qx 'broker.id=1' "$D1/meta.properties"
-# the writer threads: one per CPU (up to 16), at nice 10 while not behind
+# the writer threads: four per CPU (up to 64), at nice 10 while not behind
 nwr=$(ps -eo ni=,comm= | awk '$2 ~ /^krep_disk\// && $1 == 10' | wc -l)
-ncpu=$(nproc)
-[ "$ncpu" -gt 16 ] && ncpu=16
-if [ "$nwr" -eq "$ncpu" ]; then
-	ktap_ok "$nwr writer threads krep_disk/N at nice 10, one per CPU"
+want=$(($(nproc) * 4))
+[ "$want" -gt 64 ] && want=64
+if [ "$nwr" -eq "$want" ]; then
+	ktap_ok "$nwr writer threads krep_disk/N at nice 10, four per CPU"
 else
-	ktap_fail "writer threads krep_disk/N at nice 10, one per CPU: $nwr of $ncpu"
+	ktap_fail "writer threads krep_disk/N at nice 10, four per CPU: $nwr of $want"
 	ps -eo pid=,ni=,comm= | grep krep_disk | ktap_diag_stdin
 fi
 on_disk() { # PART NEXT: the segment files reach offset NEXT
