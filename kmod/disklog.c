@@ -105,6 +105,7 @@ struct dseg {
 	s64 tindex_ts;			/* the last .timeindex entry's */
 	loff_t idx_pos, tidx_pos;	/* the index files' sizes */
 	struct file *log, *idx, *tidx;	/* open while it is the tail */
+	bool evict_again;		/* its eviction at the roll failed */
 };
 
 struct krep_disklog {
@@ -123,6 +124,7 @@ struct krep_disklog {
 	struct dworker *worker;		/* the thread its work runs on */
 	struct kthread_delayed_work work; /* kicked at once, or for flush.ms */
 	unsigned int more_rounds;	/* rounds in a row that left more */
+	unsigned int evict_again;	/* segments with evict_again set */
 	unsigned long flags;		/* KREP_DISK_KICKED */
 	/* the tail's index entries not yet written (index_flush()) */
 	unsigned int ni, nt;
@@ -249,6 +251,8 @@ static void seg_unlink(struct krep_disklog *d, struct dseg *s)
 		seg_name(name, s->base, ext[i]);
 		krep_vfs_unlink(&d->dir, name);
 	}
+	if (s->evict_again)
+		d->evict_again--;
 	list_del(&s->node);
 	kfree(s);
 }
@@ -641,22 +645,47 @@ static void collect_release(struct dcollect *c)
 /*
  * @s was rolled, so written and synced: the memory log may serve it from
  * its file now and free its pages (log.c checks it holds the same).
+ * Return: whether it did.
  */
-static void evict(struct krep_disklog *d, struct dseg *s)
+static bool evict(struct krep_disklog *d, struct dseg *s)
 {
 	char name[KREP_DISK_NAME_LEN + 1];
 	struct krep_log_evicted ev;
 	struct file *f;
+	bool done;
 
 	seg_name(name, s->base, ".log");
 	f = krep_vfs_open(&d->dir, name, O_RDONLY);
 	if (IS_ERR(f))
-		return;		/* it stays in memory */
+		return false;	/* it stays in memory */
 	mutex_lock(&d->p->lock);
-	krep_log_evict(&d->p->log, s->base, s->next, s->size, f, &ev);
+	done = krep_log_evict(&d->p->log, s->base, s->next, s->size, f, &ev);
 	mutex_unlock(&d->p->lock);
 	krep_log_evicted_free(&ev);
 	fput(f);
+	return done;
+}
+
+/*
+ * The segments whose eviction failed at their roll, once more: the
+ * memory log may have been cut then, the cut not yet on disk (this round
+ * applied it). A segment that still does not match (one the disk rolled
+ * alone, at offsets beyond the index's range) stays in memory.
+ */
+static void evict_again(struct krep_disklog *d)
+{
+	struct dseg *s;
+
+	list_for_each_entry(s, &d->segs, node) {
+		if (!d->evict_again)
+			break;
+		if (!s->evict_again)
+			continue;
+		s->evict_again = false;
+		d->evict_again--;
+		if (!s->log)
+			evict(d, s);
+	}
 }
 
 /*
@@ -696,8 +725,10 @@ static int write_run(struct krep_disklog *d, struct dcollect *c,
 		s = roll(d, b->base);
 		if (!s)
 			return -EIO;
-		if (prev)
-			evict(d, prev);
+		if (prev && !evict(d, prev)) {
+			prev->evict_again = true;
+			d->evict_again++;
+		}
 	}
 	for (j = i; j < c->nb; j++) {
 		b = &c->b[j];
@@ -818,6 +849,9 @@ static bool disk_sync(struct krep_disklog *d, u32 max)
 			truncate_to(d, cut);
 		drop_below(d, start);
 	}
+	/* the last round's failed evictions, with this round's cut applied */
+	if (d->evict_again && !d->failed)
+		evict_again(d);
 	for (i = 0; i < c.nb && !d->failed; i += run) {
 		run = write_run(d, &c, i);
 		if (run < 0)
