@@ -51,7 +51,8 @@
 #                    preferring one with headers installed
 #   KREP_VM_MEM      guest memory in MiB (2048)
 #   KREP_VM_SMP      guest CPUs (2)
-#   KREP_VM_ACCEL    kvm, tcg or auto (auto: kvm when /dev/kvm is usable)
+#   KREP_VM_ACCEL    kvm, tcg or auto (auto: kvm when /dev/kvm is usable
+#                    and the CPU shows vmx or svm)
 #   KREP_VM_TIMEOUT  default for --timeout (1500)
 #   KREP_VM_APPEND   extra kernel command line
 #   KREP_VM_LOGLEVEL console log level once booted (5: up to KERN_WARNING)
@@ -180,9 +181,12 @@ esac
 mem=${KREP_VM_MEM:-2048}
 smp=${KREP_VM_SMP:-2}
 accel=${KREP_VM_ACCEL:-auto}
+# KVM only where the CPU shows its virtualization extensions too: some
+# hosts (nested guests) have a /dev/kvm whose VMs hang in the boot loader.
 if [ "$accel" = auto ]; then
 	accel=tcg
-	if [ -c /dev/kvm ] && [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
+	if [ -c /dev/kvm ] && [ -r /dev/kvm ] && [ -w /dev/kvm ] &&
+	   grep -qwE 'vmx|svm' /proc/cpuinfo; then
 		accel=kvm
 	fi
 fi
