@@ -23,7 +23,7 @@ PKGS=(
 	linux-headers-amd64 linux-source-6.1 sparse
 	linux-image-amd64 qemu-system-x86 busybox-static	# the test VM
 	kmod cpio xz-utils zstd
-	iproute2 bpftrace bpftool jq python3 util-linux	# tests and tools
+	iproute2 bpftrace bpftool jq gojq python3 util-linux	# tests and tools
 	kcat python3-kafka nodejs		# Kafka clients (KafkaJS: npm)
 	libcurl4-openssl-dev libjson-c-dev	# krepd --etcd
 	etcd-server etcd-client			# controller_ha.sh
