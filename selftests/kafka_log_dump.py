@@ -331,12 +331,15 @@ def text(v):
         return "b64:" + base64.b64encode(v).decode()
 
 
-def main():
-    ap = argparse.ArgumentParser(description="Dump and check a Kafka log directory.")
+def main(argv=None):
+    """argv: sys.argv's form (selftests/pyserve.py calls it so); None for
+    this process's own"""
+    ap = argparse.ArgumentParser(prog="kafka_log_dump.py",
+                                 description="Dump and check a Kafka log directory.")
     ap.add_argument("logdir")
     ap.add_argument("--partition", metavar="TOPIC-N")
     ap.add_argument("--values", action="store_true")
-    a = ap.parse_args()
+    a = ap.parse_args(None if argv is None else argv[1:])
     if not os.path.isdir(a.logdir):
         ap.error("%s is not a directory" % a.logdir)
     if a.partition and not PART_RE.fullmatch(a.partition):

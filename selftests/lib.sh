@@ -66,6 +66,13 @@
 #   krep_pyserve NAME ARGS...  MODULE's main(ARGS) in server NAME: its
 #                            output on stdout and stderr, its status
 #   krep_pyserve_stop NAME   end server NAME (before its netns goes)
+#   krep_log_dump DIR [ARGS...]  selftests/kafka_log_dump.py's JSON of the
+#                            log directory DIR, and its status, from the
+#                            server "logdump" (krep_pyserve_start logdump
+#                            "" kafka_log_dump, at set-up); the whole
+#                            answer is read before any of it is written, so
+#                            a reader that stops early (head) leaves
+#                            nothing behind for the next call
 #   krep_ext4_mount IMG SIZE DIR [MKFS_OPT...]  a new ext4 image IMG of
 #                            SIZE (truncate's) mounted on DIR by a loop
 #                            device, unmounted on exit; false on failure
@@ -412,6 +419,15 @@ krep_pyserve() {
 		$'\x1e '*) rc=${line#$'\x1e '}; break ;;
 		esac
 	done
+	return "$rc"
+}
+
+krep_log_dump() {
+	local out rc
+
+	out=$(krep_pyserve logdump "$@")
+	rc=$?
+	printf '%s\n' "$out"
 	return "$rc"
 }
 

@@ -37,7 +37,6 @@ KAFKA_PORT=9192
 krep_require_vm
 krep_require_cmd jq ip mkfs.ext4 mount umount kcat /usr/bin/python3
 
-DUMP="$here/kafka_log_dump.py"
 SEG=131072
 CAP=1048576
 CHUNK=512		# records of 1 KiB a produce
@@ -51,6 +50,8 @@ krep_cleanup_push rm -rf "$tmp"
 mark=logcache-$$
 
 ktap_plan 14
+krep_pyserve_start logdump "" kafka_log_dump ||
+	ktap_bail "cannot start kafka_log_dump.py"
 
 values() { # CHUNK: its CHUNK records of 1 KiB, numbered across chunks
 	seq -f "%06g-$(printf '%01000d' "$1")" $(($1 * CHUNK)) $((($1 + 1) * CHUNK - 1))
@@ -131,7 +132,7 @@ same_files() { # DIR DIR
 	[ "$(log_sum "$1")" = "$(log_sum "$2")" ]
 }
 on_disk() { # DIR: c-0's files end with offset N - 1 (kafka_log_dump.py)
-	/usr/bin/python3 "$DUMP" "$1" --partition c-0 2>/dev/null |
+	krep_log_dump "$1" --partition c-0 2>/dev/null |
 		jq -e --argjson n "$N" '.partitions["c-0"] | .next_offset == $n and (.errors | length) == 0' >/dev/null
 }
 if krep_wait_for 60 all_at "$N" && krep_wait_for 30 on_disk "$mnt/c1" &&
@@ -232,7 +233,7 @@ nlogs() { # TOPIC: the number of broker 1's segment files of TOPIC-0
 }
 three_segs() {
 	[ "$(nlogs sm)" = 3 ] &&
-		/usr/bin/python3 "$DUMP" "$mnt/c1" --partition sm-0 --values 2>/dev/null |
+		krep_log_dump "$mnt/c1" --partition sm-0 --values 2>/dev/null |
 		jq -e '.partitions["sm-0"].values == ["sm-1", "sm-2", "sm-3"]' >/dev/null
 }
 if krep_wait_for 30 three_segs; then

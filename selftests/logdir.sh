@@ -44,7 +44,6 @@ NET=10.207.0
 krep_require_vm
 krep_require_cmd jq ip mkfs.ext4 mount umount /usr/bin/python3
 
-DUMP="$here/kafka_log_dump.py"
 SEG=16384
 N=600
 tmp=$(mktemp -d)
@@ -53,14 +52,14 @@ krep_cleanup_push rm -rf "$tmp"
 mark=logdir-$$
 
 ktap_plan 36
+krep_pyserve_start logdump "" kafka_log_dump ||
+	ktap_bail "cannot start kafka_log_dump.py"
 
 values() { # PREFIX COUNT
 	seq -f "$1-%05g-abcdefghijklmnopqrstuvwxyz0123456789" 0 $(($2 - 1))
 }
 
-dump() { # DIR [ARGS...]: kafka_log_dump.py's JSON (its status kept)
-	/usr/bin/python3 "$DUMP" "$@"
-}
+dump() { krep_log_dump "$@"; }	# DIR [ARGS...]: the JSON, its status kept
 
 # field of t's partition P on the initial namespace's broker
 lpart() { # TOPIC P FIELD

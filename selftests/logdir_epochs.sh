@@ -64,6 +64,8 @@ krep_cleanup_push rm -rf "$tmp"
 mark=logdir-epochs-$$
 
 ktap_plan 17
+krep_pyserve_start logdump "" kafka_log_dump ||
+	ktap_bail "cannot start kafka_log_dump.py"
 
 ctl() { # N ARGS...: the scripted controller on broker N
 	local n=$1
@@ -113,9 +115,7 @@ restart() { # N [ARGS...]
 		[ "$(ctl "$n" claim $CE 77 600000)" = ok ]
 }
 
-dump() { # DIR [ARGS...]: kafka_log_dump.py's JSON
-	/usr/bin/python3 "$here/kafka_log_dump.py" "$@"
-}
+dump() { krep_log_dump "$@"; }	# DIR [ARGS...]: kafka_log_dump.py's JSON
 
 vals() { # N TOPIC: the values in broker N's segment files of TOPIC-0
 	dump "$mnt/c$1" --partition "$2-0" --values |
