@@ -53,6 +53,10 @@
 #   KREP_VM_SMP      guest CPUs (2)
 #   KREP_VM_ACCEL    kvm, tcg or auto (auto: kvm when /dev/kvm is usable
 #                    and the CPU shows vmx or svm)
+#   KREP_VM_TCG      multi or single (default multi): under emulation, one
+#                    host thread per guest CPU, or one for all of them
+#                    taking turns (selftests/check.sh picks single when
+#                    its VMs' CPUs outnumber the host's)
 #   KREP_VM_TIMEOUT  default for --timeout (1500)
 #   KREP_VM_APPEND   extra kernel command line
 #   KREP_VM_LOGLEVEL console log level once booted (5: up to KERN_WARNING)
@@ -193,8 +197,12 @@ fi
 case $accel in
 kvm) accel_args=(-accel kvm -cpu host) ;;
 # The default CPU model (qemu64): "-cpu max" makes rep movsb ~30x slower.
-tcg) accel_args=(-accel "tcg,thread=multi") ;;
+tcg) accel_args=(-accel "tcg,thread=${KREP_VM_TCG:-multi}") ;;
 *) echo "$prog: KREP_VM_ACCEL must be kvm, tcg or auto" >&2; exit 2 ;;
+esac
+case ${KREP_VM_TCG:-multi} in
+multi|single) ;;
+*) echo "$prog: KREP_VM_TCG must be multi or single" >&2; exit 2 ;;
 esac
 
 mkdir -p "$vmdir"
