@@ -296,7 +296,7 @@ static int read_request(struct krep_conn *c, struct krep_kconn *kc,
 		/* a request begun must arrive whole in time, size included */
 		if (!kc->size_got) {
 			WRITE_ONCE(kc->req_deadline, jiffies +
-				   msecs_to_jiffies(KREP_KAFKA_REQUEST_MS));
+				   msecs_to_jiffies(krep_param_kafka_request_ms()));
 			WRITE_ONCE(kc->size_got, ret);
 			arm_deadline(c, kc);
 		} else {

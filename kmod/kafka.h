@@ -22,13 +22,12 @@ struct work_struct;
  * Requests over KREP_KAFKA_BIG bytes being read, all of a broker's
  * clients together, hold at most KREP_KAFKA_BIG_BUDGET bytes; one that
  * would pass it closes its connection. A request must arrive whole
- * within KREP_KAFKA_REQUEST_MS of its size, and a connection without a
+ * within kafka_request_ms of its size, and a connection without a
  * request for kafka_idle_ms (Kafka's connections.max.idle.ms) is closed.
  * A request over kafka_max_request_bytes closes its connection.
  */
 #define KREP_KAFKA_BIG			(64U << 10)
 #define KREP_KAFKA_BIG_BUDGET		(64U << 20)
-#define KREP_KAFKA_REQUEST_MS		30000
 
 /* Kafka's request API keys that krep serves */
 enum {

@@ -34,6 +34,7 @@
 #include "broker.h"
 #include "kafka.h"
 #include "net.h"
+#include "param.h"
 #include "partition.h"
 #include "topic.h"
 #include "topic_meta.h"
@@ -41,7 +42,6 @@
 
 #define KAFKA_MAX_PARTS		4096	/* partitions named in one request */
 #define KAFKA_FETCH_BUDGET	BIT(20)	/* record bytes in one response */
-#define KAFKA_WAIT_MAX_MS	30000U
 #define KAFKA_NO_AUTH_OPS	(-2147483647 - 1)	/* INT32_MIN */
 #define KAFKA_FETCH_SESSION_ID_NOT_FOUND	70
 
@@ -560,7 +560,8 @@ static int produce_parse(struct kreq *q, struct kprod *pr, const char **why)
 	krep_kr_string(r, &len);		/* transactional id */
 	pr->acks = krep_kr_i16(r);
 	n = krep_kr_i32(r);
-	pr->timeout_ms = n < 0 ? 0 : min_t(u32, n, KAFKA_WAIT_MAX_MS);
+	pr->timeout_ms = n < 0 ? 0 :
+		min_t(u32, n, krep_param_kafka_wait_max_ms());
 	n = krep_kr_array(r, KAFKA_MAX_PARTS);
 	if (n < 0)
 		r->bad = true;
@@ -948,7 +949,8 @@ static int fetch(struct kreq *q, const char **why)
 	}
 	err = krep_kpark_init(&f->kp, q->c, f->nparts,
 			      max_wait < 0 ? 0 :
-			      min_t(u32, max_wait, KAFKA_WAIT_MAX_MS));
+			      min_t(u32, max_wait,
+				    krep_param_kafka_wait_max_ms()));
 	if (err)
 		goto fail;
 	f->kp.resume = kfetch_resume;

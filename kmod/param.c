@@ -104,6 +104,16 @@ module_param(kafka_idle_ms, uint, 0444);
 MODULE_PARM_DESC(kafka_idle_ms,
 		 "close a Kafka client connection without a request this long, as connections.max.idle.ms (default 600000, 100..600000)");
 
+static unsigned int kafka_request_ms = 30000;
+module_param(kafka_request_ms, uint, 0444);
+MODULE_PARM_DESC(kafka_request_ms,
+		 "close a Kafka client connection whose request, begun, is not whole this long after its first byte (default 30000, 100..600000)");
+
+static unsigned int kafka_wait_max_ms = 30000;
+module_param(kafka_wait_max_ms, uint, 0444);
+MODULE_PARM_DESC(kafka_wait_max_ms,
+		 "the longest a Kafka Fetch (its max wait) or acks=all Produce (its timeout) waits; a client's longer one is cut to it (default 30000, 100..600000)");
+
 static unsigned int kafka_max_request_bytes = 8U << 20;
 module_param(kafka_max_request_bytes, uint, 0444);
 MODULE_PARM_DESC(kafka_max_request_bytes,
@@ -201,6 +211,16 @@ u32 krep_param_kafka_idle_ms(void)
 	return kafka_idle_ms;
 }
 
+u32 krep_param_kafka_request_ms(void)
+{
+	return kafka_request_ms;
+}
+
+u32 krep_param_kafka_wait_max_ms(void)
+{
+	return kafka_wait_max_ms;
+}
+
 u32 krep_param_kafka_max_request_bytes(void)
 {
 	return kafka_max_request_bytes;
@@ -253,6 +273,8 @@ static int check_deadlines(void)
 		{ "reconnect_backoff_max_ms", &reconnect_backoff_max_ms },
 		{ "socket_timeout_ms", &socket_timeout_ms },
 		{ "kafka_idle_ms", &kafka_idle_ms },
+		{ "kafka_request_ms", &kafka_request_ms },
+		{ "kafka_wait_max_ms", &kafka_wait_max_ms },
 		{ "close_log_interval_ms", &close_log_interval_ms },
 		{ "log_checkpoint_ms", &log_checkpoint_ms },
 	};

@@ -20,6 +20,8 @@ u32 krep_param_socket_timeout_ms(void);
 u32 krep_param_close_log_interval_ms(void);
 bool krep_param_replication_tls(void);
 u32 krep_param_kafka_idle_ms(void);
+u32 krep_param_kafka_request_ms(void);
+u32 krep_param_kafka_wait_max_ms(void);
 u32 krep_param_kafka_max_request_bytes(void);
 u32 krep_param_kafka_max_connections(void);
 u32 krep_param_producers_max(void);

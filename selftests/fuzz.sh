@@ -36,7 +36,10 @@
 #
 # fuzz_kafka.py runs KREP_FUZZ_SECS seconds (default 120), seeded with
 # KREP_FUZZ_SEED (default random; printed: the same seed draws the same
-# inputs); the module has kafka_idle_ms=KREP_FUZZ_IDLE_MS (default 5000).
+# inputs); the module has kafka_idle_ms=KREP_FUZZ_IDLE_MS (default 5000),
+# and kafka_request_ms and kafka_wait_max_ms of 5000 (a request cut short,
+# a Fetch's or Produce's wait: 30 s each by default, so that the last
+# connections' deadlines kept the fuzzer 30 s past its run).
 # Targets: kafka-leader (broker 1's Kafka listener), kafka-follower
 # (broker 2's), peer-follower (broker 1's replication listener, as peer 9:
 # HELLO, AUTH, FETCHes), peer-leader (peer 9's address, where brokers 1
@@ -88,7 +91,9 @@ FETCH_MS=1000
 # kafka_idle_ms: connections left idle are checked to be closed after it;
 # KREP_FUZZ_IDLE_MS=600000 (the default of the module) leaves that out
 IDLE_MS=${KREP_FUZZ_IDLE_MS:-5000}
-PARAMS="hello_timeout_ms=$HELLO_MS fetch_timeout_ms=$FETCH_MS reconnect_backoff_max_ms=100 kafka_idle_ms=$IDLE_MS"
+REQUEST_MS=5000
+WAIT_MAX_MS=5000
+PARAMS="hello_timeout_ms=$HELLO_MS fetch_timeout_ms=$FETCH_MS reconnect_backoff_max_ms=100 kafka_idle_ms=$IDLE_MS kafka_request_ms=$REQUEST_MS kafka_wait_max_ms=$WAIT_MAX_MS"
 TARGETS="kafka-leader kafka-follower peer-follower peer-leader"
 GENL_WORKERS=${KREP_FUZZ_GENL_WORKERS:-2}
 
@@ -226,6 +231,7 @@ timeout -k 10 $((SECS + 600)) ip netns exec "$X" /usr/bin/python3 -u \
 	--followers "1@$NET.1,2@$NET.2" \
 	--peer-id 9 --peer-topic fz9 --peer-epoch "$E9" --cluster "$CLUSTER" \
 	--topics fz:3,fz9:2,fz8:1 --kafka-idle-ms "$IDLE_MS" \
+	--kafka-request-ms "$REQUEST_MS" --kafka-wait-max-ms "$WAIT_MAX_MS" \
 	--hello-timeout-ms "$HELLO_MS" --fetch-timeout-ms "$FETCH_MS" \
 	--ring "$tmp/ring" </dev/null 2>&1 | tee "$tmp/fuzz.out" | sed -u 's/^/# /'
 frc=${PIPESTATUS[0]}

@@ -27,8 +27,9 @@ pipelined, in small pieces, cut short and stalled, reset or half-closed.
       random.Random("S/T/K") alone. An oracle models how the broker
       frames what was sent and says what it must do and by when: answer
       the last request (a sentinel) or close within its waits plus
-      SLACK seconds (a partial request: its 30 s, an idle Kafka
-      connection: --kafka-idle-ms, a peer without AUTH:
+      SLACK seconds (a partial request: --kafka-request-ms, a Kafka
+      wait: at most --kafka-wait-max-ms, an idle Kafka connection:
+      --kafka-idle-ms, a peer without AUTH:
       --hello-timeout-ms, a fake leader's late answer:
       --fetch-timeout-ms). Also checked: responses come in request
       order with known correlation ids and sane sizes, the broker's
@@ -83,8 +84,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from krep_record import crc32c  # noqa: E402
 
 SLACK = 35.0            # seconds a broker may take past its own deadlines
-REQUEST_MS = 30000      # kafka.c: KREP_KAFKA_REQUEST_MS
-WAIT_MAX_MS = 30000     # kafka_api.c and replica.c: the longest wait
+REQUEST_MS = 30000      # kafka_request_ms's default (--kafka-request-ms)
+KAFKA_WAIT_MAX_MS = 30000   # kafka_wait_max_ms's (--kafka-wait-max-ms)
+WAIT_MAX_MS = 30000     # replica.c: the longest wait of a peer's FETCH
 REPLICA_FETCH_WAIT_MS = 500     # fetcher.c
 RING = 16               # connections kept per target for a reproducer
 KEEP_BYTES = 65536      # bytes of one send kept in a reproducer
@@ -544,6 +546,8 @@ class Cfg:
         self.peer_topic = a.peer_topic
         self.max_request = a.max_request
         self.idle_ms = getattr(a, "kafka_idle_ms", 600000)
+        self.request_ms = getattr(a, "kafka_request_ms", REQUEST_MS)
+        self.wait_max_ms = getattr(a, "kafka_wait_max_ms", KAFKA_WAIT_MAX_MS)
         self.apis = {0: (3, 8), 1: (4, 11), 2: (1, 5), 3: (0, 8), 18: (0, 3)}
 
     def to_json(self):
@@ -551,6 +555,8 @@ class Cfg:
                 "peer_id": self.peer_id, "epoch9": self.epoch9,
                 "peer_topic": self.peer_topic,
                 "max_request": self.max_request, "idle_ms": self.idle_ms,
+                "request_ms": self.request_ms,
+                "wait_max_ms": self.wait_max_ms,
                 "apis": {str(k): v for k, v in self.apis.items()}}
 
     @classmethod
@@ -563,6 +569,8 @@ class Cfg:
         c.peer_topic = j["peer_topic"]
         c.max_request = j["max_request"]
         c.idle_ms = j.get("idle_ms", 600000)
+        c.request_ms = j.get("request_ms", REQUEST_MS)
+        c.wait_max_ms = j.get("wait_max_ms", KAFKA_WAIT_MAX_MS)
         c.apis = {int(k): tuple(v) for k, v in j["apis"].items()}
         return c
 
@@ -823,14 +831,14 @@ def kafka_model(data, cfg, idle_ms):
             off += 2 + max(clen, 0)
             if key == 1:
                 wait = struct.unpack_from(">i", body, off + 4)[0]
-                f["delay"] = min(max(wait, 0), WAIT_MAX_MS) / 1000.0
+                f["delay"] = min(max(wait, 0), cfg.wait_max_ms) / 1000.0
             elif key == 0:
                 tlen = struct.unpack_from(">h", body, off)[0]
                 off += 2 + max(tlen, 0)
                 acks, tmo = struct.unpack_from(">hi", body, off)
                 f["acks"] = acks
                 if acks == -1:
-                    f["delay"] = min(max(tmo, 0), WAIT_MAX_MS) / 1000.0
+                    f["delay"] = min(max(tmo, 0), cfg.wait_max_ms) / 1000.0
         except struct.error:
             pass
         delay += f["delay"]
@@ -1164,7 +1172,7 @@ def plan_kafka(rnd, cfg, idx):
         # then a request that may wait (a Fetch of nothing parks for its
         # max wait), and silence: the idle deadline still closes it
         wait = rnd.choice([0, 100, cfg.idle_ms // 2, cfg.idle_ms + 1000,
-                           2 * cfg.idle_ms, WAIT_MAX_MS])
+                           2 * cfg.idle_ms, cfg.wait_max_ms])
         t = kreq(rnd, 1, 4, base + n, [
             Int("i", -1), Int("i", wait, "wait"), Int("i", 1), Int("i", 1 << 20),
             Int("b", 0), karr([])])
@@ -1516,7 +1524,8 @@ class Fuzz:
         if end == "bad":
             return "close", delay + SLACK, frames, end
         if end == "partial":
-            return "close", delay + REQUEST_MS / 1000 + SLACK, frames, end
+            return ("close", delay + self.cfg.request_ms / 1000 + SLACK,
+                    frames, end)
         return "close", delay + self.idle + SLACK, frames, "idle"
 
     async def kafka_session(self, T, idx, slot):
@@ -2502,6 +2511,8 @@ def main(argv):
     r.add_argument("--conc", type=int, default=12)
     r.add_argument("--max-request", type=int, default=8 << 20)
     r.add_argument("--kafka-idle-ms", type=int, default=600000)
+    r.add_argument("--kafka-request-ms", type=int, default=REQUEST_MS)
+    r.add_argument("--kafka-wait-max-ms", type=int, default=KAFKA_WAIT_MAX_MS)
     r.add_argument("--hello-timeout-ms", type=int, default=5000)
     r.add_argument("--fetch-timeout-ms", type=int, default=3000)
     r.add_argument("--max-failures", type=int, default=10)

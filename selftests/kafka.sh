@@ -48,7 +48,7 @@ tmp=$(mktemp -d)
 krep_cleanup_push rm -rf "$tmp"
 krep_cleanup_push krep_mod_unload
 
-ktap_plan 53
+ktap_plan 55
 
 krep_mod_unload || ktap_bail "krep is loaded and rmmod fails"
 mark=kafka-$$
@@ -304,19 +304,20 @@ grep -E 'km|fenced' "$tmp/krepd.log" | tail -n 12 | ktap_diag_stdin
 # 7. the limits, on one broker in the VM's own namespace
 krep_mod_unload || ktap_diag "rmmod before the limits failed"
 ip link set lo up
-if krep_mod_load broker_id=1 kafka_listen=127.0.0.1:9192 \
-	kafka_max_connections=3 kafka_max_request_bytes=65536 kafka_idle_ms=1500; then
-	ktap_ok "loaded with kafka_max_connections=3 kafka_max_request_bytes=65536 kafka_idle_ms=1500"
+LIMITS="kafka_max_connections=3 kafka_max_request_bytes=65536 kafka_idle_ms=1500 kafka_request_ms=3000 kafka_wait_max_ms=1000"
+# shellcheck disable=SC2086 # the parameters are words
+if krep_mod_load broker_id=1 kafka_listen=127.0.0.1:9192 $LIMITS; then
+	ktap_ok "loaded with $LIMITS"
 else
-	ktap_fail "loaded with kafka_max_connections=3 kafka_max_request_bytes=65536 kafka_idle_ms=1500"
+	ktap_fail "loaded with $LIMITS"
 fi
 timeout 120 python3 "$here/kafka_raw.py" --limits 127.0.0.1:9192 3 65536 1500 \
-	>"$tmp/limits.out" 2>&1
+	3000 1000 >"$tmp/limits.out" 2>&1
 rc=$?
 relay_results "$tmp/limits.out"
 nlim=$nres
-ktap_check "kafka_raw.py --limits ran its 4 checks and passed (status $rc)" \
-	test "$nlim" = 4 -a "$rc" = 0
+ktap_check "kafka_raw.py --limits ran its 6 checks and passed (status $rc)" \
+	test "$nlim" = 6 -a "$rc" = 0
 
 krep_teardown_checks "$mark"
 ktap_finish

@@ -6,7 +6,8 @@ Checks what no client library lets a test choose: exact versions, errors,
 malformed and oversized requests. Run inside a broker's namespace:
 
   kafka_raw.py HOST:PORT TOPIC LEADER_ID FOLLOWER_HOST:PORT
-  kafka_raw.py --limits HOST:PORT MAX_CONNECTIONS MAX_REQUEST IDLE_MS
+  kafka_raw.py --limits HOST:PORT MAX_CONNECTIONS MAX_REQUEST IDLE_MS \
+      REQUEST_MS WAIT_MAX_MS
   kafka_raw.py --metadata TOPIC HOST:PORT...
   kafka_raw.py --fill HOST:PORT TOPIC ACKS BYTES VALUE_SIZE
   kafka_raw.py --acked HOST:PORT TOPIC FILE [RESET_AFTER]
@@ -14,8 +15,9 @@ malformed and oversized requests. Run inside a broker's namespace:
 TOPIC must exist with partition 0 led by LEADER_ID (served at HOST:PORT)
 and replicated to the broker at FOLLOWER_HOST:PORT. With --limits, the
 broker at HOST:PORT was loaded with kafka_max_connections,
-kafka_max_request_bytes and kafka_idle_ms as given and has no other
-client. Prints one line per check, "ok DESCRIPTION" or "not ok
+kafka_max_request_bytes, kafka_idle_ms, kafka_request_ms and
+kafka_wait_max_ms as given (REQUEST_MS above IDLE_MS, WAIT_MAX_MS below
+it) and has no other client. Prints one line per check, "ok DESCRIPTION" or "not ok
 DESCRIPTION: WHAT", and exits 0 when every check passed, 1 otherwise.
 With --metadata, asks each broker for TOPIC's Metadata (v7, with leader
 epochs) and prints one JSON line per broker and partition: {"broker":
@@ -371,7 +373,7 @@ def served(s, corr):
     return r is not None and Reader(r).i32() == corr
 
 
-def limits(addr, max_conns, max_req, idle_ms):
+def limits(addr, max_conns, max_req, idle_ms, request_ms, wait_max_ms):
     import time
     conns = [connect(addr) for _ in range(max_conns)]
     ok = all(served(s, 100 + i) for i, s in enumerate(conns))
@@ -398,6 +400,30 @@ def limits(addr, max_conns, max_req, idle_ms):
     check(gone and took >= idle_ms * 0.9,
           "kafka_idle_ms=%d: an idle connection is closed, not before "
           "(%.0f ms)" % (idle_ms, took), "closed %s" % gone)
+    # a request begun (its size and two bytes) and never finished: closed
+    # by kafka_request_ms, not by the (shorter) idle deadline
+    s = connect(addr)
+    start = time.monotonic()
+    s.sendall(s32(10) + b"\0\x12")
+    gone = closed(s)		# or 20 s (the socket timeout) pass
+    took = (time.monotonic() - start) * 1000
+    check(gone and took >= request_ms * 0.9,
+          "kafka_request_ms=%d: a request cut short closes its connection, "
+          "not before (%.0f ms)" % (request_ms, took), "closed %s" % gone)
+    # a Fetch v4 of nothing with a 20 s max wait is answered once
+    # kafka_wait_max_ms ran out
+    s = connect(addr)
+    start = time.monotonic()
+    s.sendall(request(1, 4, 9, s32(-1) + s32(20000) + s32(1) + s32(1 << 20) +
+                      b"\0" + s32(0)))
+    r = response(s)
+    took = (time.monotonic() - start) * 1000
+    check(r is not None and Reader(r).i32() == 9 and
+          wait_max_ms * 0.9 <= took < 10000,
+          "kafka_wait_max_ms=%d: a Fetch's 20 s max wait is cut to it "
+          "(%.0f ms)" % (wait_max_ms, took),
+          "answered %s" % (r is not None))
+    s.close()
     s = connect(addr)
     check(served(s, 8), "a new connection is served afterwards")
     s.close()
@@ -522,8 +548,8 @@ def main(argv):
                      int(argv[5]) if len(argv) == 6 else None)
     if len(argv) >= 4 and argv[1] == "--metadata":
         return metadata(argv[2], argv[3:])
-    if len(argv) == 6 and argv[1] == "--limits":
-        limits(argv[2], int(argv[3]), int(argv[4]), int(argv[5]))
+    if len(argv) == 8 and argv[1] == "--limits":
+        limits(argv[2], *(int(a) for a in argv[3:8]))
         return 1 if FAILED else 0
     if len(argv) != 5:
         print(__doc__, file=sys.stderr)

@@ -353,13 +353,14 @@ PEER2='{"id":2,"addr":"10.0.0.2:9092"}'
 PEER3='{"id":3,"addr":"[fd00::3]:9092"}'
 NONE='{"broker_id":null,"cluster_id":null,"listen":null,"kafka_listen":null,"kafka_advertised":null,"cluster_secret":false,"log_dir":null,"peers":[]}'
 
-ktap_plan 100
+ktap_plan 104
 
 krep_mod_unload || ktap_bail "krep is loaded and rmmod fails"
 
 # good values
 SYS="hello_timeout_ms=5000 fetch_timeout_ms=3000 reconnect_backoff_max_ms=5000
-     socket_timeout_ms=30000 kafka_idle_ms=600000 kafka_max_request_bytes=8388608
+     socket_timeout_ms=30000 kafka_idle_ms=600000 kafka_request_ms=30000
+     kafka_wait_max_ms=30000 kafka_max_request_bytes=8388608
      kafka_max_connections=1024 close_log_interval_ms=5000 log_memory_max=$((256 << 20))
      producers_max=1024 producer_id_expiration_ms=86400000" \
 	good "no parameters (the defaults in /sys/module/krep/parameters/)" "$NONE"
@@ -449,7 +450,7 @@ bad "log_memory_max below 1 MiB" \
 
 # the deadlines, 100..600000 ms each
 DEADLINES="hello_timeout_ms fetch_timeout_ms reconnect_backoff_max_ms socket_timeout_ms
-	   kafka_idle_ms close_log_interval_ms"
+	   kafka_idle_ms kafka_request_ms kafka_wait_max_ms close_log_interval_ms"
 lo=() hi=()
 for d in $DEADLINES; do
 	lo+=("$d=100")
