@@ -392,24 +392,23 @@ def limits(addr, max_conns, max_req, idle_ms, request_ms, wait_max_ms):
     s.sendall(s32(max_req + 1))
     check(closed(s), "a request of kafka_max_request_bytes + 1 closes its "
           "connection at its size")
-    s = connect(addr)
-    start = time.monotonic()
-    served(s, 7)
-    gone = closed(s)
-    took = (time.monotonic() - start) * 1000
-    check(gone and took >= idle_ms * 0.9,
-          "kafka_idle_ms=%d: an idle connection is closed, not before "
-          "(%.0f ms)" % (idle_ms, took), "closed %s" % gone)
+    def closed_after(start_with, ms, what):
+        """a connection that did start_with(s) is closed, not before ms
+        (closed() gives up after the socket's 20 s timeout)"""
+        s = connect(addr)
+        start = time.monotonic()
+        start_with(s)
+        gone = closed(s)
+        took = (time.monotonic() - start) * 1000
+        check(gone and took >= ms * 0.9, "%s, not before (%.0f ms)" %
+              (what, took), "closed %s" % gone)
+    closed_after(lambda s: served(s, 7), idle_ms,
+                 "kafka_idle_ms=%d: an idle connection is closed" % idle_ms)
     # a request begun (its size and two bytes) and never finished: closed
     # by kafka_request_ms, not by the (shorter) idle deadline
-    s = connect(addr)
-    start = time.monotonic()
-    s.sendall(s32(10) + b"\0\x12")
-    gone = closed(s)		# or 20 s (the socket timeout) pass
-    took = (time.monotonic() - start) * 1000
-    check(gone and took >= request_ms * 0.9,
-          "kafka_request_ms=%d: a request cut short closes its connection, "
-          "not before (%.0f ms)" % (request_ms, took), "closed %s" % gone)
+    closed_after(lambda s: s.sendall(s32(10) + b"\0\x12"), request_ms,
+                 "kafka_request_ms=%d: a request cut short closes its "
+                 "connection" % request_ms)
     # a Fetch v4 of nothing with a 20 s max wait is answered once
     # kafka_wait_max_ms ran out
     s = connect(addr)
