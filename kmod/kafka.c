@@ -4,11 +4,12 @@
  * (net.c: accept, callbacks, the non-blocking send queue of tx.c).
  *
  * A request is an int32 size and that many bytes (at most
- * kafka_max_request_bytes). The receive work reads one whole request and
- * hands it to kafka_api.c, which answers it at once or parks it (a Fetch
- * waiting for records, an acks=all Produce waiting for the ISR). A
- * parked request stops the reading of the next one, so pipelined
- * requests are answered in order, one at a time, as a Kafka broker does.
+ * kafka_max_request_bytes). The receive work reads one whole request
+ * (kafka_rx.c) and hands it to kafka_api.c, which answers it at once or
+ * parks it (a Fetch waiting for records, an acks=all Produce waiting for
+ * the ISR). A parked request stops the reading of the next one, so
+ * pipelined requests are answered in order, one at a time, as a Kafka
+ * broker does.
  * A malformed or oversized request closes its connection only, with one
  * rate-limited log line.
  *
@@ -29,7 +30,6 @@
 #include <linux/jiffies.h>
 #include <linux/mm.h>
 #include <linux/slab.h>
-#include <asm/unaligned.h>
 
 #include "krep.h"
 #include "broker.h"
@@ -39,12 +39,7 @@
 
 struct krep_kconn {
 	struct krep_conn *c;
-	u8 size_buf[4];
-	u32 size_got;
-	u32 size;
-	u8 *req;
-	u32 req_got;
-	u32 charged;			/* of ns->kafka_rx_big, for req */
+	struct krep_krx rx;		/* the request being read */
 	unsigned long req_deadline;	/* jiffies: req must be whole */
 	unsigned long idle_deadline;	/* jiffies: the next request */
 	struct delayed_work deadline_work;
@@ -53,17 +48,10 @@ struct krep_kconn {
 	struct delayed_work park_work;
 };
 
-static void uncharge(struct krep_conn *c, struct krep_kconn *kc)
-{
-	if (kc->charged)
-		atomic_sub(kc->charged, &c->kn->ns->kafka_rx_big);
-	kc->charged = 0;
-}
-
 /* the next deadline of @kc: a request begun must end, else idleness */
 static void arm_deadline(struct krep_conn *c, struct krep_kconn *kc)
 {
-	unsigned long at = READ_ONCE(kc->size_got) ?
+	unsigned long at = READ_ONCE(kc->rx.size_got) ?
 			   READ_ONCE(kc->req_deadline) :
 			   READ_ONCE(kc->idle_deadline);
 
@@ -75,7 +63,7 @@ static void deadline_work(struct work_struct *work)
 {
 	struct krep_kconn *kc = container_of(to_delayed_work(work),
 					     struct krep_kconn, deadline_work);
-	bool reading = READ_ONCE(kc->size_got);
+	bool reading = READ_ONCE(kc->rx.size_got);
 
 	/*
 	 * A parked request is answered by its own deadline, and the receive
@@ -282,85 +270,38 @@ void krep_kresp_free(struct krep_kresp *rs)
 	krep_kw_free(&rs->w);
 }
 
-/* read the next request; 1 when it is whole, 0 more to come, < 0 error */
-static int read_request(struct krep_conn *c, struct krep_kconn *kc,
-			const char **why)
-{
-	int ret;
-
-	if (kc->size_got < 4) {
-		ret = krep_conn_recv(c, kc->size_buf + kc->size_got,
-				     4 - kc->size_got);
-		if (ret <= 0)
-			return ret ? ret : -EPIPE;
-		/* a request begun must arrive whole in time, size included */
-		if (!kc->size_got) {
-			WRITE_ONCE(kc->req_deadline, jiffies +
-				   msecs_to_jiffies(krep_param_kafka_request_ms()));
-			WRITE_ONCE(kc->size_got, ret);
-			arm_deadline(c, kc);
-		} else {
-			WRITE_ONCE(kc->size_got, kc->size_got + ret);
-		}
-		if (kc->size_got < 4)
-			return 0;
-		kc->size = get_unaligned_be32(kc->size_buf);
-		/* api key, version, correlation id, client id length */
-		if (kc->size < 10 || kc->size > krep_param_kafka_max_request_bytes()) {
-			*why = "request size out of range";
-			return -EPROTO;
-		}
-		if (kc->size > KREP_KAFKA_BIG) {
-			atomic_t *big = &c->kn->ns->kafka_rx_big;
-
-			if (atomic_add_return(kc->size, big) >
-			    KREP_KAFKA_BIG_BUDGET) {
-				atomic_sub(kc->size, big);
-				*why = "too many large requests being received";
-				return -ENOBUFS;
-			}
-			kc->charged = kc->size;
-		}
-		kc->req = krep_kvmalloc_brief(kc->size, 0);
-		if (!kc->req) {
-			*why = "out of memory for a request";
-			return -ENOMEM;
-		}
-		kc->req_got = 0;
-	}
-	ret = krep_conn_recv(c, kc->req + kc->req_got, kc->size - kc->req_got);
-	if (ret <= 0)
-		return ret ? ret : -EPIPE;
-	kc->req_got += ret;
-	return kc->req_got == kc->size;
-}
-
 static void kafka_rx(struct krep_conn *c)
 {
 	struct krep_kconn *kc = c->kc;
 	const char *why = NULL;
+	struct krep_kreq req;
 	int ret, budget = 16;
-	u8 *req;
+	bool idle;
 
 	while (!test_bit(KREP_CONN_DEAD, &c->flags) && budget--) {
 		/* one request at a time: the parked one ends first */
 		if (READ_ONCE(kc->park))
 			goto done;
-		if (!kc->size_got && krep_conn_tx_over(c))
+		idle = !kc->rx.size_got;
+		if (idle && krep_conn_tx_over(c))
 			goto done;
-		ret = read_request(c, kc, &why);
+		ret = krep_krx_read(c, &kc->rx, &why);
+		/* a request begun must arrive whole in time, size included */
+		if (idle && kc->rx.size_got) {
+			WRITE_ONCE(kc->req_deadline, jiffies +
+				   msecs_to_jiffies(krep_param_kafka_request_ms()));
+			arm_deadline(c, kc);
+		}
 		if (ret == -EAGAIN || !ret)
 			goto done;
 		if (ret < 0)
 			goto bad;
-		req = kc->req;
-		kc->req = NULL;
-		WRITE_ONCE(kc->size_got, 0);
+		krep_krx_take(&kc->rx, &req);
 		WRITE_ONCE(kc->idle_deadline, jiffies +
 			   msecs_to_jiffies(krep_param_kafka_idle_ms()));
 		arm_deadline(c, kc);
-		ret = krep_kafka_handle(c, req, kc->size, &why);
-		uncharge(c, kc);
+		ret = krep_kafka_handle(c, &req, &why);
+		krep_krx_uncharge(c, &kc->rx);
 		if (ret)
 			goto bad;
 	}
@@ -425,7 +366,7 @@ void krep_kafka_conn_release(struct krep_conn *c)
 	cancel_delayed_work_sync(&kc->deadline_work);
 	if (kp)
 		kpark_free(kp);
-	uncharge(c, kc);
+	krep_krx_uncharge(c, &kc->rx);
 }
 
 /* from the connection's last reference */
@@ -433,7 +374,7 @@ void krep_kafka_conn_free(struct krep_conn *c)
 {
 	if (!c->kc)
 		return;
-	kvfree(c->kc->req);
+	krep_krx_reset(&c->kc->rx);
 	kfree(c->kc);
 	c->kc = NULL;
 }

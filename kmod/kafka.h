@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * krep: Kafka's wire protocol for clients, on each broker's kafka_listen
- * port. kafka.c serves the connections (framing, one request at a time,
- * waits); kafka_api.c answers the requests.
+ * port. kafka.c serves the connections (one request at a time, waits,
+ * deadlines); kafka_rx.c reads each request off the socket; kafka_api.c
+ * answers them.
  */
 #ifndef _KREP_KAFKA_H
 #define _KREP_KAFKA_H
@@ -16,6 +17,7 @@
 struct krep_conn;
 struct krep_kpark;
 struct page;
+struct sk_buff;
 struct work_struct;
 
 /*
@@ -39,6 +41,63 @@ enum {
 	KREP_KAPI_INIT_PRODUCER_ID = 22,
 	KREP_KAPI_OFFSET_FOR_LEADER_EPOCH = 23,
 };
+
+/* bytes of a request left in a socket buffer that carried them */
+struct krep_kpiece {
+	struct sk_buff *skb;		/* a clone, holding the bytes */
+	u32 off;
+	u32 len;
+};
+
+/*
+ * A Produce request's records field: krep_kpiece pieces, or (when its
+ * pieces would pin too much socket memory) copied into @data
+ */
+struct krep_krec {
+	u32 first;			/* its first piece */
+	u32 npieces;
+	u32 len;
+	u32 got;			/* bytes of it taken so far */
+	u8 *data;
+};
+
+/*
+ * A request as kafka_rx.c read it: its bytes in @buf, but for the records
+ * of a Produce request, whose length stays in @buf and whose bytes are
+ * @recs (in the order they come), still in the socket's buffers.
+ */
+struct krep_kreq {
+	u32 size;			/* the request's, after its size field */
+	u8 *buf;
+	u32 len;			/* bytes in @buf */
+	u32 cap;			/* bytes @buf can hold */
+	struct krep_kpiece *pieces;
+	u32 npieces, pieces_cap;
+	struct krep_krec *recs;
+	u32 nrecs, recs_cap;
+};
+
+/* kafka_rx.c: the reading of one connection's next request */
+struct krep_krx {
+	u8 size_buf[4];
+	u32 size_got;			/* WRITE_ONCE: the deadline work reads it */
+	u32 size;
+	u32 got;			/* bytes of the request taken */
+	u32 charged;			/* of ns->kafka_rx_big */
+	u32 pinned;			/* socket buffer bytes the pieces hold */
+	u8 step;			/* the field being read (kafka_rx.c) */
+	u32 need;			/* its bytes still to come */
+	s32 topics_left, parts_left;
+	struct krep_kreq q;
+};
+
+int krep_krx_read(struct krep_conn *c, struct krep_krx *x, const char **why);
+void krep_krx_take(struct krep_krx *x, struct krep_kreq *q);
+void krep_krx_uncharge(struct krep_conn *c, struct krep_krx *x);
+void krep_krx_reset(struct krep_krx *x);
+void krep_kreq_free(struct krep_kreq *q);
+int krep_krec_copy(const struct krep_kreq *q, const struct krep_krec *rec,
+		   void *dst, u32 len);
 
 /* one wait of a parked request on a partition's wait queue */
 struct krep_kwait {
@@ -81,8 +140,8 @@ int krep_kresp_emit(struct page *page, u32 off, u32 len, void *ctx);
 int krep_kresp_send(struct krep_conn *c, struct krep_kresp *rs);
 void krep_kresp_free(struct krep_kresp *rs);
 
-/* kafka_api.c: answer (or park) one request; it owns @buf */
-int krep_kafka_handle(struct krep_conn *c, u8 *buf, u32 len,
+/* kafka_api.c: answer (or park) one request; it owns @in */
+int krep_kafka_handle(struct krep_conn *c, struct krep_kreq *in,
 		      const char **why);
 
 /* net.c's hooks for a client connection */

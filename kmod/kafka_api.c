@@ -64,6 +64,8 @@ struct kreq {
 	s16 key, ver;
 	s32 corr;
 	struct krep_kr r;
+	const struct krep_kreq *in;	/* as read (kafka_rx.c) */
+	u32 nrec;			/* of in->recs, parsed so far */
 };
 
 /* a topic name from a request, checked and NUL-terminated */
@@ -433,6 +435,8 @@ struct kprod_part {
 	u32 topic;			/* index into kprod.names */
 	s32 index;
 	const u8 *rec;			/* in the request; NULL once appended */
+	const struct krep_krec *src;	/* or still in the socket's buffers */
+	const struct krep_kreq *in;	/* that hold @src */
 	struct krep_topic *t;
 	struct krep_partition *p;
 	u32 len;
@@ -550,6 +554,28 @@ static int kprod_resume(struct krep_kpark *kp, bool final)
 	return kprod_respond(pr, kp->c) ? -EIO : 1;
 }
 
+/*
+ * A partition's records: the next of those kafka_rx.c left in the socket's
+ * buffers (in the order they come), else bytes of the request
+ */
+static void take_records(struct kreq *q, struct kprod_part *pp)
+{
+	struct krep_kr *r = &q->r;
+	const u8 *at = r->p;
+	s32 n = krep_kr_i32(r);
+
+	if (r->bad || n < 0 || q->nrec == q->in->nrecs) {
+		r->p = at;
+		pp->rec = krep_kr_records(r, &pp->len);
+		return;
+	}
+	pp->in = q->in;
+	pp->src = &q->in->recs[q->nrec++];
+	pp->len = n;
+	if (pp->src->len != n)
+		r->bad = true;
+}
+
 static int produce_parse(struct kreq *q, struct kprod *pr, const char **why)
 {
 	struct krep_kr *r = &q->r;
@@ -587,7 +613,7 @@ static int produce_parse(struct kreq *q, struct kprod *pr, const char **why)
 			pp = &pr->parts[pr->nparts];
 			pp->topic = i;
 			pp->index = krep_kr_i32(r);
-			pp->rec = krep_kr_records(r, &pp->len);
+			take_records(q, pp);
 			pr->nparts++;
 			pr->topic_parts[i]++;
 		}
@@ -629,6 +655,14 @@ static int produce_lookup(struct kreq *q, struct kprod *pr, const char **why)
 	return err;
 }
 
+/* a krep_copy_t: a partition's records, socket buffers to log */
+static int copy_records(void *dst, u32 len, void *arg)
+{
+	struct kprod_part *pp = arg;
+
+	return krep_krec_copy(pp->in, pp->src, dst, len);
+}
+
 static int produce(struct kreq *q, const char **why)
 {
 	struct kprod *pr = krep_kzalloc_brief(sizeof(*pr));
@@ -652,17 +686,27 @@ static int produce(struct kreq *q, const char **why)
 
 		if (!pp->p) {
 			pp->rec = NULL;
+			pp->src = NULL;
 			continue;
 		}
-		if (!pp->rec) {
+		if (!pp->rec && !pp->src) {
 			pp->kerr = KREP_KERR_INVALID_RECORD;
 			pp->why = "no records";
 			continue;
 		}
 		st = (struct krep_status){};
-		err = krep_partition_append(pp->p, pp->rec, pp->len, pr->acks,
-					    -1, &pp->res, &st);
-		pp->rec = NULL;		/* the request goes once answered */
+		if (pp->src)
+			err = krep_partition_append_copy(pp->p, pp->len,
+							 copy_records, pp,
+							 pr->acks, -1,
+							 &pp->res, &st);
+		else
+			err = krep_partition_append(pp->p, pp->rec, pp->len,
+						    pr->acks, -1, &pp->res,
+						    &st);
+		/* the request goes once answered */
+		pp->rec = NULL;
+		pp->src = NULL;
 		if (err) {
 			pp->kerr = st.kerr;
 			pp->why = st.why;
@@ -1148,22 +1192,21 @@ static int init_producer_id(struct kreq *q, const char **why)
 /**
  * krep_kafka_handle - answer one whole request (or park it)
  * @c: the client connection
- * @buf: the request after its size; freed here
- * @len: its length
+ * @in: the request after its size, as kafka_rx.c read it; freed here
  * @why: set to the reason when the connection must close
  *
  * Return: 0, or < 0 to close the connection.
  */
-int krep_kafka_handle(struct krep_conn *c, u8 *buf, u32 len,
+int krep_kafka_handle(struct krep_conn *c, struct krep_kreq *in,
 		      const char **why)
 {
-	struct kreq q = { .c = c, .kn = c->kn };
+	struct kreq q = { .c = c, .kn = c->kn, .in = in };
 	unsigned int i;
 	bool known = false;
 	u16 cid_len;
 	int err;
 
-	krep_kr_init(&q.r, buf, len, false);
+	krep_kr_init(&q.r, in->buf, in->len, false);
 	q.key = krep_kr_i16(&q.r);
 	q.ver = krep_kr_i16(&q.r);
 	q.corr = krep_kr_i32(&q.r);
@@ -1217,7 +1260,7 @@ int krep_kafka_handle(struct krep_conn *c, u8 *buf, u32 len,
 		*why = err == -ENOMEM ? "out of memory for a request" :
 					"cannot send a response";
 out:
-	trace_krep_kafka_request(c->kn, q.key, q.ver, q.corr, len, err);
-	kvfree(buf);
+	trace_krep_kafka_request(c->kn, q.key, q.ver, q.corr, in->size, err);
+	krep_kreq_free(in);
 	return err;
 }

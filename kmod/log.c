@@ -47,6 +47,7 @@
 #include <linux/mm.h>
 #include <linux/pagemap.h>
 #include <linux/slab.h>
+#include <linux/vmalloc.h>
 
 #include "krep.h"
 #include "log.h"
@@ -474,6 +475,70 @@ int krep_log_append(struct krep_log *log, const u8 *batch, u32 len,
 	seg_publish(log, seg, &b);
 	log_changed(log, U64_MAX);
 	return 0;
+}
+
+/**
+ * krep_log_slot_get - room at the log end for one batch, mapped flat
+ * @log: the log
+ * @len: the batch's length, at most a segment
+ * @s: set up on success; krep_log_slot_put() it in every case
+ *
+ * Nothing is visible to readers, or written to disk, before
+ * krep_log_slot_publish().
+ *
+ * Return: 0; -EMSGSIZE when @len is larger than a segment; -ENOSPC when
+ * the broker's memory cap would be passed; -ENOMEM.
+ */
+int krep_log_slot_get(struct krep_log *log, u32 len, struct krep_log_slot *s)
+{
+	struct krep_segment *seg;
+	int err;
+
+	memset(s, 0, sizeof(*s));
+	if (!len || len > log->segment_bytes)
+		return -EMSGSIZE;
+	rx_close(log);
+	seg = tail_reserve(log, len, &err);
+	if (!seg)
+		return err;
+	s->nr = DIV_ROUND_UP(offset_in_page(seg->size) + len, PAGE_SIZE);
+	s->map = vm_map_ram(seg->pages + (seg->size >> PAGE_SHIFT), s->nr,
+			    NUMA_NO_NODE);
+	if (!s->map) {
+		s->nr = 0;
+		return -ENOMEM;
+	}
+	s->seg = seg;
+	s->batch = s->map + offset_in_page(seg->size);
+	return 0;
+}
+
+/**
+ * krep_log_slot_publish - make the checked batch in @s part of the log
+ * @log: the log
+ * @s: from krep_log_slot_get(), with no change to the log since
+ * @b: the batch's header, as krep_batch_check() parsed it
+ * @base_offset: the offset to stamp, the log end offset
+ * @leader_epoch: the epoch to stamp in partitionLeaderEpoch
+ */
+void krep_log_slot_publish(struct krep_log *log, struct krep_log_slot *s,
+			   const struct krep_batch *b, u64 base_offset,
+			   u32 leader_epoch)
+{
+	struct krep_batch pb = *b;
+
+	krep_batch_stamp(s->batch, base_offset, leader_epoch);
+	pb.base_offset = base_offset;
+	seg_publish(log, s->seg, &pb);
+	log_changed(log, U64_MAX);
+}
+
+/* unmap @s, published or not; a second call does nothing */
+void krep_log_slot_put(struct krep_log_slot *s)
+{
+	if (s->map)
+		vm_unmap_ram(s->map, s->nr);
+	memset(s, 0, sizeof(*s));
 }
 
 /**

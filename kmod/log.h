@@ -76,6 +76,19 @@ struct krep_log_rx {
 	struct bio_vec *bvec;		/* the room's page pieces */
 };
 
+/*
+ * Room at the log end for one batch, mapped flat: the caller copies the
+ * batch in and checks it in place, then publishes it
+ * (krep_log_slot_publish()) or drops it, under the lock it holds all
+ * along. The leader's one copy of a batch still in a socket's buffers.
+ */
+struct krep_log_slot {
+	struct krep_segment *seg;
+	void *map;			/* vm_map_ram() of its pages */
+	u8 *batch;			/* where the batch goes */
+	unsigned int nr;		/* pages mapped */
+};
+
 /* a reader's decision for each batch: serve it, skip it, or stop before it */
 enum krep_log_verdict {
 	KREP_LOG_TAKE,
@@ -125,6 +138,12 @@ void krep_log_advance_start(struct krep_log *log, u64 offset);
 void krep_log_reset(struct krep_log *log, u64 offset);
 u64 krep_log_truncate(struct krep_log *log, u64 offset);
 void krep_log_retain(struct krep_log *log, s64 retention_bytes, u64 hw);
+int krep_log_slot_get(struct krep_log *log, u32 len,
+		      struct krep_log_slot *s);
+void krep_log_slot_publish(struct krep_log *log, struct krep_log_slot *s,
+			   const struct krep_batch *b, u64 base_offset,
+			   u32 leader_epoch);
+void krep_log_slot_put(struct krep_log_slot *s);
 int krep_log_rx_reserve(struct krep_log *log, u32 len, struct krep_log_rx *rx);
 int krep_log_rx_commit(struct krep_log *log, struct krep_log_rx *rx,
 		       krep_log_batch_t done, void *arg);

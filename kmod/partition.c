@@ -315,6 +315,23 @@ static void update_low_watermark(struct krep_partition *p)
 	krep_producer_prune(p);
 }
 
+/* the leader appended @pb, @len bytes, at @base (p->lock held) */
+static void leader_appended(struct krep_partition *p,
+			    const struct krep_batch *pb, u32 len, u64 base)
+{
+	struct krep_batch b = *pb;
+
+	b.base_offset = base;
+	krep_producer_batch(p, &b);
+	trace_krep_leo_update(p, p->replicas[p->self], base, p->log.end_offset);
+	atomic64_add(len, &p->topic->kn->stats.produce_bytes);
+	atomic64_add(p->log.end_offset - base, &p->topic->kn->stats.records);
+	pending_push(p, p->log.end_offset - 1);
+	leader_retain(p);
+	update_low_watermark(p);
+	krep_partition_update_hw(p);
+}
+
 /**
  * krep_partition_leader_append - append at the log end as leader
  * @p: the partition, locked, led by this broker
@@ -339,17 +356,8 @@ int krep_partition_leader_append(struct krep_partition *p, const u8 *batch,
 	err = krep_log_append(&p->log, batch, len, *base, p->leader_epoch);
 	if (err)
 		return append_error(err, st);
-	if (!krep_batch_parse(batch, len, &b)) {
-		b.base_offset = *base;
-		krep_producer_batch(p, &b);
-	}
-	trace_krep_leo_update(p, p->replicas[p->self], *base, p->log.end_offset);
-	atomic64_add(len, &p->topic->kn->stats.produce_bytes);
-	atomic64_add(p->log.end_offset - *base, &p->topic->kn->stats.records);
-	pending_push(p, p->log.end_offset - 1);
-	leader_retain(p);
-	update_low_watermark(p);
-	krep_partition_update_hw(p);
+	if (!krep_batch_parse(batch, len, &b))
+		leader_appended(p, &b, len, *base);
 	return 0;
 }
 
@@ -378,6 +386,135 @@ static int commit_state(struct krep_partition *p, u64 last,
 	return 0;
 }
 
+/* where an append's batch comes from */
+struct append_src {
+	const u8 *batch;		/* checked by krep_batch_check(), or */
+	krep_copy_t copy;		/* copied into the log, checked there */
+	void *arg;
+};
+
+/*
+ * Copy @src's batch into room at the log end and check it there: the
+ * batch's one copy. Published by leader_publish(), else dropped.
+ */
+static int slot_fill(struct krep_partition *p, const struct append_src *src,
+		     u32 len, struct krep_log_slot *slot, struct krep_batch *b,
+		     struct krep_status *st)
+{
+	const char *why;
+	int err;
+
+	err = krep_log_slot_get(&p->log, len, slot);
+	if (err)
+		return append_error(err, st);
+	err = src->copy(slot->batch, len, src->arg);
+	if (err)
+		return krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR, err,
+				 "records lost in the receive");
+	err = krep_batch_check(slot->batch, len, b, &why);
+	if (err)
+		return krep_fail(st, err == -EBADMSG ?
+				 KREP_KERR_CORRUPT_MESSAGE :
+				 KREP_KERR_INVALID_RECORD, err, why);
+	return 0;
+}
+
+static void leader_publish(struct krep_partition *p,
+			   struct krep_log_slot *slot,
+			   const struct krep_batch *b, u32 len, u64 *base)
+{
+	*base = p->log.end_offset;
+	krep_log_slot_publish(&p->log, slot, b, *base, p->leader_epoch);
+	leader_appended(p, b, len, *base);
+}
+
+/*
+ * krep_partition_append() and krep_partition_append_copy(): @b is parsed
+ * from @src->batch, or only from the head of @src->copy's batch
+ */
+static int append(struct krep_partition *p, const struct append_src *src,
+		  struct krep_batch *b, u32 len, s16 acks, s64 leader_epoch,
+		  struct krep_append_result *res, struct krep_status *st)
+{
+	struct krep_log_slot slot = {};
+	struct krep_wake_serve ws = {};
+	u64 old_hw;
+	bool due;
+	int err;
+
+	mutex_lock(&p->lock);
+	err = krep_partition_check_leader(p, st);
+	if (!err)
+		err = check_epoch(p, leader_epoch, st);
+	if (err)
+		goto out;
+	if (krep_disk_failed(p)) {
+		/* as Kafka's offline log directory: no more appends here */
+		err = krep_fail(st, KREP_KERR_KAFKA_STORAGE_ERROR, -EIO,
+				"the partition's log directory failed (see the kernel log)");
+		goto out;
+	}
+	if (acks == -1 && krep_partition_isr_size(p) < min_isr(p)) {
+		err = krep_fail(st, KREP_KERR_NOT_ENOUGH_REPLICAS, -EAGAIN,
+				"ISR smaller than min_insync_replicas");
+		goto out;
+	}
+	if (src->copy) {
+		err = slot_fill(p, src, len, &slot, b, st);
+		if (err)
+			goto out;
+	}
+	err = krep_producer_check(p, b, res, st);
+	if (err < 0)
+		goto out;
+	if (err) {
+		/* a producer's retry of a batch in the log: its offsets */
+		err = 0;
+		if (acks != -1)
+			goto out;
+		krep_log_slot_put(&slot);
+		mutex_unlock(&p->lock);
+		return 0;
+	}
+	old_hw = p->hw;
+	if (src->copy)
+		leader_publish(p, &slot, b, len, &res->base);
+	else
+		err = krep_partition_leader_append(p, src->batch, len,
+						   &res->base, st);
+	krep_log_slot_put(&slot);
+	if (err)
+		goto out;
+	res->last = res->base + b->last_delta;
+	due = krep_partition_flush_due(p);
+	res->flush = acks != 0 && due;
+	if (p->hw != old_hw)
+		wake_hw(p);
+	if (acks != -1) {
+		wake_up_all(&p->waitq);
+		goto out;
+	}
+	/* the parked FETCHes this wakes are answered here, unlocked */
+	__wake_up(&p->waitq, TASK_NORMAL, 0, &ws);
+	mutex_unlock(&p->lock);
+	krep_replica_serve_woken(&ws);
+	return 0;
+out:
+	krep_log_slot_put(&slot);
+	trace_krep_produce(p, err && !res->base ? 0 : res->base, b->count, len,
+			   acks, err ? st->kerr : 0);
+	mutex_unlock(&p->lock);
+	return err;
+}
+
+static void append_result_init(struct krep_append_result *res)
+{
+	res->base = 0;
+	res->last = 0;
+	res->count = 0;
+	res->flush = false;
+}
+
 /**
  * krep_partition_append - append a producer's batch as leader, without
  * waiting for it to commit
@@ -400,19 +537,13 @@ int krep_partition_append(struct krep_partition *p, const u8 *batch, u32 len,
 			  s16 acks, s64 leader_epoch,
 			  struct krep_append_result *res, struct krep_status *st)
 {
-	const struct krep_topic_config *cfg = &p->topic->config;
-	struct krep_wake_serve ws = {};
+	const struct append_src src = { .batch = batch };
 	struct krep_batch b;
 	const char *why;
-	u64 old_hw;
-	bool due;
 	int err;
 
-	res->base = 0;
-	res->last = 0;
-	res->count = 0;
-	res->flush = false;
-	if (len > cfg->max_message_bytes)
+	append_result_init(res);
+	if (len > p->topic->config.max_message_bytes)
 		return krep_fail(st, KREP_KERR_MESSAGE_TOO_LARGE, -EMSGSIZE,
 				 "batch larger than max_message_bytes");
 	err = krep_batch_check(batch, len, &b, &why);
@@ -421,58 +552,58 @@ int krep_partition_append(struct krep_partition *p, const u8 *batch, u32 len,
 				 KREP_KERR_CORRUPT_MESSAGE :
 				 KREP_KERR_INVALID_RECORD, err, why);
 	res->count = b.count;
+	return append(p, &src, &b, len, acks, leader_epoch, res, st);
+}
 
-	mutex_lock(&p->lock);
-	err = krep_partition_check_leader(p, st);
+/**
+ * krep_partition_append_copy - krep_partition_append() for a batch that
+ * is still in a socket's buffers
+ * @p: the partition
+ * @len: the batch's length
+ * @copy: copies the batch's first bytes (to check its header first, with
+ *	no lock held), then all of it into room at the log end, where it is
+ *	checked in place: its one copy
+ * @arg: for @copy
+ * @acks: as krep_partition_append()
+ * @leader_epoch: as krep_partition_append()
+ * @res: as krep_partition_append()
+ * @st: as krep_partition_append()
+ *
+ * The same checks, answers and errors as krep_partition_append(); the
+ * CRC and the records' framing are checked under the partition's lock,
+ * after the leader's own checks, as Kafka validates after its leader
+ * check.
+ *
+ * Return: 0 or a negative errno.
+ */
+int krep_partition_append_copy(struct krep_partition *p, u32 len,
+			       krep_copy_t copy, void *arg, s16 acks,
+			       s64 leader_epoch,
+			       struct krep_append_result *res,
+			       struct krep_status *st)
+{
+	const struct append_src src = { .copy = copy, .arg = arg };
+	u8 head[KREP_RB_HDR_LEN];
+	u32 n = min_t(u32, len, sizeof(head));
+	struct krep_batch b = {};
+	const char *why;
+	int err;
+
+	append_result_init(res);
+	if (len > p->topic->config.max_message_bytes)
+		return krep_fail(st, KREP_KERR_MESSAGE_TOO_LARGE, -EMSGSIZE,
+				 "batch larger than max_message_bytes");
+	err = copy(head, n, arg);
 	if (!err)
-		err = check_epoch(p, leader_epoch, st);
+		err = krep_batch_check_head(head, n, len, &b, &why);
+	else
+		why = "records lost in the receive";
 	if (err)
-		goto out;
-	if (krep_disk_failed(p)) {
-		/* as Kafka's offline log directory: no more appends here */
-		err = krep_fail(st, KREP_KERR_KAFKA_STORAGE_ERROR, -EIO,
-				"the partition's log directory failed (see the kernel log)");
-		goto out;
-	}
-	if (acks == -1 && krep_partition_isr_size(p) < min_isr(p)) {
-		err = krep_fail(st, KREP_KERR_NOT_ENOUGH_REPLICAS, -EAGAIN,
-				"ISR smaller than min_insync_replicas");
-		goto out;
-	}
-	err = krep_producer_check(p, &b, res, st);
-	if (err < 0)
-		goto out;
-	if (err) {
-		/* a producer's retry of a batch in the log: its offsets */
-		err = 0;
-		if (acks != -1)
-			goto out;
-		mutex_unlock(&p->lock);
-		return 0;
-	}
-	old_hw = p->hw;
-	err = krep_partition_leader_append(p, batch, len, &res->base, st);
-	if (err)
-		goto out;
-	res->last = res->base + b.last_delta;
-	due = krep_partition_flush_due(p);
-	res->flush = acks != 0 && due;
-	if (p->hw != old_hw)
-		wake_hw(p);
-	if (acks != -1) {
-		wake_up_all(&p->waitq);
-		goto out;
-	}
-	/* the parked FETCHes this wakes are answered here, unlocked */
-	__wake_up(&p->waitq, TASK_NORMAL, 0, &ws);
-	mutex_unlock(&p->lock);
-	krep_replica_serve_woken(&ws);
-	return 0;
-out:
-	trace_krep_produce(p, err && !res->base ? 0 : res->base, b.count, len,
-			   acks, err ? st->kerr : 0);
-	mutex_unlock(&p->lock);
-	return err;
+		return krep_fail(st, err == -EINVAL ?
+				 KREP_KERR_INVALID_RECORD :
+				 KREP_KERR_UNKNOWN_SERVER_ERROR, err, why);
+	res->count = b.count;
+	return append(p, &src, &b, len, acks, leader_epoch, res, st);
 }
 
 /* an acks=all append's outcome, once known */

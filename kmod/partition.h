@@ -162,6 +162,13 @@ struct krep_read_result {
 int krep_partition_append(struct krep_partition *p, const u8 *batch, u32 len,
 			  s16 acks, s64 leader_epoch,
 			  struct krep_append_result *res, struct krep_status *st);
+/* copies the first @len bytes of a batch to @dst: 0 or a negative errno */
+typedef int (*krep_copy_t)(void *dst, u32 len, void *arg);
+int krep_partition_append_copy(struct krep_partition *p, u32 len,
+			       krep_copy_t copy, void *arg, s16 acks,
+			       s64 leader_epoch,
+			       struct krep_append_result *res,
+			       struct krep_status *st);
 int krep_partition_commit_check(struct krep_partition *p, u64 last,
 				struct krep_status *st);
 int krep_partition_flush_check(struct krep_partition *p, u64 last,

@@ -223,6 +223,37 @@ static int walk_records(const u8 *buf, size_t len, const struct krep_batch *b,
 }
 
 /**
+ * krep_batch_check_head - the checks of krep_batch_check() that need
+ * only a batch's header
+ * @buf: the batch's first @avail bytes
+ * @avail: at least KREP_RB_HDR_LEN, or all of the batch
+ * @len: the batch's length
+ * @b: set to its parsed header
+ * @why: set to a reason on failure
+ *
+ * Return: 0, or -EINVAL for a batch that is not RecordBatch v2 or whose
+ * length is not @len.
+ */
+int krep_batch_check_head(const u8 *buf, size_t avail, size_t len,
+			  struct krep_batch *b, const char **why)
+{
+	/* the magic first: an older message set has another layout */
+	if (avail > KREP_RB_MAGIC && buf[KREP_RB_MAGIC] != KREP_RB_MAGIC_V2) {
+		*why = "magic is not 2: only RecordBatch v2 is accepted";
+		return -EINVAL;
+	}
+	if (len < KREP_RB_HDR_LEN || avail < KREP_RB_HDR_LEN) {
+		*why = "records shorter than a RecordBatch v2 header (61 bytes)";
+		return -EINVAL;
+	}
+	if (krep_batch_parse(buf, avail, b) || b->len != len) {
+		*why = "batch length does not match the records attribute";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/**
  * krep_batch_check - validate a producer's batch
  * @buf: the batch, exactly @len bytes
  * @len: its length
@@ -235,21 +266,10 @@ static int walk_records(const u8 *buf, size_t len, const struct krep_batch *b,
 int krep_batch_check(const u8 *buf, size_t len, struct krep_batch *b,
 		     const char **why)
 {
-	int n;
+	int n = krep_batch_check_head(buf, len, len, b, why);
 
-	/* the magic first: an older message set has another layout */
-	if (len > KREP_RB_MAGIC && buf[KREP_RB_MAGIC] != KREP_RB_MAGIC_V2) {
-		*why = "magic is not 2: only RecordBatch v2 is accepted";
-		return -EINVAL;
-	}
-	if (len < KREP_RB_HDR_LEN) {
-		*why = "records shorter than a RecordBatch v2 header (61 bytes)";
-		return -EINVAL;
-	}
-	if (krep_batch_parse(buf, len, b) || b->len != len) {
-		*why = "batch length does not match the records attribute";
-		return -EINVAL;
-	}
+	if (n)
+		return n;
 	if (!krep_batch_crc_ok(buf, len)) {
 		*why = "batch CRC-32C mismatch";
 		return -EBADMSG;

@@ -69,6 +69,8 @@ int krep_batch_parse(const u8 *buf, size_t len, struct krep_batch *b);
 u32 krep_crc32c(u32 crc, const void *p, size_t len);
 int krep_crc_init(void);
 void krep_crc_exit(void);
+int krep_batch_check_head(const u8 *buf, size_t avail, size_t len,
+			  struct krep_batch *b, const char **why);
 int krep_batch_check(const u8 *buf, size_t len, struct krep_batch *b,
 		     const char **why);
 bool krep_batch_crc_ok(const u8 *buf, size_t len);

@@ -11,7 +11,8 @@
 #   kcat -L           Metadata: 3 brokers at their advertised addresses,
 #                     each partition's leader, replicas and ISR
 #   kcat -P / -C      1000 records produced (acks=all) through broker 2 to
-#                     partition 0 (led by broker 1) and read back, byte for
+#                     partition 0 (led by broker 1), copied once by the
+#                     leader (socket buffers to log), and read back, byte for
 #                     byte, from the beginning to the end; 100 more
 #                     with enable.idempotence=true, each stored once
 #   kafka-python      keyed records to partition 1 and back (no group)
@@ -21,7 +22,7 @@
 #                     InitProducerId and idempotence (a retry answered
 #                     with its offset, sequence gaps and old epochs
 #                     refused), pipelining, malformed and oversized
-#                     requests
+#                     requests, a Produce sent 16 bytes per segment
 #   a parked Fetch    woken by a produce, not by its 20 s max wait
 #   krepd             every broker names the leader of partitions it does
 #                     not host (km: 3 partitions, RF 2), also after a
@@ -48,7 +49,7 @@ tmp=$(mktemp -d)
 krep_cleanup_push rm -rf "$tmp"
 krep_cleanup_push krep_mod_unload
 
-ktap_plan 55
+ktap_plan 58
 
 krep_mod_unload || ktap_bail "krep is loaded and rmmod fails"
 mark=kafka-$$
@@ -135,6 +136,7 @@ ktap_check "kcat -P bootstrapped from broker 2 alone: 60 keyed records, on each 
 awk 'BEGIN { for (i = 1; i <= 1000; i++) {
 	s = sprintf("kcat-%04d-", i); for (j = 0; j < i % 97; j++) s = s "x"
 	print s } }' >"$tmp/in"
+kc "$B1" --json stats >"$tmp/st0"
 if bx 2 kcat -b "$(boot 2)" -P -t kt -p 0 -X acks=all -X linger.ms=5 \
 	<"$tmp/in" 2>"$tmp/p.err"; then
 	ktap_ok "kcat -P: 1000 records to partition 0 with acks=all"
@@ -142,6 +144,16 @@ else
 	ktap_diag_stdin <"$tmp/p.err"
 	ktap_fail "kcat -P: 1000 records to partition 0 with acks=all"
 fi
+# the leader copied each batch once, socket buffers to log: what it copied
+# out of its sockets meanwhile (the requests' other fields, the followers'
+# FETCH requests) is a small part of what it appended
+kc "$B1" --json stats >"$tmp/st1"
+ktap_check "broker 1 copied the batches once, socket to log: rx_copy_bytes grew by less than a quarter of produce_bytes" \
+	jq -e -n --slurpfile a "$tmp/st0" --slurpfile b "$tmp/st1" '
+	($b[0].counters.produce_bytes - $a[0].counters.produce_bytes) as $p |
+	($b[0].counters.rx_copy_bytes - $a[0].counters.rx_copy_bytes) as $r |
+	if $p > 50000 and $r * 4 < $p then true
+	else "produce_bytes +\($p), rx_copy_bytes +\($r)" | halt_error(1) end'
 bx 3 kcat -b "$(boot 3)" -C -t kt -p 0 -o beginning -e -q \
 	>"$tmp/out" 2>"$tmp/c.err"
 ktap_check "kcat -C reads the 1000 records back byte for byte" \
@@ -211,9 +223,9 @@ echo 0 >"$tr/events/krep/krep_kafka_request/enable"
 cat "$tr/trace" >"$tmp/trace"
 relay_results "$tmp/raw.out"
 nraw=$nres
-# kafka_raw.py has 23 checks: one result each, and one for its exit
-ktap_check "kafka_raw.py ran its 23 checks and passed (status $rc)" \
-	test "$nraw" = 23 -a "$rc" = 0
+# kafka_raw.py has 25 checks: one result each, and one for its exit
+ktap_check "kafka_raw.py ran its 25 checks and passed (status $rc)" \
+	test "$nraw" = 25 -a "$rc" = 0
 # ApiVersions v3 answered (correlation 8), the unknown API key refused
 ktap_check "krep_kafka_request traced kafka_raw.py's ApiVersions v3 and its unknown API key" \
 	eval 'grep -q "api=18 v3 correlation=8 bytes=[0-9]* err=0" "$tmp/trace" &&

@@ -261,6 +261,53 @@ def produce_errors(leader, follower, topic):
           "UNKNOWN_TOPIC_OR_PARTITION (3)", "err %d" % err)
 
 
+def fetch_batch(s, topic, offset, corr):
+    """Fetch v4 of partition 0 at @offset on @s: (error, first batch)."""
+    body = (s32(-1) + s32(100) + s32(1) + s32(1 << 20) + bytes([0]) +
+            s32(1) + string(topic) + s32(1) + s32(0) + s64(offset) +
+            s32(1 << 20))
+    s.sendall(request(1, 4, corr, body))
+    r = Reader(response(s))
+    r.i32(), r.i32(), r.i32(), r.string(), r.i32(), r.i32()
+    err = r.i16()
+    r.i64(), r.i64()                    # HW, LSO
+    for _ in range(max(r.i32(), 0)):    # aborted transactions
+        r.i64(), r.i64()
+    n = r.i32()
+    recs = r.b[r.p:r.p + max(n, 0)]
+    if len(recs) < 12:
+        return err, b""
+    return err, recs[:12 + struct.unpack_from(">i", recs, 8)[0]]
+
+
+def trickle(addr, topic):
+    """A Produce sent 16 bytes per segment is appended whole."""
+    value = bytes((i * 7 + 3) % 251 for i in range(3000))
+    rec = batch(value)
+    body = (string(None) + s16(-1) + s32(10000) + s32(1) + string(topic) +
+            s32(1) + s32(0) + s32(len(rec)) + rec)
+    req = request(0, 7, 41, body)
+    s = connect(addr)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    for i in range(0, len(req), 16):
+        s.sendall(req[i:i + 16])
+        time.sleep(0.001)
+    r = Reader(response(s))
+    corr = r.i32()
+    r.i32(), r.string(), r.i32(), r.i32()
+    err, base = r.i16(), r.i64()
+    check(corr == 41 and err == 0 and base >= 0,
+          "a Produce sent 16 bytes per segment: appended",
+          "corr %d err %d base %d" % (corr, err, base))
+    err, got = fetch_batch(s, topic, max(base, 0), 42)
+    # the leader stamps the base offset and its epoch, bytes 0-7 and 12-15
+    check(err == 0 and len(got) == len(rec) and got[8:12] == rec[8:12] and
+          got[16:] == rec[16:] and struct.unpack_from(">q", got)[0] == base,
+          "the batch sent 16 bytes per segment is stored byte for byte",
+          "err %d, %d bytes stored of %d" % (err, len(got), len(rec)))
+    s.close()
+
+
 def init_producer_id(addr, txn_id, corr):
     """InitProducerId v1: (corr, error, producer id, epoch, exact length)."""
     s = connect(addr)
@@ -560,6 +607,7 @@ def main(argv):
     idempotence(addr, topic)
     epoch_end(addr, topic)
     pipelined(addr)
+    trickle(addr, topic)
     bad_requests(addr)
     return 1 if FAILED else 0
 
