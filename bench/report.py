@@ -460,7 +460,11 @@ def main():
                   "load generator's own CPU time per record (for netlink it "
                   "includes the kernel's produce work, done in its system "
                   "calls). Copied: payload bytes copied per record over the "
-                  "three brokers.")
+                  "three brokers. The last row of each size sends the "
+                  "netlink writers' own batches (krep_load --kafka: one "
+                  "Produce v7 request in flight per connection) through "
+                  "the Kafka port: only the transport differs, without "
+                  "librdkafka's own CPU time.")
         md.append("")
         md.append("| size B | acks | Kafka port | netlink | Kafka records/s | "
                   "netlink records/s | Kafka ÷ netlink | Kafka p50 µs | "
@@ -480,10 +484,13 @@ def main():
                     ("p1-ifB1", "all", f"1 producer, {bkib} batches",
                      f"{inflight} writers, {bkib} batches"),
                     ("p1-ifB1", "1", f"1 producer, {bkib} batches",
+                     f"{inflight} writers, {bkib} batches"),
+                    ("raw-ifB", "all", f"{inflight} krep_load writers, "
+                     f"{bkib} batches (Produce v7)",
                      f"{inflight} writers, {bkib} batches")):
                 kc = f"{shape}-acks{acks}-{size}"
-                nc = ("p1-ifB" if shape == "p1-ifB1" else shape) + \
-                    f"-acks{acks}-{size}"
+                nc = ("p1-ifB" if shape in ("p1-ifB1", "raw-ifB")
+                      else shape) + f"-acks{acks}-{size}"
                 if not runs.get(("kafka", kc)):
                     continue
                 krps = series("kafka", kc, "rec_per_s")
@@ -616,8 +623,11 @@ def main():
                                 ("p1-ifB", f"{batched}: {inflight} "
                                  f"producers ÷ {inflight} writers"),
                                 ("p1-ifB1", f"{bkib} batches: 1 producer ÷ "
-                                 f"{inflight} writers")):
-                nl = "p1-ifB" if shape == "p1-ifB1" else shape
+                                 f"{inflight} writers"),
+                                ("raw-ifB", f"{batched}: the netlink "
+                                 f"writers' batches over TCP, {inflight} "
+                                 f"÷ {inflight} writers")):
+                nl = "p1-ifB" if shape in ("p1-ifB1", "raw-ifB") else shape
                 ratio(f"{kp} ÷ netlink, acks=all records/s ({what})", size,
                       series("kafka", f"{shape}-acksall-{size}", "rec_per_s"),
                       series("krep", f"{nl}-acksall-{size}", "rec_per_s"))

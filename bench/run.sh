@@ -434,6 +434,9 @@ run_krep() {	# run_krep TRIAL
 #            runs to the end
 #   p1-ifB1 again with acks=1 (after the consumer; kafka_load waits until
 #            the followers caught up, as krep_load does)
+#   raw-ifB  netlink p1-ifB's own writers (krep_load --kafka): INFL
+#            connections, each with one batch request (Produce v7) in
+#            flight, the same batches; only the transport differs
 run_kafka() {	# run_kafka TRIAL
 	local t=$1 s shape infl args case n rec
 	for s in $SIZES; do
@@ -467,6 +470,11 @@ run_kafka() {	# run_kafka TRIAL
 		measure "$t" kafka "p1-ifB1-acks1-$s" "${KAFKA_LOAD[@]}" \
 			--mode batched --acks 1 --window $((INFL * BATCH_BYTES)) \
 			--batch-bytes "$BATCH_BYTES" -s "$s" "${OPTS[@]}" -t 1
+		opts "$t" "$INFL" "kafka-raw-ifB-acksall-$s"
+		measure "$t" kafka "raw-ifB-acksall-$s" "$B/krep_load" --topic b1 \
+			--partitions 1 --acks all --brokers -,$NS2,$NS3 \
+			--kafka $IP1:$KPORT,$IP2:$KPORT,$IP3:$KPORT -s "$s" \
+			-b $((BATCH_BYTES / s)) "${OPTS[@]}"
 	done
 }
 

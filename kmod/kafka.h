@@ -23,7 +23,9 @@ struct work_struct;
 /*
  * Requests over KREP_KAFKA_BIG bytes being read, all of a broker's
  * clients together, hold at most KREP_KAFKA_BIG_BUDGET bytes; one that
- * would pass it closes its connection. A request must arrive whole
+ * would pass it closes its connection. So does the socket memory a
+ * request's records hold beyond its size (kafka_rx.c), else they are
+ * copied. A request must arrive whole
  * within kafka_request_ms of its size, and a connection without a
  * request for kafka_idle_ms (Kafka's connections.max.idle.ms) is closed.
  * A request over kafka_max_request_bytes closes its connection.
@@ -37,6 +39,7 @@ enum {
 	KREP_KAPI_FETCH = 1,
 	KREP_KAPI_LIST_OFFSETS = 2,
 	KREP_KAPI_METADATA = 3,
+	KREP_KAPI_FIND_COORDINATOR = 10,
 	KREP_KAPI_API_VERSIONS = 18,
 	KREP_KAPI_INIT_PRODUCER_ID = 22,
 	KREP_KAPI_OFFSET_FOR_LEADER_EPOCH = 23,
@@ -50,16 +53,20 @@ struct krep_kpiece {
 };
 
 /*
- * A Produce request's records field: krep_kpiece pieces, or (when its
- * pieces would pin too much socket memory) copied into @data
+ * A Produce request's records field: krep_kpiece pieces, or (@flat, when
+ * its pieces would hold too much socket memory) its bytes in the
+ * request's buffer after its length, as any other field
  */
 struct krep_krec {
 	u32 first;			/* its first piece */
 	u32 npieces;
 	u32 len;
-	u32 got;			/* bytes of it taken so far */
-	u8 *data;
+	u32 got;			/* bytes of it taken as pieces */
+	bool flat;
 };
+
+/* partitions named in one request */
+#define KREP_KAFKA_MAX_PARTS		4096
 
 /*
  * A request as kafka_rx.c read it: its bytes in @buf, but for the records
@@ -84,7 +91,7 @@ struct krep_krx {
 	u32 size;
 	u32 got;			/* bytes of the request taken */
 	u32 charged;			/* of ns->kafka_rx_big */
-	u32 pinned;			/* socket buffer bytes the pieces hold */
+	u32 pinned;			/* socket memory the pieces hold */
 	u8 step;			/* the field being read (kafka_rx.c) */
 	u32 need;			/* its bytes still to come */
 	s32 topics_left, parts_left;

@@ -14,6 +14,11 @@
  *                        leader change)
  *   InitProducerId 0-1   a producer id for an idempotent producer (no
  *                        transactional id: transactions are krepctl's)
+ *   FindCoordinator 0-2  COORDINATOR_NOT_AVAILABLE: krep has no group or
+ *                        transaction coordinator, and a client that needs
+ *                        one is told so (retriable, as Kafka while its
+ *                        coordinator loads) instead of losing its
+ *                        connection to an unknown API key
  *
  * Each request is parsed whole with one bounded cursor (kproto.c) before
  * anything is done; a request that does not parse exactly, an unknown
@@ -40,10 +45,11 @@
 #include "topic_meta.h"
 #include "trace.h"
 
-#define KAFKA_MAX_PARTS		4096	/* partitions named in one request */
+#define KAFKA_MAX_PARTS		KREP_KAFKA_MAX_PARTS
 #define KAFKA_FETCH_BUDGET	BIT(20)	/* record bytes in one response */
 #define KAFKA_NO_AUTH_OPS	(-2147483647 - 1)	/* INT32_MIN */
 #define KAFKA_FETCH_SESSION_ID_NOT_FOUND	70
+#define KAFKA_COORDINATOR_NOT_AVAILABLE		15
 
 static const struct {
 	s16 key, min, max;
@@ -55,6 +61,7 @@ static const struct {
 	{ KREP_KAPI_API_VERSIONS, 0, 3 },
 	{ KREP_KAPI_INIT_PRODUCER_ID, 0, 1 },
 	{ KREP_KAPI_OFFSET_FOR_LEADER_EPOCH, 0, 3 },
+	{ KREP_KAPI_FIND_COORDINATOR, 0, 2 },
 };
 
 /* one request being answered */
@@ -560,6 +567,7 @@ static int kprod_resume(struct krep_kpark *kp, bool final)
  */
 static void take_records(struct kreq *q, struct kprod_part *pp)
 {
+	const struct krep_krec *rec;
 	struct krep_kr *r = &q->r;
 	const u8 *at = r->p;
 	s32 n = krep_kr_i32(r);
@@ -569,11 +577,18 @@ static void take_records(struct kreq *q, struct kprod_part *pp)
 		pp->rec = krep_kr_records(r, &pp->len);
 		return;
 	}
-	pp->in = q->in;
-	pp->src = &q->in->recs[q->nrec++];
-	pp->len = n;
-	if (pp->src->len != n)
+	rec = &q->in->recs[q->nrec++];
+	if (rec->len != n) {
 		r->bad = true;
+		return;
+	}
+	pp->len = n;
+	if (rec->flat) {		/* its bytes follow, in the request */
+		pp->rec = krep_kr_bytes(r, n);
+		return;
+	}
+	pp->in = q->in;
+	pp->src = rec;
 }
 
 static int produce_parse(struct kreq *q, struct kprod *pr, const char **why)
@@ -618,7 +633,8 @@ static int produce_parse(struct kreq *q, struct kprod *pr, const char **why)
 			pr->topic_parts[i]++;
 		}
 	}
-	if (krep_kr_done(r))
+	/* every records field kafka_rx.c found, the parse found too */
+	if (krep_kr_done(r) && q->nrec == q->in->nrecs)
 		return 0;
 bad:
 	*why = "malformed Produce request";
@@ -1189,6 +1205,32 @@ static int init_producer_id(struct kreq *q, const char **why)
 	return krep_kresp_send(q->c, &rs);
 }
 
+/* no coordinator of either kind: the client is told, and asks again */
+static int find_coordinator(struct kreq *q, const char **why)
+{
+	static const char msg[] = "krep has no group or transaction coordinator";
+	struct krep_kresp rs;
+	u16 len;
+
+	krep_kr_string(&q->r, &len);		/* the group or transactional id */
+	if (q->ver >= 1)
+		krep_kr_i8(&q->r);		/* key type */
+	if (!krep_kr_done(&q->r)) {
+		*why = "malformed FindCoordinator request";
+		return -EPROTO;
+	}
+	krep_kresp_begin(&rs, q->corr, false, false);
+	if (q->ver >= 1)
+		krep_kw_i32(&rs.w, 0);		/* throttle time */
+	krep_kw_i16(&rs.w, KAFKA_COORDINATOR_NOT_AVAILABLE);
+	if (q->ver >= 1)
+		krep_kw_string(&rs.w, msg, sizeof(msg) - 1);
+	krep_kw_i32(&rs.w, -1);			/* node id */
+	krep_kw_string(&rs.w, "", 0);		/* host */
+	krep_kw_i32(&rs.w, -1);			/* port */
+	return krep_kresp_send(q->c, &rs);
+}
+
 /**
  * krep_kafka_handle - answer one whole request (or park it)
  * @c: the client connection
@@ -1251,6 +1293,9 @@ int krep_kafka_handle(struct krep_conn *c, struct krep_kreq *in,
 		break;
 	case KREP_KAPI_INIT_PRODUCER_ID:
 		err = init_producer_id(&q, why);
+		break;
+	case KREP_KAPI_FIND_COORDINATOR:
+		err = find_coordinator(&q, why);
 		break;
 	default:
 		err = list_offsets(&q, why);

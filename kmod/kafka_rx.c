@@ -17,10 +17,13 @@
  * that cannot be Produce's (a length out of range) on, the rest is read
  * flat, and kafka_api.c's parser then refuses the request as before.
  *
- * Pieces pin whole socket buffers. A request whose pieces would pin more
- * than twice its size (a client sending tiny segments) has its records
- * copied into a buffer instead (krep_krec.data), so the memory a request
- * holds stays bounded by its size, which kafka.h's limits bound.
+ * Pieces hold whole socket buffers, and a clone each. What they hold is
+ * counted (krep_krx.pinned); beyond the request's own size it is charged
+ * to the broker's budget for large requests (kafka.h), and beyond twice
+ * the size, or when the budget is spent (a client sending tiny segments,
+ * or a thousand tiny batches), the records field is copied into the
+ * request's buffer instead, as any other field (krep_krec.flat). So the
+ * memory a request holds stays bounded by its size and that budget.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -55,14 +58,13 @@ enum {
 
 #define KRX_HEAD_LEN		10
 #define KRX_FIRST_CAP		512	/* flat bytes at first: a Produce's fit */
-#define KRX_MAX_RECS		4096	/* as kafka_api.c's KAFKA_MAX_PARTS */
 
 struct krx_read {
 	struct krep_conn *c;
 	struct krep_krx *x;
 	int err;
 	const char *why;
-	u32 copied;			/* into the flat buffer or a rec's data */
+	u32 copied;			/* into size_buf or the request's buffer */
 };
 
 static s32 last16(const struct krep_krx *x)
@@ -191,7 +193,7 @@ static int field_done(struct krep_krx *x)
 			break;
 		}
 		if (n < -1 || n > x->size - x->got ||
-		    x->q.nrecs == KRX_MAX_RECS) {
+		    x->q.nrecs == KREP_KAFKA_MAX_PARTS) {
 			expect(x, KRX_FLAT, x->size - x->got);
 			break;
 		}
@@ -201,6 +203,9 @@ static int field_done(struct krep_krx *x)
 		break;
 	case KRX_RECORDS:
 		next_part(x);
+		break;
+	default:
+		expect(x, KRX_FLAT, x->size - x->got);
 		break;
 	}
 	return 0;
@@ -228,25 +233,58 @@ static int flat_room(struct krep_krx *x, u32 n)
 	return 0;
 }
 
-/* copy the pieces @rec holds into a buffer of its own, and drop them */
-static int rec_linear(struct krep_kreq *q, struct krep_krec *rec)
+/*
+ * The pieces of @rec would hold too much: copy what they have into the
+ * request's buffer, where the rest of the field follows, and drop them
+ */
+static int rec_flat(struct krep_krx *x, struct krep_krec *rec)
 {
-	u8 *data = krep_kvmalloc_brief(max(rec->len, 1U), 0);
+	struct krep_kreq *q = &x->q;
 	u32 i;
 	int err;
 
-	if (!data)
-		return -ENOMEM;
-	err = krep_krec_copy(q, rec, data, rec->got);
+	err = flat_room(x, rec->len);
+	if (err)
+		return err;
+	err = krep_krec_copy(q, rec, q->buf + q->len, rec->got);
+	q->len += rec->got;
 	for (i = rec->first; i < rec->first + rec->npieces; i++)
-		kfree_skb(q->pieces[i].skb);
+		consume_skb(q->pieces[i].skb);
 	q->npieces = rec->first;
 	rec->npieces = 0;
-	rec->data = data;
+	rec->flat = true;
 	return err;
 }
 
-/* @n bytes at @off of @skb are records: a piece of the field being read */
+/*
+ * Socket memory of @share bytes more for a piece: within twice the
+ * request's size, and charged to the budget for large requests past the
+ * size. 0, or -ENOBUFS to copy instead.
+ */
+static int pin(struct krep_conn *c, struct krep_krx *x, u32 share)
+{
+	atomic_t *big = &c->kn->ns->kafka_rx_big;
+	u64 to = (u64)x->pinned + share;
+	u32 over;
+
+	if (to > 2ULL * x->size + KREP_KAFKA_BIG)
+		return -ENOBUFS;
+	over = to > x->size ? to - max(x->pinned, x->size) : 0;
+	if (over) {
+		if (atomic_add_return(over, big) > KREP_KAFKA_BIG_BUDGET) {
+			atomic_sub(over, big);
+			return -ENOBUFS;
+		}
+		x->charged += over;
+	}
+	x->pinned = to;
+	return 0;
+}
+
+/*
+ * @n bytes at @off of @skb are records: a piece of the field being read.
+ * Return: 0, 1 when the field is read flat from now on, or an errno.
+ */
 static int take_piece(struct krx_read *rd, struct sk_buff *skb, u32 off,
 		      u32 n)
 {
@@ -257,19 +295,13 @@ static int take_piece(struct krx_read *rd, struct sk_buff *skb, u32 off,
 	u32 share;
 	int err;
 
-	/* this piece's share of the buffer's memory */
-	share = DIV_ROUND_UP((u64)n * skb->truesize, skb->len);
-	if (!rec->data && x->pinned + share > 2 * x->size &&
-	    x->pinned + share > KREP_KAFKA_BIG) {
-		err = rec_linear(q, rec);
-		if (err)
-			return err;
-	}
-	if (rec->data) {
-		err = skb_copy_bits(skb, off, rec->data + rec->got, n);
-		rd->copied += n;
-		goto out;
-	}
+	if (rec->flat)
+		return 1;
+	/* this piece's part of the buffer's memory, and its clone */
+	share = DIV_ROUND_UP_ULL((u64)n * skb->truesize, skb->len) +
+		sizeof(struct sk_buff);
+	if (pin(rd->c, x, share))
+		return rec_flat(x, rec) ?: 1;
 	err = room((void **)&q->pieces, q->npieces, &q->pieces_cap,
 		   sizeof(*pc));
 	if (err)
@@ -282,10 +314,8 @@ static int take_piece(struct krx_read *rd, struct sk_buff *skb, u32 off,
 	pc->len = n;
 	q->npieces++;
 	rec->npieces++;
-	x->pinned += share;
-out:
 	rec->got += n;
-	return err;
+	return 0;
 }
 
 /* the request's size is in: check it and begin its body */
@@ -336,22 +366,28 @@ static int actor(read_descriptor_t *desc, struct sk_buff *skb,
 			err = skb_copy_bits(skb, off + used,
 					    x->size_buf + x->size_got, n);
 			WRITE_ONCE(x->size_got, x->size_got + n);
+			rd->copied += n;
 			used += n;
 			if (!err && x->size_got == 4)
 				err = sized(rd->c, x, &rd->why);
 			continue;
 		}
 		n = min_t(size_t, len - used, x->need);
-		if (x->step == KRX_RECORDS) {
+		if (x->step == KRX_RECORDS)
 			err = take_piece(rd, skb, off + used, n);
-		} else {
-			err = flat_room(x, n);
-			if (!err)
-				err = skb_copy_bits(skb, off + used,
-						    x->q.buf + x->q.len, n);
+		else
+			err = 1;
+		if (err == 1) {		/* into the request's buffer */
+			err = flat_room(x, n) ?:
+			      skb_copy_bits(skb, off + used,
+					    x->q.buf + x->q.len, n);
+			if (err)
+				break;
 			x->q.len += n;
 			rd->copied += n;
 		}
+		if (err)
+			break;
 		used += n;
 		x->got += n;
 		x->need -= n;
@@ -385,13 +421,11 @@ int krep_krx_read(struct krep_conn *c, struct krep_krx *x, const char **why)
 	struct sock *sk = c->sock->sk;
 	int ret;
 
-	if (x->size_got == 4 && x->got == x->size)
-		return 1;
 	lock_sock(sk);
 	ret = c->sock->ops->read_sock(sk, &desc, actor);
 	if (ret == 0 && !rd.err) {
 		if (sk->sk_err)
-			ret = -sock_error(sk);
+			ret = sock_error(sk);
 		else if (sk->sk_shutdown & RCV_SHUTDOWN)
 			ret = -EPIPE;
 		else
@@ -441,9 +475,7 @@ void krep_kreq_free(struct krep_kreq *q)
 	u32 i;
 
 	for (i = 0; i < q->npieces; i++)
-		kfree_skb(q->pieces[i].skb);
-	for (i = 0; i < q->nrecs; i++)
-		kvfree(q->recs[i].data);
+		consume_skb(q->pieces[i].skb);
 	kvfree(q->pieces);
 	kvfree(q->recs);
 	kvfree(q->buf);
@@ -453,7 +485,7 @@ void krep_kreq_free(struct krep_kreq *q)
 /**
  * krep_krec_copy - copy the first @len bytes of a records field
  * @q: the request
- * @rec: one of its records fields
+ * @rec: one of its records fields, not @flat
  * @dst: where to
  * @len: at most the bytes of @rec taken so far
  *
@@ -464,10 +496,6 @@ int krep_krec_copy(const struct krep_kreq *q, const struct krep_krec *rec,
 {
 	u32 i;
 
-	if (rec->data) {
-		memcpy(dst, rec->data, len);
-		return 0;
-	}
 	for (i = rec->first; len && i < rec->first + rec->npieces; i++) {
 		const struct krep_kpiece *pc = &q->pieces[i];
 		u32 n = min(len, pc->len);

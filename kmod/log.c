@@ -481,10 +481,10 @@ int krep_log_append(struct krep_log *log, const u8 *batch, u32 len,
  * krep_log_slot_get - room at the log end for one batch, mapped flat
  * @log: the log
  * @len: the batch's length, at most a segment
- * @s: set up on success; krep_log_slot_put() it in every case
+ * @s: set up; krep_log_slot_put() it in every case
  *
  * Nothing is visible to readers, or written to disk, before
- * krep_log_slot_publish().
+ * krep_log_slot_publish(); the pages of a slot not published go back.
  *
  * Return: 0; -EMSGSIZE when @len is larger than a segment; -ENOSPC when
  * the broker's memory cap would be passed; -ENOMEM.
@@ -502,13 +502,13 @@ int krep_log_slot_get(struct krep_log *log, u32 len, struct krep_log_slot *s)
 	if (!seg)
 		return err;
 	s->nr = DIV_ROUND_UP(offset_in_page(seg->size) + len, PAGE_SIZE);
+	s->seg = seg;
 	s->map = vm_map_ram(seg->pages + (seg->size >> PAGE_SHIFT), s->nr,
 			    NUMA_NO_NODE);
 	if (!s->map) {
 		s->nr = 0;
 		return -ENOMEM;
 	}
-	s->seg = seg;
 	s->batch = s->map + offset_in_page(seg->size);
 	return 0;
 }
@@ -530,14 +530,43 @@ void krep_log_slot_publish(struct krep_log *log, struct krep_log_slot *s,
 	krep_batch_stamp(s->batch, base_offset, leader_epoch);
 	pb.base_offset = base_offset;
 	seg_publish(log, s->seg, &pb);
+	s->published = true;
 	log_changed(log, U64_MAX);
 }
 
-/* unmap @s, published or not; a second call does nothing */
-void krep_log_slot_put(struct krep_log_slot *s)
+/*
+ * A slot that was not published: give back the pages reserved past the
+ * tail's last byte, and the tail itself when the slot opened it (no one
+ * has seen it: the log did not change), as tail_reserve() does on error
+ */
+static void slot_drop(struct krep_log *log, struct krep_segment *seg)
 {
-	if (s->map)
+	unsigned int keep = DIV_ROUND_UP(seg->size, PAGE_SIZE);
+
+	if (!seg->size) {
+		seg_free(log, seg);
+		return;
+	}
+	if (seg->npages <= keep)
+		return;
+	atomic64_sub((u64)(seg->npages - keep) * PAGE_SIZE, &log->mem->used);
+	while (seg->npages > keep)
+		__free_page(seg->pages[--seg->npages]);
+}
+
+/**
+ * krep_log_slot_put - end @s: unmap it, and drop it unless published
+ * @log: the log, under the same lock since krep_log_slot_get()
+ * @s: the slot; a second call does nothing
+ */
+void krep_log_slot_put(struct krep_log *log, struct krep_log_slot *s)
+{
+	if (s->map) {
+		flush_kernel_vmap_range(s->map, s->nr << PAGE_SHIFT);
 		vm_unmap_ram(s->map, s->nr);
+	}
+	if (s->seg && !s->published)
+		slot_drop(log, s->seg);
 	memset(s, 0, sizeof(*s));
 }
 

@@ -87,6 +87,7 @@ struct krep_log_slot {
 	void *map;			/* vm_map_ram() of its pages */
 	u8 *batch;			/* where the batch goes */
 	unsigned int nr;		/* pages mapped */
+	bool published;
 };
 
 /* a reader's decision for each batch: serve it, skip it, or stop before it */
@@ -143,7 +144,7 @@ int krep_log_slot_get(struct krep_log *log, u32 len,
 void krep_log_slot_publish(struct krep_log *log, struct krep_log_slot *s,
 			   const struct krep_batch *b, u64 base_offset,
 			   u32 leader_epoch);
-void krep_log_slot_put(struct krep_log_slot *s);
+void krep_log_slot_put(struct krep_log *log, struct krep_log_slot *s);
 int krep_log_rx_reserve(struct krep_log *log, u32 len, struct krep_log_rx *rx);
 int krep_log_rx_commit(struct krep_log *log, struct krep_log_rx *rx,
 		       krep_log_batch_t done, void *arg);

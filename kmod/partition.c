@@ -395,23 +395,34 @@ struct append_src {
 
 /*
  * Copy @src's batch into room at the log end and check it there: the
- * batch's one copy. Published by leader_publish(), else dropped.
+ * batch's one copy. Published by leader_publish(), else dropped. Without
+ * room (the memory cap, no mapping) it goes to *@bounce instead and is
+ * appended from there as krep_partition_append() does, so that a retry
+ * of a batch in the log is still answered with its offsets.
  */
 static int slot_fill(struct krep_partition *p, const struct append_src *src,
-		     u32 len, struct krep_log_slot *slot, struct krep_batch *b,
-		     struct krep_status *st)
+		     u32 len, struct krep_log_slot *slot, u8 **bounce,
+		     struct krep_batch *b, struct krep_status *st)
 {
 	const char *why;
+	u8 *to;
 	int err;
 
-	err = krep_log_slot_get(&p->log, len, slot);
-	if (err)
-		return append_error(err, st);
-	err = src->copy(slot->batch, len, src->arg);
+	if (!krep_log_slot_get(&p->log, len, slot)) {
+		to = slot->batch;
+	} else {
+		krep_log_slot_put(&p->log, slot);
+		*bounce = krep_kvmalloc_brief(len, 0);
+		if (!*bounce)
+			return krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR,
+					 -ENOMEM, "out of memory for a batch");
+		to = *bounce;
+	}
+	err = src->copy(to, len, src->arg);
 	if (err)
 		return krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR, err,
 				 "records lost in the receive");
-	err = krep_batch_check(slot->batch, len, b, &why);
+	err = krep_batch_check(to, len, b, &why);
 	if (err)
 		return krep_fail(st, err == -EBADMSG ?
 				 KREP_KERR_CORRUPT_MESSAGE :
@@ -438,6 +449,8 @@ static int append(struct krep_partition *p, const struct append_src *src,
 {
 	struct krep_log_slot slot = {};
 	struct krep_wake_serve ws = {};
+	const u8 *batch = src->batch;
+	u8 *bounce = NULL;
 	u64 old_hw;
 	bool due;
 	int err;
@@ -460,9 +473,10 @@ static int append(struct krep_partition *p, const struct append_src *src,
 		goto out;
 	}
 	if (src->copy) {
-		err = slot_fill(p, src, len, &slot, b, st);
+		err = slot_fill(p, src, len, &slot, &bounce, b, st);
 		if (err)
 			goto out;
+		batch = bounce;
 	}
 	err = krep_producer_check(p, b, res, st);
 	if (err < 0)
@@ -472,17 +486,20 @@ static int append(struct krep_partition *p, const struct append_src *src,
 		err = 0;
 		if (acks != -1)
 			goto out;
-		krep_log_slot_put(&slot);
+		krep_log_slot_put(&p->log, &slot);
 		mutex_unlock(&p->lock);
+		kvfree(bounce);
 		return 0;
 	}
 	old_hw = p->hw;
-	if (src->copy)
-		leader_publish(p, &slot, b, len, &res->base);
+	if (batch)
+		err = krep_partition_leader_append(p, batch, len, &res->base,
+						   st);
 	else
-		err = krep_partition_leader_append(p, src->batch, len,
-						   &res->base, st);
-	krep_log_slot_put(&slot);
+		leader_publish(p, &slot, b, len, &res->base);
+	krep_log_slot_put(&p->log, &slot);
+	kvfree(bounce);
+	bounce = NULL;
 	if (err)
 		goto out;
 	res->last = res->base + b->last_delta;
@@ -500,10 +517,11 @@ static int append(struct krep_partition *p, const struct append_src *src,
 	krep_replica_serve_woken(&ws);
 	return 0;
 out:
-	krep_log_slot_put(&slot);
+	krep_log_slot_put(&p->log, &slot);
 	trace_krep_produce(p, err && !res->base ? 0 : res->base, b->count, len,
 			   acks, err ? st->kerr : 0);
 	mutex_unlock(&p->lock);
+	kvfree(bounce);
 	return err;
 }
 

@@ -16,13 +16,15 @@
 #                     byte, from the beginning to the end; 100 more
 #                     with enable.idempotence=true, each stored once
 #   kafka-python      keyed records to partition 1 and back (no group)
-#   KafkaJS           records to partition 2, then ListOffsets (admin)
+#   KafkaJS           records to partition 2, then ListOffsets (admin); a
+#                     consumer group stops, told there is no coordinator
 #   kafka_raw.py      ApiVersions v0/v3/unsupported, unknown and invalid
 #                     topics, NOT_LEADER_OR_FOLLOWER on a follower,
 #                     InitProducerId and idempotence (a retry answered
 #                     with its offset, sequence gaps and old epochs
 #                     refused), pipelining, malformed and oversized
-#                     requests, a Produce sent 16 bytes per segment
+#                     requests, a Produce sent 16 bytes per segment,
+#                     FindCoordinator (COORDINATOR_NOT_AVAILABLE)
 #   a parked Fetch    woken by a produce, not by its 20 s max wait
 #   krepd             every broker names the leader of partitions it does
 #                     not host (km: 3 partitions, RF 2), also after a
@@ -49,7 +51,7 @@ tmp=$(mktemp -d)
 krep_cleanup_push rm -rf "$tmp"
 krep_cleanup_push krep_mod_unload
 
-ktap_plan 58
+ktap_plan 62
 
 krep_mod_unload || ktap_bail "krep is loaded and rmmod fails"
 mark=kafka-$$
@@ -210,6 +212,17 @@ else
 fi
 leo2=$(kc "$B3" --json topic describe kt | jq '.[] | select(.partition == 2) | .hw')
 ktap_check "partition 2's HW on its leader is 300" test "$leo2" = 300
+# a KafkaJS consumer group needs a coordinator, which krep has not: it
+# stops with an error that says so (FindCoordinator answers
+# COORDINATOR_NOT_AVAILABLE) instead of waiting
+if bx 1 node "$here/kafkajs_client.js" --group "$(boot 1)" kt \
+	>"$tmp/kg.out" 2>&1; then
+	ktap_diag "$(cat "$tmp/kg.out")"
+	ktap_ok "KafkaJS consumer group: told COORDINATOR_NOT_AVAILABLE, stops with an error naming the coordinator"
+else
+	ktap_diag_stdin <"$tmp/kg.out"
+	ktap_fail "KafkaJS consumer group: told COORDINATOR_NOT_AVAILABLE, stops with an error naming the coordinator"
+fi
 
 # 5. raw requests: versions, errors, pipelining, bad requests; the
 # krep_kafka_request tracepoint sees them (through tracefs)
@@ -223,9 +236,19 @@ echo 0 >"$tr/events/krep/krep_kafka_request/enable"
 cat "$tr/trace" >"$tmp/trace"
 relay_results "$tmp/raw.out"
 nraw=$nres
-# kafka_raw.py has 25 checks: one result each, and one for its exit
-ktap_check "kafka_raw.py ran its 25 checks and passed (status $rc)" \
-	test "$nraw" = 25 -a "$rc" = 0
+# kafka_raw.py has 26 checks: one result each, and one for its exit
+ktap_check "kafka_raw.py ran its 26 checks and passed (status $rc)" \
+	test "$nraw" = 26 -a "$rc" = 0
+# a 200 KB batch with a bad CRC is refused with CORRUPT_MESSAGE, and the
+# room the leader had taken for it goes back (log memory stays)
+kc "$B1" --json stats >"$tmp/cs0"
+cerr=$(krep_pyserve raw1 --corrupt "$(boot 1)" kt 200000 2>&1)
+kc "$B1" --json stats >"$tmp/cs1"
+ktap_check "a 200 KB batch with a bad CRC: CORRUPT_MESSAGE (2), and broker 1's log memory does not keep its room" \
+	jq -e -n --arg e "$cerr" --slurpfile a "$tmp/cs0" --slurpfile b "$tmp/cs1" '
+	($b[0].log_memory_bytes - $a[0].log_memory_bytes) as $d |
+	if $e == "2" and $d < 100000 then true
+	else "error \($e), log memory +\($d)" | halt_error(1) end'
 # ApiVersions v3 answered (correlation 8), the unknown API key refused
 ktap_check "krep_kafka_request traced kafka_raw.py's ApiVersions v3 and its unknown API key" \
 	eval 'grep -q "api=18 v3 correlation=8 bytes=[0-9]* err=0" "$tmp/trace" &&
@@ -328,8 +351,8 @@ timeout 120 python3 "$here/kafka_raw.py" --limits 127.0.0.1:9192 3 65536 1500 \
 rc=$?
 relay_results "$tmp/limits.out"
 nlim=$nres
-ktap_check "kafka_raw.py --limits ran its 6 checks and passed (status $rc)" \
-	test "$nlim" = 6 -a "$rc" = 0
+ktap_check "kafka_raw.py --limits ran its 7 checks and passed (status $rc)" \
+	test "$nlim" = 7 -a "$rc" = 0
 
 krep_teardown_checks "$mark"
 ktap_finish

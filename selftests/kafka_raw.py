@@ -11,6 +11,7 @@ malformed and oversized requests. Run inside a broker's namespace:
   kafka_raw.py --metadata TOPIC HOST:PORT...
   kafka_raw.py --fill HOST:PORT TOPIC ACKS BYTES VALUE_SIZE
   kafka_raw.py --acked HOST:PORT TOPIC FILE [RESET_AFTER]
+  kafka_raw.py --corrupt HOST:PORT TOPIC BYTES
 
 TOPIC must exist with partition 0 led by LEADER_ID (served at HOST:PORT)
 and replicated to the broker at FOLLOWER_HOST:PORT. With --limits, the
@@ -39,6 +40,9 @@ exactly the records acknowledged so far. It exits 1 on the first error
 it sends the next one and, while that one is in flight, writes FILE.reset
 and resets the machine (b to /proc/sysrq-trigger: no sync, no unmount),
 so that the power goes right after an acknowledgement.
+With --corrupt, produces one batch of a BYTES-byte record whose CRC is
+wrong to TOPIC's partition 0 (Produce v7, acks=all) and prints the
+partition's error code; it exits 0 when it got an answer.
 """
 
 import json
@@ -179,11 +183,12 @@ def api_versions(addr):
     check(corr == 7 and err == 0 and r.done(),
           "ApiVersions v0: correlation id, no error, exact length",
           "corr %d err %d" % (corr, err))
-    want = {0: (3, 8), 1: (4, 11), 2: (1, 5), 3: (0, 8), 18: (0, 3),
-            22: (0, 1), 23: (0, 3)}
+    want = {0: (3, 8), 1: (4, 11), 2: (1, 5), 3: (0, 8), 10: (0, 2),
+            18: (0, 3), 22: (0, 1), 23: (0, 3)}
     check(apis == want, "ApiVersions lists Produce 3-8, Fetch 4-11, "
-          "ListOffsets 1-5, Metadata 0-8, ApiVersions 0-3, "
-          "InitProducerId 0-1, OffsetForLeaderEpoch 0-3", repr(apis))
+          "ListOffsets 1-5, Metadata 0-8, FindCoordinator 0-2, "
+          "ApiVersions 0-3, InitProducerId 0-1, OffsetForLeaderEpoch 0-3",
+          repr(apis))
 
     # v3: flexible body (compact array, tagged fields), header still v0
     body = b"\x0akafka_raw" + b"\x021" + b"\0"
@@ -193,15 +198,15 @@ def api_versions(addr):
     for _ in range(n):
         r.i16(), r.i16(), r.i16(), r.uvarint()
     throttle, tags = r.i32(), r.uvarint()
-    check(corr == 8 and err == 0 and n == 7 and tags == 0 and r.done(),
-          "ApiVersions v3: compact array of 7 APIs and tagged fields",
+    check(corr == 8 and err == 0 and n == 8 and tags == 0 and r.done(),
+          "ApiVersions v3: compact array of 8 APIs and tagged fields",
           "corr %d err %d n %d" % (corr, err, n))
 
     # a version newer than ours: version 0 body with UNSUPPORTED_VERSION
     s.sendall(request(18, 9, 9, b"\0\0\0", flexible=True))
     r = Reader(response(s))
     corr, err, n = r.i32(), r.i16(), r.i32()
-    check(corr == 9 and err == 35 and n == 7,
+    check(corr == 9 and err == 35 and n == 8,
           "ApiVersions v9: UNSUPPORTED_VERSION (35) and the list in v0",
           "corr %d err %d n %d" % (corr, err, n))
     s.close()
@@ -305,6 +310,29 @@ def trickle(addr, topic):
           got[16:] == rec[16:] and struct.unpack_from(">q", got)[0] == base,
           "the batch sent 16 bytes per segment is stored byte for byte",
           "err %d, %d bytes stored of %d" % (err, len(got), len(rec)))
+    s.close()
+
+
+def find_coordinator(addr):
+    """FindCoordinator 0-2: COORDINATOR_NOT_AVAILABLE, the connection kept."""
+    s = connect(addr)
+    got = []
+    for ver in (0, 1, 2):
+        body = string("a-group") + (bytes([0]) if ver else b"")
+        s.sendall(request(10, ver, 50 + ver, body))
+        r = Reader(response(s))
+        corr = r.i32()
+        if ver:
+            r.i32()                     # throttle time
+        err = r.i16()
+        msg = r.string() if ver else ""
+        node, host, port = r.i32(), r.string(), r.i32()
+        got.append((corr, err, node, host, port, bool(msg), r.done()))
+    want = [(50 + v, 15, -1, "", -1, v > 0, True) for v in (0, 1, 2)]
+    check(got == want and served(s, 53),
+          "FindCoordinator v0-v2: COORDINATOR_NOT_AVAILABLE (15), a "
+          "message from v1, no node; the connection still served",
+          repr(got))
     s.close()
 
 
@@ -431,6 +459,26 @@ def limits(addr, max_conns, max_req, idle_ms, request_ms, wait_max_ms):
     extra.close()
     for s in conns:
         s.close()
+    # connections reset (RST) in the middle of a request give their places
+    # back at once, not when kafka_request_ms closes them
+    conns = [connect(addr) for _ in range(max_conns)]
+    for s in conns:
+        s.sendall(s32(10) + b"\0\x12")
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                     struct.pack("ii", 1, 0))
+        s.close()
+    start = time.monotonic()
+    ok = False
+    while not ok and time.monotonic() - start < 2 * request_ms / 1000:
+        conns = [connect(addr) for _ in range(max_conns)]
+        ok = all(served(s, 110 + i) for i, s in enumerate(conns))
+        for s in conns:
+            s.close()
+    took = (time.monotonic() - start) * 1000
+    check(ok and took < request_ms * 0.9,
+          "%d connections reset mid-request give their places back before "
+          "kafka_request_ms (%.0f ms)" % (max_conns, took),
+          "served %s" % ok)
     # a request one byte over the limit closes its connection; one at the
     # limit is read (and answered: an ApiVersions padded with tags is
     # malformed, so the answer is the connection closing only after the
@@ -545,6 +593,14 @@ def fill(addr, topic, acks, total, size):
     return 0
 
 
+def corrupt(addr, topic, size):
+    rec = bytearray(batch(b"c" * size))
+    rec[-1] ^= 0xff                     # the CRC no longer matches
+    corr, err, base = produce_batch(addr, topic, -1, bytes(rec), 61)
+    print(err)
+    return 0 if corr == 61 else 1
+
+
 def acked_value(topic, i):
     return "%s-%06d-%s" % (topic, i, "abcdefghijklmnopqrstuvwxyz0123456789" * 5)
 
@@ -592,6 +648,8 @@ def main(argv):
     if len(argv) in (5, 6) and argv[1] == "--acked":
         return acked(argv[2], argv[3], argv[4],
                      int(argv[5]) if len(argv) == 6 else None)
+    if len(argv) == 5 and argv[1] == "--corrupt":
+        return corrupt(argv[2], argv[3], int(argv[4]))
     if len(argv) >= 4 and argv[1] == "--metadata":
         return metadata(argv[2], argv[3:])
     if len(argv) == 8 and argv[1] == "--limits":
@@ -607,6 +665,7 @@ def main(argv):
     idempotence(addr, topic)
     epoch_end(addr, topic)
     pipelined(addr)
+    find_coordinator(addr)
     trickle(addr, topic)
     bad_requests(addr)
     return 1 if FAILED else 0
