@@ -25,6 +25,7 @@ PKGS=(
 	kmod cpio xz-utils zstd
 	iproute2 bpftrace bpftool jq gojq python3 util-linux	# tests and tools
 	kcat python3-kafka nodejs		# Kafka clients (KafkaJS: npm)
+	librdkafka-dev python3-confluent-kafka
 	libcurl4-openssl-dev libjson-c-dev	# krepd --etcd
 	etcd-server etcd-client			# controller_ha.sh
 	e2fsprogs				# logdir.sh, powerloss.sh: ext4 disk images

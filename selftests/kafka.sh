@@ -15,7 +15,10 @@
 #                     leader (socket buffers to log), and read back, byte for
 #                     byte, from the beginning to the end; 100 more
 #                     with enable.idempotence=true, each stored once
+#   kcat -P acks 0, 1 with keys and headers to kh, read back with keys,
+#                     values, headers and timestamps
 #   kafka-python      keyed records to partition 1 and back (no group)
+#   confluent-kafka   the same, delivery callbacks, the partition assigned
 #   KafkaJS           records to partition 2, then ListOffsets (admin); a
 #                     consumer group stops, told there is no coordinator
 #   kafka_raw.py      ApiVersions v0/v3/unsupported, unknown and invalid
@@ -29,6 +32,11 @@
 #   krepd             every broker names the leader of partitions it does
 #                     not host (km: 3 partitions, RF 2), also after a
 #                     leader is cut off and krepd elects another
+#   librdkafka        rdk_client.c: an idempotent producer of keyed
+#                     records to kf (6 partitions, RF 3) while broker 2
+#                     is cut off and krepd moves its leaders; a consumer
+#                     of every partition (assigned) reads each
+#                     acknowledged record once, in order per partition
 #
 # Prints KTAP; leaves the module unloaded.
 
@@ -40,6 +48,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 
 krep_require_vm
 krep_require_cmd kcat jq python3 node cmp
+[ -x "$here/rdk_client" ] || ktap_bail "selftests/rdk_client is not built (make selftests)"
 
 NET=10.203.0
 PORT=9092
@@ -51,7 +60,7 @@ tmp=$(mktemp -d)
 krep_cleanup_push rm -rf "$tmp"
 krep_cleanup_push krep_mod_unload
 
-ktap_plan 62
+ktap_plan 70
 
 krep_mod_unload || ktap_bail "krep is loaded and rmmod fails"
 mark=kafka-$$
@@ -191,6 +200,29 @@ else
 	ktap_fail "kcat -X enable.idempotence=true: 100 records, each stored once"
 fi
 
+# 2b. kcat -P with acks=0 and acks=1, keys and headers, to kh (one
+# partition, RF 3, led by broker 1) through broker 2; read back with
+# keys, values, headers and timestamps (CreateTime, kept as sent)
+cluster_topic kh partitions 1 replication-factor 3 || ktap_bail "topic kh"
+: >"$tmp/kh.want"
+t0=$(date +%s%3N)
+for a in 0 1; do
+	awk -v a=$a 'BEGIN { for (i = 1; i <= 50; i++)
+		printf "k%d-%d:acks%d value %d\n", a, i, a, i }' >"$tmp/kh.in$a"
+	bx 2 kcat -b "$(boot 2)" -P -t kh -p 0 -K: -H "acks=$a" -H "n=v$a" \
+		-X acks=$a <"$tmp/kh.in$a" 2>>"$tmp/kh.err"
+	awk -F: -v a=$a '{ print $1 "|" $2 "|acks=" a ",n=v" a }' \
+		"$tmp/kh.in$a" >>"$tmp/kh.want"
+done
+bx 3 kcat -b "$(boot 3)" -C -t kh -p 0 -o beginning -c 100 -q \
+	-f '%k|%s|%h|%T\n' >"$tmp/kh.out" 2>>"$tmp/kh.err"
+t1=$(date +%s%3N)
+ktap_check "kcat -P with acks=0 and acks=1 and two headers: 100 records read back with their keys, values and headers" \
+	eval 'cut -d"|" -f1-3 "$tmp/kh.out" | cmp -s - "$tmp/kh.want"'
+ktap_check "... and their timestamps, as kcat stamped them (within the $((t1 - t0)) ms of the run)" \
+	eval '[ "$(awk -F"|" -v t0="$t0" -v t1="$t1" \
+		"\$4 >= t0 && \$4 <= t1" "$tmp/kh.out" | wc -l)" = 100 ]'
+
 # 3. kafka-python: partition 1 (leader 2) through broker 3
 if bx 3 python3 "$here/kafka_python_client.py" "$(boot 3)" kt 1 200 \
 	>"$tmp/kp.out" 2>&1; then
@@ -199,6 +231,17 @@ if bx 3 python3 "$here/kafka_python_client.py" "$(boot 3)" kt 1 200 \
 else
 	ktap_diag_stdin <"$tmp/kp.out"
 	ktap_fail "kafka-python: 200 records to partition 1 (acks=all), read back, end offset +200"
+fi
+
+# 3b. confluent-kafka (librdkafka under Python): partition 1 through
+# broker 2
+if bx 2 python3 "$here/confluent_client.py" "$(boot 2)" kt 1 150 \
+	>"$tmp/ck.out" 2>&1; then
+	ktap_diag "$(cat "$tmp/ck.out")"
+	ktap_ok "confluent-kafka: 150 records to partition 1 (acks=all), each delivered, read back in order with the partition assigned"
+else
+	ktap_diag_stdin <"$tmp/ck.out"
+	ktap_fail "confluent-kafka: 150 records to partition 1 (acks=all), each delivered, read back in order with the partition assigned"
 fi
 
 # 4. KafkaJS: partition 2 (leader 3) through broker 1
@@ -332,9 +375,79 @@ km0_moved() { # km-0 has a new leader, and broker C, not a replica, says so
 ktap_check "km-0's leader $a cut off: broker $c, which hosts no replica of it, names the new leader and epoch" \
 	krep_wait_for 90 km0_moved
 link_up "$a"
+
+# 6c. librdkafka (selftests/rdk_client.c) across a failover krepd drives:
+# an idempotent producer of keyed records to kf (6 partitions, RF 3)
+# through broker 1 while broker 2, which leads some of them, is cut off;
+# then a consumer with every partition assigned reads each acknowledged
+# record exactly once, in order within its partition
+# shellcheck disable=SC2317 # the conditions krep_wait_for polls
+kf_create() {
+	"$KREPCTL" topic create kf partitions 6 rf 3 --socket "$SOCK" \
+		>"$tmp/kf.create" 2>&1
+}
+# shellcheck disable=SC2317
+kf_leaders() { # MIN_ISR: kf's leaders by partition, each with >= MIN_ISR
+	"$KREPCTL" elect --status --socket "$SOCK" 2>/dev/null |
+		jq -r -s --argjson isr "$1" '
+		[.[] | select(.topic == "kf")] | sort_by(.partition) |
+		select(length == 6 and all(.[]; (.isr | length) >= $isr and
+			.leader != null)) | map(.leader) | join(" ")' | grep .
+}
+# shellcheck disable=SC2317
+kf_acked() { [ "$(wc -l <"$tmp/kf.acked")" -ge "$1" ]; }
+# shellcheck disable=SC2317
+kf_off2() { # every kf partition has a leader other than broker 2
+	local l
+	l=$(kf_leaders 1) && [[ " $l " != *" 2 "* ]]
+}
+krep_wait_for 60 kf_create || ktap_diag_stdin <"$tmp/kf.create"
+krep_wait_for 60 kf_leaders 3 >/dev/null
+ktap_diag "kf's leaders by partition: $(kf_leaders 3)"
+: >"$tmp/kf.acked"
+timeout 150 ip netns exec "$B1" "$here/rdk_client" produce \
+	"$(boot 1),$(boot 3)" kf 2000 400 "$tmp/kf.acked" \
+	>"$tmp/kf.prod" 2>&1 &
+ppid=$!
+krep_wait_for 60 kf_acked 400
+link_down 2
+ktap_check "broker 2 cut off while librdkafka produces: krepd moves every kf leader elsewhere" \
+	krep_wait_for 90 kf_off2
+link_up 2
+ktap_diag "kf's leaders by partition after: $(kf_leaders 1)"
+wait "$ppid"
+prc=$?
+ktap_diag "$(cat "$tmp/kf.prod")"
+ktap_check "librdkafka idempotent producer: 2000 keyed records to kf, every one acknowledged (status $prc)" \
+	eval '[ "$prc" = 0 ] && grep -qx "produced 2000 acked 2000 failed 0" "$tmp/kf.prod"'
+ktap_check "the records' keys spread them over all 6 partitions" \
+	eval '[ "$(cut -d" " -f1 "$tmp/kf.acked" | sort -u | wc -l)" = 6 ]'
+if bx 1 "$here/rdk_client" consume "$(boot 1),$(boot 3)" kf "$tmp/kf.out" \
+	>"$tmp/kf.cons" 2>&1; then
+	ktap_ok "librdkafka consumer, every partition assigned: read each to its end ($(cat "$tmp/kf.cons"))"
+else
+	ktap_diag_stdin <"$tmp/kf.cons"
+	ktap_fail "librdkafka consumer, every partition assigned: read each to its end"
+fi
+# exactly once: each acknowledged key and value read once, in the
+# partition it was acknowledged in, no record twice; in order: within a
+# partition the value numbers only grow
+awk 'NR == FNR { ack[$3 " " $4] = $1; n++; next }
+	{ seen[$3 " " $4]++; where[$3 " " $4] = $1
+	  i = substr($4, 7) + 0
+	  if ($1 in last && i <= last[$1]) disorder++
+	  last[$1] = i }
+	END { for (r in ack) if (seen[r] != 1 || where[r] != ack[r]) lost++
+	      for (r in seen) if (seen[r] > 1) dup++
+	      printf "%d acknowledged, %d read: %d not read once where acknowledged, %d read twice, %d out of order\n",
+		n, FNR, lost, dup, disorder }' \
+	"$tmp/kf.acked" "$tmp/kf.out" >"$tmp/kf.check"
+ktap_check "every acknowledged record read exactly once and in order within its partition ($(cat "$tmp/kf.check"))" \
+	grep -qE '^2000 acknowledged, [0-9]+ read: 0 not read once where acknowledged, 0 read twice, 0 out of order$' "$tmp/kf.check"
+
 kill "$KREPD_PID" 2>/dev/null
 wait "$KREPD_PID" 2>/dev/null
-grep -E 'km|fenced' "$tmp/krepd.log" | tail -n 12 | ktap_diag_stdin
+grep -E 'km|kf|fenced' "$tmp/krepd.log" | tail -n 20 | ktap_diag_stdin
 
 # 7. the limits, on one broker in the VM's own namespace
 krep_mod_unload || ktap_diag "rmmod before the limits failed"
