@@ -27,7 +27,8 @@
 #                     with its offset, sequence gaps and old epochs
 #                     refused), pipelining, malformed and oversized
 #                     requests, a Produce sent 16 bytes per segment,
-#                     FindCoordinator (COORDINATOR_NOT_AVAILABLE)
+#                     FindCoordinator (COORDINATOR_NOT_AVAILABLE), 1000
+#                     idle connections and a reader of no answers
 #   a parked Fetch    woken by a produce, not by its 20 s max wait
 #   krepd             every broker names the leader of partitions it does
 #                     not host (km: 3 partitions, RF 2), also after a
@@ -60,7 +61,7 @@ tmp=$(mktemp -d)
 krep_cleanup_push rm -rf "$tmp"
 krep_cleanup_push krep_mod_unload
 
-ktap_plan 70
+ktap_plan 72
 
 krep_mod_unload || ktap_bail "krep is loaded and rmmod fails"
 mark=kafka-$$
@@ -279,9 +280,9 @@ echo 0 >"$tr/events/krep/krep_kafka_request/enable"
 cat "$tr/trace" >"$tmp/trace"
 relay_results "$tmp/raw.out"
 nraw=$nres
-# kafka_raw.py has 26 checks: one result each, and one for its exit
-ktap_check "kafka_raw.py ran its 26 checks and passed (status $rc)" \
-	test "$nraw" = 26 -a "$rc" = 0
+# kafka_raw.py has 28 checks: one result each, and one for its exit
+ktap_check "kafka_raw.py ran its 28 checks and passed (status $rc)" \
+	test "$nraw" = 28 -a "$rc" = 0
 # a 200 KB batch with a bad CRC is refused with CORRUPT_MESSAGE, and the
 # room the leader had taken for it goes back (log memory stays)
 kc "$B1" --json stats >"$tmp/cs0"

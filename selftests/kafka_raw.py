@@ -336,6 +336,45 @@ def find_coordinator(addr):
     s.close()
 
 
+def crowd(addr, topic):
+    """1000 idle connections, and one that reads none of its Fetch answers
+    (the broker stops reading its requests once its queue is full): the
+    broker goes on serving others and committing appends, and the slow
+    reader, once it reads, gets every answer in order."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1200:
+        resource.setrlimit(resource.RLIMIT_NOFILE,
+                           (1200, max(1200, hard)))
+    idle, slow = [], None
+    try:
+        for _ in range(1000):
+            idle.append(connect(addr))
+        slow = connect(addr)
+        body = (s32(-1) + s32(0) + s32(1) + s32(1 << 20) + bytes([0]) +
+                s32(1) + string(topic) + s32(1) + s32(0) + s64(0) +
+                s32(1 << 20))
+        slow.sendall(b"".join(request(1, 4, 300 + i, body)
+                              for i in range(100)))
+        s = connect(addr)
+        fresh = served(s, 60)
+        s.close()
+        corr, err, base = produce(addr, topic, -1, b"crowd", 62)
+        check(fresh and corr == 62 and err == 0 and base >= 0,
+              "with 1000 idle connections and one reading none of its 100 "
+              "Fetch answers, a new connection is served and an acks=all "
+              "Produce commits", "served %s, Produce error %d" % (fresh, err))
+        got = [Reader(response(slow)).i32() for _ in range(100)]
+        check(got == [300 + i for i in range(100)],
+              "the slow reader, once it reads, gets its 100 answers in order",
+              repr(got[:5]))
+    except (OSError, TypeError, struct.error) as e:
+        check(False, "1000 idle connections and a slow reader", repr(e))
+        check(False, "the slow reader gets its answers", "not reached")
+    for s in idle + ([slow] if slow else []):
+        s.close()
+
+
 def init_producer_id(addr, txn_id, corr):
     """InitProducerId v1: (corr, error, producer id, epoch, exact length)."""
     s = connect(addr)
@@ -667,6 +706,7 @@ def main(argv):
     pipelined(addr)
     find_coordinator(addr)
     trickle(addr, topic)
+    crowd(addr, topic)
     bad_requests(addr)
     return 1 if FAILED else 0
 
