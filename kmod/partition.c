@@ -393,6 +393,13 @@ struct append_src {
 	void *arg;
 };
 
+/* a batch krep_batch_check() refused: Kafka's code for it */
+static int batch_refused(struct krep_status *st, int err, const char *why)
+{
+	return krep_fail(st, err == -EBADMSG ? KREP_KERR_CORRUPT_MESSAGE :
+			 KREP_KERR_INVALID_RECORD, err, why);
+}
+
 /*
  * Copy @src's batch into room at the log end and check it there: the
  * batch's one copy. Published by leader_publish(), else dropped. Without
@@ -423,11 +430,7 @@ static int slot_fill(struct krep_partition *p, const struct append_src *src,
 		return krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR, err,
 				 "records lost in the receive");
 	err = krep_batch_check(to, len, b, &why);
-	if (err)
-		return krep_fail(st, err == -EBADMSG ?
-				 KREP_KERR_CORRUPT_MESSAGE :
-				 KREP_KERR_INVALID_RECORD, err, why);
-	return 0;
+	return err ? batch_refused(st, err, why) : 0;
 }
 
 static void leader_publish(struct krep_partition *p,
@@ -525,12 +528,18 @@ out:
 	return err;
 }
 
-static void append_result_init(struct krep_append_result *res)
+/* what both appends check first, with no lock held */
+static int append_begin(struct krep_partition *p, u32 len,
+			struct krep_append_result *res, struct krep_status *st)
 {
 	res->base = 0;
 	res->last = 0;
 	res->count = 0;
 	res->flush = false;
+	if (len > p->topic->config.max_message_bytes)
+		return krep_fail(st, KREP_KERR_MESSAGE_TOO_LARGE, -EMSGSIZE,
+				 "batch larger than max_message_bytes");
+	return 0;
 }
 
 /**
@@ -560,15 +569,12 @@ int krep_partition_append(struct krep_partition *p, const u8 *batch, u32 len,
 	const char *why;
 	int err;
 
-	append_result_init(res);
-	if (len > p->topic->config.max_message_bytes)
-		return krep_fail(st, KREP_KERR_MESSAGE_TOO_LARGE, -EMSGSIZE,
-				 "batch larger than max_message_bytes");
+	err = append_begin(p, len, res, st);
+	if (err)
+		return err;
 	err = krep_batch_check(batch, len, &b, &why);
 	if (err)
-		return krep_fail(st, err == -EBADMSG ?
-				 KREP_KERR_CORRUPT_MESSAGE :
-				 KREP_KERR_INVALID_RECORD, err, why);
+		return batch_refused(st, err, why);
 	res->count = b.count;
 	return append(p, &src, &b, len, acks, leader_epoch, res, st);
 }
@@ -607,19 +613,16 @@ int krep_partition_append_copy(struct krep_partition *p, u32 len,
 	const char *why;
 	int err;
 
-	append_result_init(res);
-	if (len > p->topic->config.max_message_bytes)
-		return krep_fail(st, KREP_KERR_MESSAGE_TOO_LARGE, -EMSGSIZE,
-				 "batch larger than max_message_bytes");
-	err = copy(head, n, arg);
-	if (!err)
-		err = krep_batch_check_head(head, n, len, &b, &why);
-	else
-		why = "records lost in the receive";
+	err = append_begin(p, len, res, st);
 	if (err)
-		return krep_fail(st, err == -EINVAL ?
-				 KREP_KERR_INVALID_RECORD :
-				 KREP_KERR_UNKNOWN_SERVER_ERROR, err, why);
+		return err;
+	err = copy(head, n, arg);
+	if (err)
+		return krep_fail(st, KREP_KERR_UNKNOWN_SERVER_ERROR, err,
+				 "records lost in the receive");
+	err = krep_batch_check_head(head, n, len, &b, &why);
+	if (err)
+		return batch_refused(st, err, why);
 	res->count = b.count;
 	return append(p, &src, &b, len, acks, leader_epoch, res, st);
 }
