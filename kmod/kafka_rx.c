@@ -90,12 +90,18 @@ static void expect(struct krep_krx *x, u8 step, s64 need)
 	x->need = need;
 }
 
+/* the rest of the request, into its buffer */
+static void rest_flat(struct krep_krx *x)
+{
+	expect(x, KRX_FLAT, x->size - x->got);
+}
+
 static void next_topic(struct krep_krx *x)
 {
 	if (x->topics_left-- > 0)
 		expect(x, KRX_TNAME_LEN, 2);
 	else
-		expect(x, KRX_FLAT, x->size - x->got);
+		rest_flat(x);
 }
 
 static void next_part(struct krep_krx *x)
@@ -104,6 +110,17 @@ static void next_part(struct krep_krx *x)
 		expect(x, KRX_PART, 8);
 	else
 		next_topic(x);
+}
+
+/* an array's count just read into *@left: its first entry, or none */
+static void count_read(struct krep_krx *x, s32 *left,
+		       void (*next)(struct krep_krx *x))
+{
+	*left = last32(x);
+	if (*left < 0)
+		rest_flat(x);
+	else
+		next(x);
 }
 
 /* grow an array of @size-byte entries to hold one more than @n */
@@ -150,7 +167,7 @@ static int field_done(struct krep_krx *x)
 		n = get_unaligned_be16(x->q.buf + 2);	/* version */
 		if (get_unaligned_be16(x->q.buf) != KREP_KAPI_PRODUCE ||
 		    n < 3 || n > 8) {
-			expect(x, KRX_FLAT, x->size - x->got);
+			rest_flat(x);
 			break;
 		}
 		n = last16(x);
@@ -167,11 +184,7 @@ static int field_done(struct krep_krx *x)
 		expect(x, KRX_ACKS, 10);
 		break;
 	case KRX_ACKS:
-		x->topics_left = last32(x);
-		if (x->topics_left < 0)
-			expect(x, KRX_FLAT, x->size - x->got);
-		else
-			next_topic(x);
+		count_read(x, &x->topics_left, next_topic);
 		break;
 	case KRX_TNAME_LEN:
 		expect(x, KRX_TNAME, last16(x));
@@ -180,11 +193,7 @@ static int field_done(struct krep_krx *x)
 		expect(x, KRX_NPARTS, 4);
 		break;
 	case KRX_NPARTS:
-		x->parts_left = last32(x);
-		if (x->parts_left < 0)
-			expect(x, KRX_FLAT, x->size - x->got);
-		else
-			next_part(x);
+		count_read(x, &x->parts_left, next_part);
 		break;
 	case KRX_PART:
 		n = last32(x);
@@ -194,7 +203,7 @@ static int field_done(struct krep_krx *x)
 		}
 		if (n < -1 || n > x->size - x->got ||
 		    x->q.nrecs == KREP_KAFKA_MAX_PARTS) {
-			expect(x, KRX_FLAT, x->size - x->got);
+			rest_flat(x);
 			break;
 		}
 		if (rec_begin(x, n))
@@ -205,7 +214,7 @@ static int field_done(struct krep_krx *x)
 		next_part(x);
 		break;
 	default:
-		expect(x, KRX_FLAT, x->size - x->got);
+		rest_flat(x);
 		break;
 	}
 	return 0;

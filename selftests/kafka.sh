@@ -102,6 +102,17 @@ relay_results() {
 }
 # bx N CMD...: CMD in broker N's namespace, a minute at most
 bx() { timeout 60 ip netns exec "$(bns "$1")" "${@:2}"; }
+# client OUT DESC CMD...: a client whose exit status is the check DESC;
+# what it printed goes to OUT and to the log either way
+client() {
+	if "${@:3}" >"$1" 2>&1; then
+		ktap_diag "$(cat "$1")"
+		ktap_ok "$2"
+	else
+		ktap_diag_stdin <"$1"
+		ktap_fail "$2"
+	fi
+}
 # jqf EXPR FILE: jq -e on a file that must not be empty
 jqf() { test -s "$2" && jq -e "$1" "$2"; }
 
@@ -225,48 +236,28 @@ ktap_check "... and their timestamps, as kcat stamped them (within the $((t1 - t
 		"\$4 >= t0 && \$4 <= t1" "$tmp/kh.out" | wc -l)" = 100 ]'
 
 # 3. kafka-python: partition 1 (leader 2) through broker 3
-if bx 3 python3 "$here/kafka_python_client.py" "$(boot 3)" kt 1 200 \
-	>"$tmp/kp.out" 2>&1; then
-	ktap_diag "$(cat "$tmp/kp.out")"
-	ktap_ok "kafka-python: 200 records to partition 1 (acks=all), read back, end offset +200"
-else
-	ktap_diag_stdin <"$tmp/kp.out"
-	ktap_fail "kafka-python: 200 records to partition 1 (acks=all), read back, end offset +200"
-fi
+client "$tmp/kp.out" \
+	"kafka-python: 200 records to partition 1 (acks=all), read back, end offset +200" \
+	bx 3 python3 "$here/kafka_python_client.py" "$(boot 3)" kt 1 200
 
 # 3b. confluent-kafka (librdkafka under Python): partition 1 through
 # broker 2
-if bx 2 python3 "$here/confluent_client.py" "$(boot 2)" kt 1 150 \
-	>"$tmp/ck.out" 2>&1; then
-	ktap_diag "$(cat "$tmp/ck.out")"
-	ktap_ok "confluent-kafka: 150 records to partition 1 (acks=all), each delivered, read back in order with the partition assigned"
-else
-	ktap_diag_stdin <"$tmp/ck.out"
-	ktap_fail "confluent-kafka: 150 records to partition 1 (acks=all), each delivered, read back in order with the partition assigned"
-fi
+client "$tmp/ck.out" \
+	"confluent-kafka: 150 records to partition 1 (acks=all), each delivered, read back in order with the partition assigned" \
+	bx 2 python3 "$here/confluent_client.py" "$(boot 2)" kt 1 150
 
 # 4. KafkaJS: partition 2 (leader 3) through broker 1
-if bx 1 node "$here/kafkajs_client.js" "$(boot 1)" kt 2 300 \
-	>"$tmp/kj.out" 2>&1; then
-	ktap_diag "$(cat "$tmp/kj.out")"
-	ktap_ok "KafkaJS: 300 records to partition 2 (acks=-1), ListOffsets high +300"
-else
-	ktap_diag_stdin <"$tmp/kj.out"
-	ktap_fail "KafkaJS: 300 records to partition 2 (acks=-1), ListOffsets high +300"
-fi
+client "$tmp/kj.out" \
+	"KafkaJS: 300 records to partition 2 (acks=-1), ListOffsets high +300" \
+	bx 1 node "$here/kafkajs_client.js" "$(boot 1)" kt 2 300
 leo2=$(kc "$B3" --json topic describe kt | jq '.[] | select(.partition == 2) | .hw')
 ktap_check "partition 2's HW on its leader is 300" test "$leo2" = 300
 # a KafkaJS consumer group needs a coordinator, which krep has not: it
 # stops with an error that says so (FindCoordinator answers
 # COORDINATOR_NOT_AVAILABLE) instead of waiting
-if bx 1 node "$here/kafkajs_client.js" --group "$(boot 1)" kt \
-	>"$tmp/kg.out" 2>&1; then
-	ktap_diag "$(cat "$tmp/kg.out")"
-	ktap_ok "KafkaJS consumer group: told COORDINATOR_NOT_AVAILABLE, stops with an error naming the coordinator"
-else
-	ktap_diag_stdin <"$tmp/kg.out"
-	ktap_fail "KafkaJS consumer group: told COORDINATOR_NOT_AVAILABLE, stops with an error naming the coordinator"
-fi
+client "$tmp/kg.out" \
+	"KafkaJS consumer group: told COORDINATOR_NOT_AVAILABLE, stops with an error naming the coordinator" \
+	bx 1 node "$here/kafkajs_client.js" --group "$(boot 1)" kt
 
 # 5. raw requests: versions, errors, pipelining, bad requests; the
 # krep_kafka_request tracepoint sees them (through tracefs)
@@ -423,13 +414,9 @@ ktap_check "librdkafka idempotent producer: 2000 keyed records to kf, every one 
 	eval '[ "$prc" = 0 ] && grep -qx "produced 2000 acked 2000 failed 0" "$tmp/kf.prod"'
 ktap_check "the records' keys spread them over all 6 partitions" \
 	eval '[ "$(cut -d" " -f1 "$tmp/kf.acked" | sort -u | wc -l)" = 6 ]'
-if bx 1 "$here/rdk_client" consume "$(boot 1),$(boot 3)" kf "$tmp/kf.out" \
-	>"$tmp/kf.cons" 2>&1; then
-	ktap_ok "librdkafka consumer, every partition assigned: read each to its end ($(cat "$tmp/kf.cons"))"
-else
-	ktap_diag_stdin <"$tmp/kf.cons"
-	ktap_fail "librdkafka consumer, every partition assigned: read each to its end"
-fi
+client "$tmp/kf.cons" \
+	"librdkafka consumer, every partition assigned: reads each to its end" \
+	bx 1 "$here/rdk_client" consume "$(boot 1),$(boot 3)" kf "$tmp/kf.out"
 # exactly once: each acknowledged key and value read once, in the
 # partition it was acknowledged in, no record twice; in order: within a
 # partition the value numbers only grow
