@@ -63,6 +63,8 @@
 #include <linux/sort.h>
 #include <linux/uio.h>
 
+#include <asm/unaligned.h>
+
 #include "krep.h"
 #include "broker.h"
 #include "disklog.h"
@@ -126,6 +128,10 @@ struct krep_disklog {
 	unsigned int more_rounds;	/* rounds in a row that left more */
 	unsigned int evict_again;	/* segments with evict_again set */
 	unsigned long flags;		/* KREP_DISK_KICKED */
+	/* what the load read (for its log line) */
+	unsigned int indexed;		/* segments from their indexes, */
+	unsigned int loaded;		/* of these */
+	bool snap_loaded;		/* the producer state from a snapshot */
 	/* the tail's index entries not yet written (index_flush()) */
 	unsigned int ni, nt;
 	__be32 ibuf[2 * KREP_DISK_IBUF];
@@ -242,7 +248,8 @@ static int seg_open_files(struct krep_disklog *d, struct dseg *s, bool trunc)
 
 static void seg_unlink(struct krep_disklog *d, struct dseg *s)
 {
-	static const char * const ext[] = { ".log", ".index", ".timeindex" };
+	static const char * const ext[] = { ".log", ".index", ".timeindex",
+					     ".txnindex" };
 	char name[KREP_DISK_NAME_LEN + 1];
 	unsigned int i;
 
@@ -1009,6 +1016,55 @@ static void disk_flush(struct krep_disklog *d)
 	mutex_unlock(&d->lock);
 }
 
+/*
+ * A clean shutdown's producer state, in Kafka's files: each segment's
+ * aborted transactions in its .txnindex, then <LEO>.snapshot, so that the
+ * next load reads them instead of the log (load_producers()). Without a
+ * snapshot (the state cannot be put in one, or a write failed) the next
+ * load rebuilds the state from the log.
+ */
+static void write_producers(struct krep_disklog *d)
+{
+	struct krep_partition *p = d->p;
+	char name[KREP_DISK_NAME_LEN + 1];
+	struct krep_producer_saved sv;
+	size_t at = 0, from;
+	struct dseg *s;
+	u64 end;
+	int err;
+
+	mutex_lock(&p->lock);
+	end = p->log.end_offset;
+	err = end == d->end ? krep_producer_save(p, &sv) : -EAGAIN;
+	mutex_unlock(&p->lock);
+	if (err) {
+		pr_info("%s-%u: no producer snapshot (%d): the next load reads the log for it\n",
+			pname(d), p->index, err);
+		return;
+	}
+	list_for_each_entry(s, &d->segs, node) {
+		for (from = at; at < sv.txn_len; at += KREP_TXNINDEX_ENTRY) {
+			if (get_unaligned_be64(sv.txn + at + KREP_TXNINDEX_LAST) >=
+			    s->next)
+				break;
+		}
+		if (at == from)
+			continue;
+		seg_name(name, s->base, ".txnindex");
+		err = krep_vfs_write_atomic(&d->dir, name, sv.txn + from,
+					    at - from);
+		if (err)
+			goto out;
+	}
+	snprintf(name, sizeof(name), "%020llu.snapshot", end);
+	err = krep_vfs_write_atomic(&d->dir, name, sv.snap, sv.snap_len);
+out:
+	if (err)
+		pr_warn("%s-%u: writing the producer snapshot failed (%d): the next load reads the log for it\n",
+			pname(d), p->index, err);
+	krep_producer_saved_free(&sv);
+}
+
 /* Return: 0, or -EIO when the partition's files could not be written */
 int krep_disk_flush(struct krep_partition *p)
 {
@@ -1106,6 +1162,8 @@ void krep_disk_close(struct krep_partition *p, bool remove)
 		atomic_dec(&d->worker->kicked);
 	if (!remove) {
 		disk_flush(d);
+		if (!d->failed)
+			write_producers(d);
 		disk_free(d);
 		return;
 	}
@@ -1126,25 +1184,38 @@ void krep_disk_close(struct krep_partition *p, bool remove)
 
 /* recovery */
 
+/* the offsets in the names of a partition directory's .log and .snapshot files */
 struct seg_names {
 	u64 *base;
 	unsigned int n, cap;
+	u64 *snap;
+	unsigned int nsnap, snap_cap;
 	int err;
 };
 
 static int seg_entry(void *arg, const char *name, int len, unsigned int type)
 {
 	struct seg_names *sn = arg;
+	bool snap = len == 29 && !strcmp(name + 20, ".snapshot");
 	char digits[21];
 	u64 base;
 
-	if (len != 24 || strcmp(name + 20, ".log") || type == DT_DIR)
+	if ((!snap && (len != 24 || strcmp(name + 20, ".log"))) ||
+	    type == DT_DIR)
 		return 0;
 	memcpy(digits, name, 20);
 	digits[20] = '\0';
 	if (strspn(digits, "0123456789") != 20 || kstrtou64(digits, 10, &base) ||
 	    base >= S64_MAX)
 		return 0;
+	if (snap) {
+		sn->err = krep_vfs_grow((void **)&sn->snap, &sn->snap_cap,
+					sn->nsnap, sizeof(*sn->snap),
+					KREP_VFS_LIST_MAX);
+		if (!sn->err)
+			sn->snap[sn->nsnap++] = base;
+		return !!sn->err;
+	}
 	sn->err = krep_vfs_grow((void **)&sn->base, &sn->cap, sn->n,
 				sizeof(*sn->base), KREP_VFS_LIST_MAX);
 	if (sn->err)
@@ -1258,6 +1329,175 @@ static int recover_batches(struct recover *r, struct dseg *s, bool check_crc,
 	return 0;
 }
 
+/* entry @i of a .timeindex read whole: its timestamp and relative offset */
+static void tidx_entry(const u8 *te, unsigned int i, s64 *ts, u32 *rel)
+{
+	__be64 t;
+	__be32 o;
+
+	memcpy(&t, te + 12 * i, 8);
+	memcpy(&o, te + 12 * i + 8, 4);
+	*ts = be64_to_cpu(t);
+	*rel = be32_to_cpu(o);
+}
+
+/*
+ * The batches after @s's last .index entry (at @from, holding the offset
+ * base + @rel; the segment's start when none): each must follow the one
+ * before, none may start more than an index interval past @from (else an
+ * entry is missing), and the last must end at @next_base, the file's end
+ * at @size. Sets the largest timestamp seen. Return: 0, 1 when they do
+ * not add up, or a negative errno.
+ */
+static int scan_after_index(struct dseg *s, loff_t size, loff_t from,
+			    s64 rel, u64 next_base, s64 *max_ts, u64 *ts_off)
+{
+	u8 hdr[KREP_RB_HDR_LEN];
+	u64 expect = s->base;
+	struct krep_batch b;
+	loff_t pos = from;
+	int err;
+
+	for (;; pos += b.len) {
+		err = read_header(s->log, size, pos, &b, hdr);
+		if (err == -ENODATA)
+			break;
+		if (err)
+			return err == -EBADMSG ? 1 : err;
+		if (pos > from + KREP_DISK_INDEX_BYTES)
+			return 1;
+		if (pos == from && rel >= 0 ?
+		    krep_batch_last(&b) != s->base + rel ||
+		    b.base_offset < s->base :
+		    b.base_offset != expect)
+			return 1;
+		if (b.max_ts > *max_ts) {
+			*max_ts = b.max_ts;
+			*ts_off = krep_batch_last(&b);
+		}
+		expect = krep_batch_last(&b) + 1;
+	}
+	return expect == next_base && pos == size ? 0 : 1;
+}
+
+/*
+ * A segment below the tail after a clean shutdown, from its .index and
+ * .timeindex instead of its batches, as Kafka loads one: only the batches
+ * after its last .index entry are read, to find where it ends, which
+ * must be where the next segment (@next_base) begins. Return: 0 when it
+ * is in the memory log, 1 when its files do not add up (the caller then
+ * reads every batch, which rebuilds the indexes), or a negative errno.
+ */
+static int load_indexed(struct recover *r, struct dseg *s, u64 next_base)
+{
+	struct krep_disklog *d = r->d;
+	char name[KREP_DISK_NAME_LEN + 1];
+	struct krep_index_entry *ent = NULL;
+	struct file *rf = NULL;
+	unsigned int n = 0, nt = 0, i, k;
+	size_t ilen = 0, tlen = 0;
+	s64 ts, tmax = -1, max_ts;
+	u64 ts_off = 0;
+	__be32 *ie;
+	loff_t size;
+	u8 *te;
+	u32 rel;
+	int err;
+
+	err = seg_open_files(d, s, false);
+	if (err)
+		return err;
+	size = i_size_read(file_inode(s->log));
+	ie = read_file(s->idx, &ilen);
+	te = read_file(s->tidx, &tlen);
+	err = 1;
+	if (IS_ERR(ie) || IS_ERR(te) || ilen % 8 || tlen % 12 ||
+	    size > S32_MAX || next_base <= s->base ||
+	    next_base - s->base > S32_MAX)
+		goto out;
+	n = ilen / 8;
+	nt = tlen / 12;
+	ent = kvmalloc_array(max(n, 1U), sizeof(*ent), GFP_KERNEL);
+	if (!ent) {
+		err = -ENOMEM;
+		goto out;
+	}
+	/* the .timeindex: timestamps and offsets rising, inside the segment */
+	for (i = 0; i < nt; i++) {
+		tidx_entry(te, i, &ts, &rel);
+		if (rel >= next_base - s->base || (i && ts <= tmax) ||
+		    (i && rel < ts_off - s->base))
+			goto out;
+		tmax = ts;
+		ts_off = s->base + rel;
+	}
+	/* the .index: positions and offsets rising, inside the segment */
+	for (i = 0; i < n; i++) {
+		ent[i].rel_offset = be32_to_cpu(ie[2 * i]);
+		ent[i].pos = be32_to_cpu(ie[2 * i + 1]);
+		if (!ent[i].pos || ent[i].pos >= size ||
+		    ent[i].rel_offset >= next_base - s->base ||
+		    (i && (ent[i].pos <= ent[i - 1].pos ||
+			   ent[i].rel_offset <= ent[i - 1].rel_offset)))
+			goto out;
+	}
+	max_ts = tmax;
+	err = scan_after_index(s, size, n ? ent[n - 1].pos : 0,
+			       n ? ent[n - 1].rel_offset : -1, next_base,
+			       &max_ts, &ts_off);
+	if (err)
+		goto out;
+	/*
+	 * no batch before entry i has a timestamp above that of the first
+	 * time entry at or past its batch's last offset (written after
+	 * them all), or else above the segment's largest
+	 */
+	for (i = 0, k = 0; i < n; i++) {
+		for (; k < nt; k++) {
+			tidx_entry(te, k, &ts, &rel);
+			if (rel >= ent[i].rel_offset)
+				break;
+		}
+		ent[i].ts_before = k < nt ? ts : max_ts;
+	}
+	seg_name(name, s->base, ".log");
+	rf = krep_vfs_open(&d->dir, name, O_RDONLY);
+	if (IS_ERR(rf)) {
+		err = PTR_ERR(rf);
+		rf = NULL;
+		goto out;
+	}
+	if (r->expect == U64_MAX)
+		krep_log_reset(&d->p->log, s->base);
+	err = krep_log_append_seg(&d->p->log, s->base, next_base, size, rf,
+				  ent, n, max_ts);
+	if (err == -ENOSPC) {
+		err = krep_fail(r->st, KREP_KERR_KAFKA_STORAGE_ERROR, -ENOSPC,
+				"the log's indexes do not fit log_memory_max");
+		goto out;
+	}
+	if (err) {
+		err = 1;
+		goto out;
+	}
+	s->size = size;
+	s->next = next_base;
+	s->max_ts = max_ts;
+	s->max_ts_off = ts_off;
+	s->tindex_ts = tmax;
+	r->expect = next_base;
+	d->indexed++;
+out:
+	if (rf)
+		fput(rf);		/* the memory log holds its own */
+	kvfree(ent);
+	if (!IS_ERR(ie))
+		kvfree(ie);
+	if (!IS_ERR(te))
+		kvfree(te);
+	return err;
+}
+
 /*
  * Read one segment into the memory log: into memory for the tail
  * (@in_memory), which appends go on filling; the others stay in their
@@ -1298,8 +1538,11 @@ static int recover_seg(struct recover *r, struct dseg *s, bool check_crc,
 	return err;
 }
 
-/* leader-epoch-checkpoint into the (empty) cache; a bad file is ignored */
-static void load_epochs(struct krep_disklog *d)
+/*
+ * leader-epoch-checkpoint into the (empty) cache; a bad file is ignored.
+ * Return: whether the cache came from the file.
+ */
+static bool load_epochs(struct krep_disklog *d)
 {
 	struct krep_partition *p = d->p;
 	char *buf, *line, *cur;
@@ -1310,7 +1553,7 @@ static void load_epochs(struct krep_disklog *d)
 	buf = krep_vfs_read_file(&d->dir, "leader-epoch-checkpoint", SZ_1M,
 				 &len);
 	if (IS_ERR(buf))
-		return;		/* none (or unreadable): from the batches */
+		return false;	/* none (or unreadable): from the batches */
 	cur = buf;
 	line = strsep(&cur, "\n");
 	if (!line || kstrtouint(line, 10, &ver) || ver)
@@ -1325,14 +1568,82 @@ static void load_epochs(struct krep_disklog *d)
 		krep_epoch_assign(&p->epochs, epoch, start);
 		n++;
 	}
-	if (n == count)
-		goto out;
+	if (n == count) {
+		kvfree(buf);
+		return true;
+	}
 bad:
 	pr_warn("%s-%u: leader-epoch-checkpoint is malformed: the epochs come from the batches\n",
 		p->topic->name, p->index);
 	krep_epoch_destroy(&p->epochs);
-out:
 	kvfree(buf);
+	return false;
+}
+
+/*
+ * After a clean shutdown, the producer state from <LEO>.snapshot and the
+ * segments' .txnindex files (krep_producer_save()). Return: whether it
+ * was read; if not, the caller rebuilds it from the log.
+ */
+static bool load_producers(struct krep_disklog *d, u64 leo)
+{
+	char name[KREP_DISK_NAME_LEN + 1];
+	size_t slen, tlen = 0, len;
+	u8 *snap, *txn = NULL, *t, *all;
+	struct dseg *s;
+	int err;
+
+	snprintf(name, sizeof(name), "%020llu.snapshot", leo);
+	snap = krep_vfs_read_file(&d->dir, name, SZ_64M, &slen);
+	if (IS_ERR(snap))
+		return false;
+	list_for_each_entry(s, &d->segs, node) {
+		seg_name(name, s->base, ".txnindex");
+		t = krep_vfs_read_file(&d->dir, name, SZ_64M, &len);
+		err = PTR_ERR_OR_ZERO(t);
+		if (err == -ENOENT)
+			continue;
+		if (err)
+			goto out;
+		all = len ? kvrealloc(txn, tlen, tlen + len, GFP_KERNEL) : txn;
+		if (all)
+			memcpy(all + tlen, t, len);
+		kvfree(t);
+		err = -ENOMEM;
+		if (!all)
+			goto out;
+		txn = all;
+		tlen += len;
+	}
+	err = krep_producer_load(d->p, snap, slen, txn, tlen);
+out:
+	if (err)
+		pr_warn("%s-%u: the producer snapshot at %llu cannot be used (%d): the state comes from the log\n",
+			pname(d), d->p->index, leo, err);
+	kvfree(snap);
+	kvfree(txn);
+	return !err;
+}
+
+/*
+ * The producer state's files belong to the load that read them: the next
+ * clean shutdown writes them anew, and no later load may take stale ones.
+ */
+static void drop_producer_files(struct krep_disklog *d,
+				const struct seg_names *sn)
+{
+	char name[KREP_DISK_NAME_LEN + 1];
+	struct dseg *s;
+	unsigned int i;
+
+	for (i = 0; i < sn->nsnap; i++) {
+		snprintf(name, sizeof(name), "%020llu.snapshot", sn->snap[i]);
+		krep_vfs_unlink(&d->dir, name);
+	}
+	list_for_each_entry(s, &d->segs, node) {
+		seg_name(name, s->base, ".txnindex");
+		krep_vfs_unlink(&d->dir, name);
+	}
 }
 
 /* the memory log from the segment files; p->lock held, p not yet seen */
@@ -1344,7 +1655,7 @@ static int recover(struct krep_disklog *d, const struct krep_disk_ckpt *ck,
 	struct seg_names sn = {};
 	const char *what = NULL;
 	char name[KREP_DISK_NAME_LEN + 1];
-	bool cut_here = false;
+	bool cut_here = false, epochs_ok;
 	struct dseg *s;
 	unsigned int i;
 	loff_t cut = 0;
@@ -1362,7 +1673,7 @@ static int recover(struct krep_disklog *d, const struct krep_disk_ckpt *ck,
 		goto out;
 	}
 	krep_epoch_destroy(&p->epochs);
-	load_epochs(d);
+	epochs_ok = load_epochs(d);
 	for (i = 0; i < sn.n; i++) {
 		s = seg_add(d, sn.base[i]);
 		if (!s) {
@@ -1376,10 +1687,20 @@ static int recover(struct krep_disklog *d, const struct krep_disk_ckpt *ck,
 			seg_unlink(d, s);
 			continue;
 		}
-		/* a clean shutdown, or below the recovery point: no CRCs */
-		err = recover_seg(&r, s, !clean &&
-				  !(i + 1 < sn.n && sn.base[i + 1] <= ck->recovery),
-				  i + 1 == sn.n, &cut, &what);
+		/*
+		 * a clean shutdown: below the tail, from the indexes (the
+		 * epochs from their checkpoint, not the batches); else the
+		 * batches, with no CRCs for a clean shutdown or below the
+		 * recovery point
+		 */
+		what = NULL;
+		err = clean && epochs_ok && i + 1 < sn.n ?
+		      load_indexed(&r, s, sn.base[i + 1]) : 1;
+		if (err > 0)
+			err = recover_seg(&r, s, !clean &&
+					  !(i + 1 < sn.n &&
+					    sn.base[i + 1] <= ck->recovery),
+					  i + 1 == sn.n, &cut, &what);
 		if (err && !what)
 			goto out;
 		if (err) {
@@ -1446,7 +1767,11 @@ static int recover(struct krep_disklog *d, const struct krep_disk_ckpt *ck,
 	p->hw = clamp(ck->has_hw ? ck->hw : 0, p->log.start_offset, leo);
 	p->lso = p->hw;
 	p->low_watermark = p->log.start_offset;
-	krep_producer_rebuild(p);
+	d->snap_loaded = clean && load_producers(d, leo);
+	if (!d->snap_loaded)
+		krep_producer_rebuild(p);
+	drop_producer_files(d, &sn);
+	d->loaded = list_count_nodes(&d->segs);
 	/* a leader alone in its ISR (RF 1) has HW at its LEO at once */
 	krep_partition_update_hw(p);
 	p->log.cut = U64_MAX;
@@ -1454,6 +1779,7 @@ static int recover(struct krep_disklog *d, const struct krep_disk_ckpt *ck,
 out:
 	kvfree(r.buf);
 	kvfree(sn.base);
+	kvfree(sn.snap);
 	return err;
 }
 
@@ -1515,9 +1841,11 @@ int krep_disk_open(struct krep_partition *p, struct krep_logdir *ld,
 		return err;
 	}
 	if (p->log.end_offset > p->log.start_offset)
-		pr_info("%s: recovered offsets %llu..%llu, HW %llu%s\n", name,
-			p->log.start_offset, p->log.end_offset - 1, p->hw,
-			ld->clean ? " (clean shutdown)" : "");
+		pr_info("%s: recovered offsets %llu..%llu, HW %llu%s: %u of %u segments from their indexes, producer state from %s\n",
+			name, p->log.start_offset, p->log.end_offset - 1,
+			p->hw, ld->clean ? " (clean shutdown)" : "",
+			d->indexed, d->loaded,
+			d->snap_loaded ? "its snapshot" : "the log");
 	return 0;
 }
 

@@ -55,12 +55,6 @@
 
 #define KREP_INDEX_INTERVAL	4096
 
-struct krep_index_entry {
-	u32 rel_offset;
-	u32 pos;
-	s64 ts_before;		/* the largest timestamp of the batches before */
-};
-
 /* slots of a new segment's page and index arrays; they double as needed */
 #define KREP_SEG_GROW_MIN	16U
 
@@ -115,21 +109,40 @@ static unsigned int seg_max_index(const struct krep_segment *seg)
 	return seg->cap / KREP_INDEX_INTERVAL + 2;
 }
 
-/* grow the array *@arr of *@cap elements of @size to hold @need, at most @max */
+/* @bytes more against log_memory_max: false (nothing charged) past it */
+static bool mem_charge(struct krep_mem *mem, u64 bytes)
+{
+	if (atomic64_add_return(bytes, &mem->used) <= mem->max)
+		return true;
+	atomic64_sub(bytes, &mem->used);
+	return false;
+}
+
+/*
+ * grow the array *@arr of *@cap elements of @size to hold @need, at most
+ * @max; what it grows by is charged to @charge first, when given
+ */
 static int grow(void **arr, unsigned int *cap, unsigned int need,
-		unsigned int max, size_t size)
+		unsigned int max, size_t size, struct krep_mem *charge)
 {
 	unsigned int n = min(max(need, *cap * 2), max);
+	u64 more = (u64)(n - *cap) * size;
 	void *p;
 
 	if (need <= *cap)
 		return 0;
 	if (need > max)
 		return -EMSGSIZE;
+	if (charge && !mem_charge(charge, more))
+		return -ENOSPC;
 	p = kvmalloc_array(n, size, KREP_GFP_DATA);
-	if (!p)
+	if (!p) {
+		if (charge)
+			atomic64_sub(more, &charge->used);
 		return -ENOMEM;
-	memcpy(p, *arr, (size_t)*cap * size);
+	}
+	if (*cap)
+		memcpy(p, *arr, (size_t)*cap * size);
 	kvfree(*arr);
 	*arr = p;
 	*cap = n;
@@ -142,7 +155,9 @@ static void seg_free(struct krep_log *log, struct krep_segment *seg)
 
 	for (i = 0; i < seg->npages; i++)
 		__free_page(seg->pages[i]);
-	atomic64_sub((u64)seg->npages * PAGE_SIZE, &log->mem->used);
+	atomic64_sub((u64)seg->npages * PAGE_SIZE +
+		     (u64)seg->index_cap * sizeof(*seg->index),
+		     &log->mem->used);
 	if (seg->file)
 		fput(seg->file);
 	log->bytes -= seg->size;
@@ -174,16 +189,14 @@ static struct krep_segment *seg_new(struct krep_log *log, u64 base)
 	seg->cap = log->segment_bytes;
 	seg->max_ts = -1;
 	seg->created_ms = krep_now_ms();
-	/* the arrays grow with the data, not to the segment's size at once */
+	/*
+	 * the arrays grow with the data, not to the segment's size at once;
+	 * the index, which a segment keeps once on disk, from its first entry
+	 */
 	seg->pages_cap = min(seg_max_pages(seg), KREP_SEG_GROW_MIN);
 	seg->pages = kvcalloc(seg->pages_cap, sizeof(*seg->pages),
 			      KREP_GFP_DATA);
-	seg->index_cap = min(seg_max_index(seg), KREP_SEG_GROW_MIN);
-	seg->index = kvcalloc(seg->index_cap, sizeof(*seg->index),
-			      KREP_GFP_DATA);
-	if (!seg->pages || !seg->index) {
-		kvfree(seg->pages);
-		kvfree(seg->index);
+	if (!seg->pages) {
 		kfree(seg);
 		return NULL;
 	}
@@ -202,7 +215,7 @@ static int seg_reserve(struct krep_log *log, struct krep_segment *seg, u32 len)
 	if (!more)
 		return 0;
 	if (grow((void **)&seg->pages, &seg->pages_cap, need,
-		 seg_max_pages(seg), sizeof(*seg->pages)))
+		 seg_max_pages(seg), sizeof(*seg->pages), NULL))
 		return -ENOMEM;
 	if (atomic64_add_return((u64)more * PAGE_SIZE, &mem->used) > mem->max) {
 		atomic64_sub((u64)more * PAGE_SIZE, &mem->used);
@@ -354,14 +367,19 @@ static int seg_crc_check(struct krep_log *log, const struct krep_segment *seg,
 	return (crc ^ ~0U) == want ? 0 : -EBADMSG;
 }
 
-/* index @b, about to start at @seg's end, when an interval has passed */
-static void seg_index(struct krep_segment *seg, const struct krep_batch *b)
+/*
+ * index @b, about to start at @seg's end, when an interval has passed;
+ * the index counts against log_memory_max (16 bytes an interval), since a
+ * segment keeps it once its pages are its file's
+ */
+static void seg_index(struct krep_log *log, struct krep_segment *seg,
+		      const struct krep_batch *b)
 {
 	if (seg->size && seg->size - seg->last_index_pos < KREP_INDEX_INTERVAL)
 		return;
 	/* without room the entry is skipped: a lookup scans a little more */
 	grow((void **)&seg->index, &seg->index_cap, seg->nindex + 1,
-	     seg_max_index(seg), sizeof(*seg->index));
+	     seg_max_index(seg), sizeof(*seg->index), log->mem);
 	if (seg->nindex < seg->index_cap) {
 		seg->index[seg->nindex].rel_offset =
 			b->base_offset - seg->base_offset;
@@ -376,7 +394,7 @@ static void seg_index(struct krep_segment *seg, const struct krep_batch *b)
 static void seg_publish(struct krep_log *log, struct krep_segment *seg,
 			const struct krep_batch *b)
 {
-	seg_index(seg, b);
+	seg_index(log, seg, b);
 	seg->size += b->len;
 	seg->next_offset = krep_batch_last(b) + 1;
 	seg->max_ts = max(seg->max_ts, b->max_ts);
@@ -1060,6 +1078,67 @@ int krep_log_append_file(struct krep_log *log, const struct krep_batch *b,
 	    b->len > U32_MAX - pos)
 		return -EINVAL;
 	seg_publish(log, seg, b);
+	return 0;
+}
+
+/**
+ * krep_log_append_seg - at load, a whole segment that stays in its file,
+ * from its indexes instead of its batches
+ * @log: the log; @base must be its end
+ * @base: the segment's base offset
+ * @next: the offset after its last batch
+ * @size: its bytes
+ * @file: its .log, open for reading (the segment takes a reference)
+ * @ent: its index, positions and offsets rising, as struct
+ *	 krep_index_entry says (Kafka's .index, the last offset of each
+ *	 batch, will do)
+ * @n: entries of @ent
+ * @max_ts: the segment's largest timestamp
+ *
+ * The index is charged to log_memory_max as an appended segment's.
+ *
+ * Return: 0, -EINVAL for entries out of order or a segment that does not
+ * begin at the log end, -ENOSPC past log_memory_max, -EMSGSIZE for more
+ * entries than @size has intervals, or -ENOMEM.
+ */
+int krep_log_append_seg(struct krep_log *log, u64 base, u64 next, u32 size,
+			struct file *file, const struct krep_index_entry *ent,
+			unsigned int n, s64 max_ts)
+{
+	struct krep_segment *seg;
+	unsigned int i;
+	int err;
+
+	if (base != log->end_offset || next < base || next - base > S32_MAX)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		if (ent[i].pos >= size || ent[i].rel_offset >= next - base ||
+		    (i && (ent[i].pos <= ent[i - 1].pos ||
+			   ent[i].rel_offset < ent[i - 1].rel_offset)))
+			return -EINVAL;
+	}
+	rx_close(log);
+	seg = seg_new(log, base);
+	if (!seg)
+		return -ENOMEM;
+	seg->cap = size;			/* sealed */
+	if (n) {
+		err = grow((void **)&seg->index, &seg->index_cap, n,
+			   seg_max_index(seg), sizeof(*seg->index), log->mem);
+		if (err) {
+			seg_free(log, seg);
+			return err;
+		}
+		memcpy(seg->index, ent, n * sizeof(*ent));
+		seg->nindex = n;
+		seg->last_index_pos = ent[n - 1].pos;
+	}
+	seg->file = get_file(file);
+	seg->size = size;
+	seg->next_offset = next;
+	seg->max_ts = max_ts;
+	log->bytes += size;
+	log->end_offset = next;
 	return 0;
 }
 

@@ -90,6 +90,18 @@ struct krep_log_slot {
 	bool published;
 };
 
+/*
+ * A segment's index entry: the batch at @pos begins at or below
+ * @rel_offset (relative to the segment's base) and ends at or above it,
+ * and no batch before it has a timestamp above @ts_before. Entries rise
+ * in both @pos and @rel_offset.
+ */
+struct krep_index_entry {
+	u32 rel_offset;
+	u32 pos;
+	s64 ts_before;
+};
+
 /* a reader's decision for each batch: serve it, skip it, or stop before it */
 enum krep_log_verdict {
 	KREP_LOG_TAKE,
@@ -132,6 +144,9 @@ bool krep_log_evict(struct krep_log *log, u64 base, u64 next, u32 size,
 void krep_log_evicted_free(struct krep_log_evicted *ev);
 int krep_log_append_file(struct krep_log *log, const struct krep_batch *b,
 			 u32 pos, struct file *file);
+int krep_log_append_seg(struct krep_log *log, u64 base, u64 next, u32 size,
+			struct file *file, const struct krep_index_entry *ent,
+			unsigned int n, s64 max_ts);
 bool krep_log_take_miss(struct krep_log *log, struct krep_log_miss *m);
 void krep_log_fault_in(struct krep_log_miss *m);
 void krep_log_miss_release(struct krep_log_miss *m);

@@ -68,10 +68,14 @@
 
 #include <linux/hash.h>
 #include <linux/list.h>
+#include <linux/list_sort.h>
 #include <linux/log2.h>
 #include <linux/mm.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
+#include <linux/timekeeping.h>
+
+#include <asm/unaligned.h>
 
 #include "krep.h"
 #include "param.h"
@@ -575,6 +579,13 @@ static void retry_stale(struct krep_partition *p, u64 now)
 			p->topic->name, p->index);
 }
 
+/* LSO from a state made anew: it may move back with the log */
+static void settle_lso(struct krep_partition *p)
+{
+	WRITE_ONCE(p->lso, min(p->lso, lso_target(p)));
+	krep_partition_update_lso(p);
+}
+
 /**
  * krep_producer_rebuild - producer state from the log as it now is
  * @p: the partition, after a truncation or a reset of its log
@@ -587,8 +598,248 @@ void krep_producer_rebuild(struct krep_partition *p)
 {
 	lockdep_assert_held(&p->lock);
 	rebuild(p);
-	WRITE_ONCE(p->lso, min(p->lso, lso_target(p)));
-	krep_partition_update_lso(p);
+	settle_lso(p);
+}
+
+/*
+ * Kafka's files for the producer state (ProducerStateManager's snapshot,
+ * version 1, and the transaction index), which a clean shutdown writes
+ * so that the next load reads them instead of the log.
+ *
+ * <offset>.snapshot: version int16 (1), crc uint32 (CRC-32C of what
+ * follows it), then an array (int32 count) of entries: producer id int64,
+ * epoch int16, last sequence int32, last offset int64, offset delta int32
+ * (last - first offset of that batch), timestamp int64, coordinator epoch
+ * int32, first offset of the open transaction int64 (-1: none).
+ *
+ * As in Kafka, an entry keeps its last batch only, not the last five: a
+ * retry of an older one after a restart is out of order. The last
+ * offset is the last batch's; for a producer with no sequence batch, its
+ * last batch or marker's. The timestamp is the wall-clock time this
+ * replica last saw the producer (krep keeps no batch timestamp), the
+ * coordinator epoch -1 (no coordinator).
+ *
+ * .txnindex: entries of version int16 (0), producer id int64, first
+ * offset int64, last offset (the abort marker) int64, last stable offset
+ * int64 (krep writes the marker's offset: an upper bound); each in the
+ * .txnindex of the segment holding its marker, which disklog.c sorts out
+ * (KREP_TXNINDEX_LAST).
+ */
+#define KREP_SNAP_VERSION	1
+#define KREP_SNAP_HDR		10	/* version, crc, array count */
+#define KREP_SNAP_CRC_FROM	6
+#define KREP_SNAP_ENTRY		46
+
+/* the state in a snapshot and a transaction index (krep_producer_save()) */
+static void put_entry(u8 *e, const struct krep_producer *x, u64 now_ms,
+		      u64 now_real)
+{
+	const struct krep_seq_batch *sb = x->nseq ? newest(x) : NULL;
+
+	put_unaligned_be64(x->producer_id, e);
+	put_unaligned_be16(x->producer_epoch, e + 8);
+	put_unaligned_be32(sb ? sb->last_seq : -1, e + 10);
+	put_unaligned_be64(sb ? sb->last_offset : x->last_offset, e + 14);
+	put_unaligned_be32(sb ? sb->last_offset - sb->first_offset : 0,
+			   e + 22);
+	put_unaligned_be64(now_real - min(now_ms - x->last_ms, now_real),
+			   e + 26);
+	put_unaligned_be32(-1, e + 34);
+	put_unaligned_be64(x->open && x->first_offset >= 0 ?
+			   x->first_offset : -1, e + 38);
+}
+
+/**
+ * krep_producer_save - the producer state as Kafka's files
+ * @p: the partition, under its lock; nothing appends any more
+ * @out: set to the snapshot's bytes and the transaction index entries of
+ *	 every segment, by marker; krep_producer_saved_free() frees them
+ *
+ * Return: 0; -EBUSY when the state cannot be put in a snapshot (stale,
+ * or a transaction whose marker HW has not passed yet: its pin); -ENOMEM.
+ */
+int krep_producer_save(struct krep_partition *p, struct krep_producer_saved *out)
+{
+	struct krep_producers *ps = &p->producers;
+	u64 now = krep_now_ms(), real = ktime_get_real_ns() / NSEC_PER_MSEC;
+	struct krep_producer *x;
+	struct krep_aborted *a;
+	unsigned int n = 0;
+	u8 *e;
+
+	lockdep_assert_held(&p->lock);
+	memset(out, 0, sizeof(*out));
+	lso_target(p);			/* lets go of the pins HW passed */
+	if (ps->stale || !list_empty(&ps->pins))
+		return -EBUSY;
+	list_for_each_entry(a, &ps->aborted, node)
+		n++;
+	out->snap_len = KREP_SNAP_HDR + (size_t)ps->count * KREP_SNAP_ENTRY;
+	out->txn_len = (size_t)n * KREP_TXNINDEX_ENTRY;
+	out->snap = kvmalloc(out->snap_len, GFP_KERNEL);
+	out->txn = kvmalloc(max_t(size_t, out->txn_len, 1), GFP_KERNEL);
+	if (!out->snap || !out->txn) {
+		krep_producer_saved_free(out);
+		return -ENOMEM;
+	}
+	e = out->snap + KREP_SNAP_HDR;
+	list_for_each_entry(x, &ps->lru, lru) {
+		put_entry(e, x, now, real);
+		e += KREP_SNAP_ENTRY;
+	}
+	put_unaligned_be16(KREP_SNAP_VERSION, out->snap);
+	put_unaligned_be32(ps->count, out->snap + 6);
+	put_unaligned_be32(krep_crc32c(~0U, out->snap + KREP_SNAP_CRC_FROM,
+				       out->snap_len - KREP_SNAP_CRC_FROM) ^ ~0U,
+			   out->snap + 2);
+	e = out->txn;
+	list_for_each_entry(a, &ps->aborted, node) {
+		put_unaligned_be16(0, e);
+		put_unaligned_be64(a->producer_id, e + 2);
+		put_unaligned_be64(a->first_offset, e + 10);
+		put_unaligned_be64(a->last_offset, e + KREP_TXNINDEX_LAST);
+		put_unaligned_be64(a->last_offset, e + 26);
+		e += KREP_TXNINDEX_ENTRY;
+	}
+	return 0;
+}
+
+void krep_producer_saved_free(struct krep_producer_saved *s)
+{
+	kvfree(s->snap);
+	kvfree(s->txn);
+	s->snap = NULL;
+	s->txn = NULL;
+}
+
+static int cmp_last(void *priv, const struct list_head *a,
+		    const struct list_head *b)
+{
+	u64 x = list_entry(a, struct krep_producer, lru)->last_offset;
+	u64 y = list_entry(b, struct krep_producer, lru)->last_offset;
+
+	return x > y;
+}
+
+static int cmp_first(void *priv, const struct list_head *a,
+		     const struct list_head *b)
+{
+	s64 x = list_entry(a, struct krep_producer, txn)->first_offset;
+	s64 y = list_entry(b, struct krep_producer, txn)->first_offset;
+
+	return x > y;
+}
+
+/* one snapshot entry into the state; -EINVAL when it is not one */
+static int load_entry(struct krep_producers *ps, const u8 *e, u64 leo,
+		      u64 now)
+{
+	u64 pid = get_unaligned_be64(e);
+	u16 epoch = get_unaligned_be16(e + 8);
+	s32 seq = get_unaligned_be32(e + 10);
+	s64 last = get_unaligned_be64(e + 14);
+	s32 delta = get_unaligned_be32(e + 22);
+	s64 first = get_unaligned_be64(e + 38);
+	struct krep_producer *x;
+
+	if (pid > S64_MAX || seq < -1 || last < 0 || last >= leo ||
+	    delta < 0 || delta > last ||
+	    first < -1 || first > last || find(ps, pid))
+		return -EINVAL;
+	x = add_producer(ps, pid, now);
+	if (!x)
+		return -ENOMEM;
+	x->producer_epoch = epoch;
+	x->last_offset = last;
+	if (seq >= 0) {
+		/* sequences wrap from INT32_MAX to 0 */
+		x->seq[0].first_seq = ((u32)seq - (u32)delta) & S32_MAX;
+		x->seq[0].last_seq = seq;
+		x->seq[0].first_offset = last - delta;
+		x->seq[0].last_offset = last;
+		x->nseq = 1;
+		x->seq_next = 1;
+	}
+	if (first >= 0) {
+		txn_open(x, epoch, first, KREP_TXN_TIMEOUT_DEFAULT_MS);
+		list_add_tail(&x->txn, &ps->txns);
+	}
+	return 0;
+}
+
+/* the aborted transactions of a .txnindex read whole, in marker order */
+static int load_aborted(struct krep_producers *ps, const u8 *t, size_t len,
+			u64 leo)
+{
+	u64 prev = 0, pid, first, last;
+	size_t i;
+	int err;
+
+	if (len % KREP_TXNINDEX_ENTRY)
+		return -EINVAL;
+	for (i = 0; i < len; i += KREP_TXNINDEX_ENTRY) {
+		pid = get_unaligned_be64(t + i + 2);
+		first = get_unaligned_be64(t + i + 10);
+		last = get_unaligned_be64(t + i + KREP_TXNINDEX_LAST);
+		if (get_unaligned_be16(t + i) || pid > S64_MAX ||
+		    first >= last || last >= leo || last < prev)
+			return -EINVAL;
+		prev = last;
+		err = add_aborted(ps, pid, first, last);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/**
+ * krep_producer_load - the producer state from a clean shutdown's files
+ * @p: the partition, its log loaded, under its lock; its state empty
+ * @snap: <LEO>.snapshot's bytes (krep_producer_save())
+ * @snap_len: their length
+ * @txn: every segment's .txnindex, in segment order
+ * @txn_len: their length
+ *
+ * Return: 0; -EINVAL when the files are not what krep_producer_save()
+ * writes for this log, or -ENOMEM/-ENOSPC: the state is then empty, and
+ * the caller rebuilds it from the log.
+ */
+int krep_producer_load(struct krep_partition *p, const u8 *snap,
+		       size_t snap_len, const u8 *txn, size_t txn_len)
+{
+	struct krep_producers *ps = &p->producers;
+	u64 leo = p->log.end_offset, now = krep_now_ms();
+	size_t i;
+	int err = -EINVAL;
+
+	lockdep_assert_held(&p->lock);
+	free_all(ps);
+	if (snap_len < KREP_SNAP_HDR ||
+	    get_unaligned_be16(snap) != KREP_SNAP_VERSION ||
+	    (snap_len - KREP_SNAP_HDR) % KREP_SNAP_ENTRY ||
+	    get_unaligned_be32(snap + 6) !=
+	    (snap_len - KREP_SNAP_HDR) / KREP_SNAP_ENTRY ||
+	    get_unaligned_be32(snap + 2) !=
+	    (krep_crc32c(~0U, snap + KREP_SNAP_CRC_FROM,
+			 snap_len - KREP_SNAP_CRC_FROM) ^ ~0U))
+		return -EINVAL;
+	for (i = KREP_SNAP_HDR; i < snap_len; i += KREP_SNAP_ENTRY) {
+		err = load_entry(ps, snap + i, leo, now);
+		if (err)
+			goto fail;
+	}
+	err = load_aborted(ps, txn, txn_len, leo);
+	if (err)
+		goto fail;
+	/* the lists' orders, which the code keeps by construction */
+	list_sort(NULL, &ps->lru, cmp_last);
+	list_sort(NULL, &ps->txns, cmp_first);
+	ps->stale = false;
+	settle_lso(p);
+	return 0;
+fail:
+	free_all(ps);
+	return err;
 }
 
 /*

@@ -46,6 +46,18 @@ struct krep_producers {
 	u64 stale_ms;			/* the last rebuild tried */
 };
 
+/* a .txnindex entry (producer.c), and where its abort marker's offset is */
+#define KREP_TXNINDEX_ENTRY	34
+#define KREP_TXNINDEX_LAST	18
+
+/* the producer state as Kafka's files (krep_producer_save()) */
+struct krep_producer_saved {
+	u8 *snap;			/* <LEO>.snapshot */
+	size_t snap_len;
+	u8 *txn;			/* .txnindex entries, by marker */
+	size_t txn_len;
+};
+
 void krep_producer_init(struct krep_partition *p);
 void krep_producer_batch(struct krep_partition *p, const struct krep_batch *b);
 void krep_producer_rebuild(struct krep_partition *p);
@@ -57,5 +69,10 @@ bool krep_txn_aborted(const struct krep_partition *p,
 int krep_producer_check(struct krep_partition *p, const struct krep_batch *b,
 			struct krep_append_result *dup, struct krep_status *st);
 void krep_txn_expire(struct krep_partition *p, u64 now);
+int krep_producer_save(struct krep_partition *p,
+		       struct krep_producer_saved *out);
+void krep_producer_saved_free(struct krep_producer_saved *s);
+int krep_producer_load(struct krep_partition *p, const u8 *snap,
+		       size_t snap_len, const u8 *txn, size_t txn_len);
 
 #endif /* _KREP_PRODUCER_H */

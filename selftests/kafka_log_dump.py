@@ -35,6 +35,16 @@ server-common CheckpointFile.java, metadata MetaProperties.java):
       leader-epoch-checkpoint: "epoch startOffset", both strictly increasing.
   meta.properties   java properties: version 0 (broker.id) or 1 (cluster.id
       and node.id required).
+  <20-digit offset>.snapshot   the producer state at that offset
+      (ProducerStateManager, version 1): int16 version, uint32 CRC-32C of
+      what follows it, int32 count, then entries of int64 producerId,
+      int16 epoch, int32 lastSequence, int64 lastOffset, int32 offsetDelta,
+      int64 timestamp, int32 coordinatorEpoch, int64 currentTxnFirstOffset;
+      listed as the partition's "snapshots".
+  <base>.txnindex   aborted transactions whose marker is in that segment
+      (TransactionIndex): 34-byte entries of int16 version (0), int64
+      producerId, firstOffset, lastOffset (the marker), lastStableOffset;
+      listed as the segment's "aborted".
 
 Exit status 0 without an error, 1 with one, 2 on usage.
 """
@@ -280,6 +290,57 @@ def read_segment(pdir, base, last, clean, expect, values, errs):
     return seg, None if cut else nxt
 
 
+SNAP_ENTRY = struct.Struct(">qhiqiqiq")
+TXN_ENTRY = struct.Struct(">hqqqq")
+
+
+def read_snapshot(path, offset, errs):
+    """The producers of a .snapshot file, its version and CRC checked."""
+    name = os.path.basename(path)
+    data = slurp(path, errs) or b""
+    if len(data) < 10:
+        errs.append("%s: %d bytes, shorter than its header" % (name, len(data)))
+        return None
+    ver, crc, count = struct.unpack_from(">hIi", data, 0)
+    if ver != 1:
+        errs.append("%s: version %d, not 1" % (name, ver))
+        return None
+    if crc32c(data[6:]) != crc:
+        errs.append("%s: CRC-32C mismatch" % name)
+    if count < 0 or len(data) != 10 + count * SNAP_ENTRY.size:
+        errs.append("%s: %d entries do not fill %d bytes" % (name, count, len(data)))
+        return None
+    keys = ("producer_id", "epoch", "last_sequence", "last_offset",
+            "offset_delta", "timestamp", "coordinator_epoch",
+            "current_txn_first_offset")
+    prods = [dict(zip(keys, SNAP_ENTRY.unpack_from(data, 10 + i * SNAP_ENTRY.size)))
+             for i in range(count)]
+    for p in prods:
+        if p["last_offset"] >= offset or p["current_txn_first_offset"] >= offset:
+            errs.append("%s: producer %d has offsets past the snapshot's" %
+                        (name, p["producer_id"]))
+    return {"offset": offset, "producers": prods}
+
+
+def read_txnindex(path, base, nxt, errs):
+    """The aborted transactions of a .txnindex file; each marker must be in
+    its segment, [base, nxt)."""
+    name = os.path.basename(path)
+    data = slurp(path, errs) or b""
+    if len(data) % TXN_ENTRY.size:
+        errs.append("%s: %d bytes, not a multiple of %d" % (name, len(data), TXN_ENTRY.size))
+    out = []
+    for i in range(0, len(data) - len(data) % TXN_ENTRY.size, TXN_ENTRY.size):
+        ver, pid, first, last, lso = TXN_ENTRY.unpack_from(data, i)
+        if ver != 0 or not first <= last or not base <= last < nxt:
+            errs.append("%s: entry %d (version %d, %d..%d) is not an aborted "
+                        "transaction ending in this segment" % (name, i // TXN_ENTRY.size,
+                                                                ver, first, last))
+        out.append({"producer_id": pid, "first_offset": first,
+                    "last_offset": last, "last_stable_offset": lso})
+    return out
+
+
 def read_partition(pdir, clean, log_start, want_values):
     errs = []
     part = {"segments": [], "leader_epochs": None, "log_start": None,
@@ -293,7 +354,7 @@ def read_partition(pdir, clean, log_start, want_values):
             errs.append("%s: base offset above a long" % f)
         elif m and m[2] == "log":
             bases.append(int(m[1]))
-        elif m and m[2] in ("index", "timeindex") and m[1] + ".log" not in names:
+        elif m and m[2] in ("index", "timeindex", "txnindex") and m[1] + ".log" not in names:
             errs.append("%s: no %s.log" % (f, m[1]))
         elif not m and f.endswith(SUFFIXES):
             errs.append("%s: not <20-digit base offset>%s" % (f, os.path.splitext(f)[1]))
@@ -305,11 +366,23 @@ def read_partition(pdir, clean, log_start, want_values):
             errs.append("segment %020d: the previous one ends at %d" % (base, expect))
         seg, nxt = read_segment(pdir, base, i == len(bases) - 1, clean,
                                 expect, values, errs)
+        tpath = os.path.join(pdir, "%020d.txnindex" % base)
+        if os.path.exists(tpath):
+            seg["aborted"] = read_txnindex(tpath, base, seg["next_offset"], errs)
         part["segments"].append(seg)
         expect = None if nxt is None else max(nxt, expect or 0)
     if bases:
         part["log_start"] = max(bases[0], log_start or 0)
         part["next_offset"] = part["segments"][-1]["next_offset"]
+    part["snapshots"] = []
+    for f in names:
+        m = SEG_RE.fullmatch(f)
+        if m and m[2] == "snapshot":
+            snap = read_snapshot(os.path.join(pdir, f), int(m[1]), errs)
+            if snap:
+                part["snapshots"].append(snap)
+            if bases and int(m[1]) > part["next_offset"]:
+                errs.append("%s: past the log end %d" % (f, part["next_offset"]))
     epochs = read_checkpoint(os.path.join(pdir, "leader-epoch-checkpoint"),
                              NAT + " " + NAT, (int, int), errs)
     if epochs is not None:

@@ -10,8 +10,13 @@
 #    four per CPU; 600 produced records reach the
 #    segment files (several segments, indexes, epoch checkpoint).
 #    flush.messages=1 and flush.ms move the recovery point; nothing else.
-# 2. rmmod: a clean shutdown writes the checkpoints (HW 600) and the
-#    marker; insmod again: t-0 comes back from the files, byte for byte.
+# 2. rmmod: a clean shutdown writes the checkpoints (HW 600), the marker,
+#    and each partition's producer state (fm: an aborted and an open
+#    transaction) as Kafka's .snapshot and .txnindex; insmod again (page
+#    cache dropped): t-0 comes back from the files, byte for byte; the
+#    segments below the last are read from their indexes (big: 256 KiB
+#    segments, hardly in the page cache after the load), the producer
+#    state from its snapshot (LSO, read_committed, a retry, a commit).
 # 3. a crash: no marker and a torn last batch; insmod: the torn tail is
 #    cut with a kernel log line naming the file, every batch before it
 #    is served, and later appends continue from there.
@@ -51,7 +56,7 @@ mnt=$tmp/mnt
 krep_cleanup_push rm -rf "$tmp"
 mark=logdir-$$
 
-ktap_plan 36
+ktap_plan 44
 krep_pyserve_start logdump "" kafka_log_dump ||
 	ktap_bail "cannot start kafka_log_dump.py"
 
@@ -75,7 +80,7 @@ krep_ext4_mount "$tmp/disk.img" 128M "$mnt" ||
 D1=$mnt/b1
 mkdir -p "$D1"
 LOAD=(log_dir="$D1" broker_id=1
-      "topics=t:2:1:segment_bytes=$SEG,fl:1:1:flush_messages=1,fm:1:1:flush_ms=200"
+      "topics=t:2:1:segment_bytes=$SEG,fl:1:1:flush_messages=1,fm:1:1:flush_ms=200,big:1:1:segment_bytes=262144"
       log_checkpoint_ms=500)
 
 # --- 1. write ------------------------------------------------------------------
@@ -160,6 +165,29 @@ else
 	ktap_fail "recovery points: fl (flush_messages=1) 30, fm (flush_ms=200) 10, t below $N ($(rp fl), $(rp fm), $(rp t))"
 fi
 
+# producer state for the clean restart, on fm (offsets 10..): producer
+# 7's transaction aborted (10-11, marker 12), producer 8's left open (13);
+# big: 640 records of 1 KiB in 256 KiB segments, 16 KiB batches
+"$KREPCTL" txn fm 7:0 begin >/dev/null &&
+	printf '%s\n' a1 a2 | "$KREPCTL" produce fm txn 7:0 batch 2 >/dev/null &&
+	"$KREPCTL" txn fm 7:0 abort >/dev/null &&
+	"$KREPCTL" txn fm 8:0 begin >/dev/null &&
+	echo o1 | "$KREPCTL" produce fm txn 8:0 >/dev/null ||
+	ktap_bail "the transactions on fm failed"
+pad=$(printf '%0980d' 0)
+values big 640 | sed "s/\$/$pad/" >"$tmp/big.in"
+"$KREPCTL" produce big acks 1 batch 16 <"$tmp/big.in" >/dev/null ||
+	ktap_bail "produce big failed"
+# the offsets found by time for each t-0 segment's largest timestamp
+by_time() {
+	local ts
+	for ts in $(dump "$D1" --partition t-0 |
+		    jq -r '.partitions["t-0"].segments[].max_timestamp'); do
+		"$KREPCTL" offsets t partition 0 "$ts"
+	done
+}
+by_time >"$tmp/ts.before"
+
 # --- 2. clean restart ------------------------------------------------------------
 krep_mod_unload
 if [ -e "$D1/.kafka_cleanshutdown" ] &&
@@ -172,6 +200,24 @@ else
 	ktap_fail "rmmod: a clean shutdown marker and the checkpoints"
 	head -5 "$D1"/*-checkpoint | ktap_diag_stdin
 fi
+# as kafka_log_dump.py reads Kafka's formats: fm-0's producers at its end,
+# and producer 7's aborted transaction in the .txnindex of its segment
+j=$(dump "$D1" --partition fm-0)
+snap=$(jq -c '[.partitions["fm-0"].snapshots[] | .offset,
+	([.producers[] | [.producer_id, .epoch, .last_sequence, .last_offset,
+			  .current_txn_first_offset]] | sort)]' <<<"$j")
+aborted=$(jq -c '[.partitions["fm-0"].segments[].aborted // empty | .[] |
+	[.producer_id, .first_offset, .last_offset]]' <<<"$j")
+if [ "$snap" = '[14,[[7,0,1,11,-1],[8,0,0,13,13]]]' ] &&
+   [ "$aborted" = '[[7,10,12]]' ] && [ -z "$(jq -c '.errors // empty | .[]' <<<"$j")" ]; then
+	ktap_ok "rmmod: fm-0's producers 7 and 8 (8's transaction open at 13) in its 14.snapshot, 7's aborted transaction 10..12 in the .txnindex"
+else
+	ktap_fail "rmmod: fm-0's producer state in a .snapshot and a .txnindex ($snap, $aborted)"
+	jq -c '.partitions["fm-0"].errors' <<<"$j" | ktap_diag_stdin
+fi
+# nothing of the log in the page cache, so that what the load reads shows
+sync && echo 3 >/proc/sys/vm/drop_caches
+krep_kmsg_mark "$mark-clean"
 krep_mod_load "${LOAD[@]}" || ktap_bail "insmod again failed"
 if [ "$(lpart t 0 leo)" = "$N" ] && [ "$(lpart t 0 hw)" = "$N" ] &&
    [ "$(lpart t 1 leo)" = 20 ]; then
@@ -184,6 +230,69 @@ ktap_check "the $N records read back are the ones produced" \
 	cmp -s "$tmp/a.in" "$tmp/a.out"
 ktap_check "the clean marker is consumed by the load" \
 	eval '[ ! -e "$D1/.kafka_cleanshutdown" ]'
+# after a clean shutdown every segment but the last comes from its
+# indexes, and the producer state from its snapshot
+log=$(krep_kmsg_since "$mark-clean")
+nt=$(find "$D1/t-0" -name '*.log' | wc -l)
+nb=$(find "$D1/big-0" -name '*.log' | wc -l)
+if grep -q "t-0: recovered offsets 0..$((N - 1)), HW $N (clean shutdown): $((nt - 1)) of $nt segments from their indexes, producer state from its snapshot" <<<"$log" &&
+   grep -q "big-0: recovered offsets 0..639, HW 640 (clean shutdown): $((nb - 1)) of $nb segments from their indexes, producer state from its snapshot" <<<"$log" &&
+   grep -q "fm-0: recovered offsets 0..13, HW 14 (clean shutdown): 0 of 1 segments from their indexes, producer state from its snapshot" <<<"$log" &&
+   [ "$nb" -ge 3 ]; then
+	ktap_ok "the load reads t-0's $((nt - 1)) and big-0's $((nb - 1)) segments below the last from their indexes, the producer states from their snapshots"
+else
+	ktap_fail "the load reads the segments below the last from their indexes, the producer states from their snapshots"
+	grep "recovered" <<<"$log" | ktap_diag_stdin
+fi
+# big-0's full segments were not read: little of them is in the page cache
+# (their last batch's header, with readahead), against every page of the
+# last one, which the load reads into memory
+read_share() { # FILE: percent of its pages in the page cache
+	fincore -n -r -b -o RES,SIZE "$1" | awk '{ print int(100 * $1 / $2) }'
+}
+shares=
+for f in $(find "$D1/big-0" -name '*.log' | sort | head -n -1); do
+	shares="$shares $(read_share "$f")"
+done
+last=$(find "$D1/big-0" -name '*.log' | sort | tail -n 1)
+if [ -n "$shares" ] && [ "$(read_share "$last")" -ge 90 ] &&
+   ! printf '%s\n' $shares | awk '$1 >= 50 { bad = 1 } END { exit !bad }'; then
+	ktap_ok "the full segments of big-0 are not read at load (in the page cache:$shares %; the last: $(read_share "$last") %)"
+else
+	ktap_fail "the full segments of big-0 are not read at load (in the page cache:$shares %; the last: $(read_share "$last") %)"
+fi
+"$KREPCTL" consume big partition 0 >"$tmp/big.out" 2>&1
+by_time >"$tmp/ts.after"
+if cmp -s "$tmp/big.in" "$tmp/big.out" && [ -s "$tmp/ts.after" ] &&
+   cmp -s "$tmp/ts.before" "$tmp/ts.after"; then
+	ktap_ok "big-0's 640 records read back from the files, and t-0's offsets by timestamp are those found before the restart"
+else
+	ktap_fail "big-0's records read back, t-0's offsets by timestamp unchanged"
+	diff "$tmp/ts.before" "$tmp/ts.after" | head -n 5 | ktap_diag_stdin
+fi
+ktap_check "the load removes the snapshots and transaction indexes it read" \
+	eval '[ -z "$(find "$D1" -name "*.snapshot" -o -name "*.txnindex")" ]'
+# the state read back: LSO at producer 8's open transaction, 7's records
+# hidden from read_committed, a retry of 8's batch answered with its
+# offset (not appended), and 8's commit moves LSO to HW
+committed() { "$KREPCTL" consume fm partition 0 --isolation read_committed; }
+if [ "$(lpart fm 0 lso)" = 13 ] && [ "$(lpart fm 0 hw)" = 14 ] &&
+   [ "$(committed)" = "$(values m 10)" ]; then
+	ktap_ok "fm-0: LSO 13 at producer 8's open transaction, HW 14, read_committed without 7's aborted records"
+else
+	ktap_fail "fm-0: LSO 13 at producer 8's open transaction, HW 14 (LSO $(lpart fm 0 lso), HW $(lpart fm 0 hw))"
+	committed 2>&1 | tail -n 3 | ktap_diag_stdin
+fi
+retry=$(echo o1 | "$KREPCTL" produce fm txn 8:0 2>&1)
+ktap_check "a retry of producer 8's batch is answered with offset 13, not appended again ($retry)" \
+	eval '[ "$retry" = "produced 1 record to fm-0, offsets 13..13" ] && [ "$(lpart fm 0 leo)" = 14 ]'
+out=$("$KREPCTL" txn fm 8:0 commit 2>&1)
+if [ "$out" = "offset=14 lso=15" ] &&
+   [ "$(committed)" = "$(values m 10; echo o1)" ]; then
+	ktap_ok "producer 8's commit after the restart: marker at 14, LSO 15, read_committed ends with o1"
+else
+	ktap_fail "producer 8's commit after the restart: marker at 14, LSO 15 ($out)"
+fi
 
 # --- 3. crash: a torn last batch -------------------------------------------------------
 krep_mod_unload
