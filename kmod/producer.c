@@ -561,6 +561,8 @@ static void rebuild(struct krep_partition *p)
 	free_all(ps);
 	ps->stale = false;
 	ps->stale_ms = krep_now_ms();
+	trace_krep_producer_rebuild(p, p->replicas[p->self],
+				    p->log.start_offset, p->log.end_offset);
 	if (krep_log_walk(&p->log, p->log.start_offset, rebuild_one, p))
 		pr_warn_ratelimited("%s-%u: producer state rebuilt from an unreadable log\n",
 				    p->topic->name, p->index);
@@ -840,6 +842,36 @@ int krep_producer_load(struct krep_partition *p, const u8 *snap,
 fail:
 	free_all(ps);
 	return err;
+}
+
+/**
+ * krep_producer_truncated - the log was cut back to @leo
+ * @p: the partition, under its lock
+ * @leo: its new end
+ *
+ * The state changes only when a batch or marker at or past @leo made part
+ * of it. The newest entry (the LRU list is in offset order: an entry's
+ * last offset is at least that of each batch, marker and transaction of
+ * it) and the newest aborted transaction tell at once; only then is the
+ * state rebuilt from the log, which reads every batch. LSO is recomputed
+ * either way, HW having moved back.
+ */
+void krep_producer_truncated(struct krep_partition *p, u64 leo)
+{
+	struct krep_producers *ps = &p->producers;
+	struct krep_producer *x;
+	struct krep_aborted *a;
+
+	lockdep_assert_held(&p->lock);
+	x = list_empty(&ps->lru) ? NULL :
+	    list_last_entry(&ps->lru, struct krep_producer, lru);
+	a = list_empty(&ps->aborted) ? NULL :
+	    list_last_entry(&ps->aborted, struct krep_aborted, node);
+	if (ps->stale || (x && x->last_offset >= leo) ||
+	    (a && a->last_offset >= leo))
+		krep_producer_rebuild(p);
+	else
+		settle_lso(p);
 }
 
 /*

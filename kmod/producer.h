@@ -5,7 +5,8 @@
  * sequences, the open transactions and the aborted-transaction index, as Kafka's
  * ProducerStateManager keeps them. Every replica, leader or follower,
  * builds it from the batches in its own log as they are appended, so a
- * new leader has it at once; a truncation rebuilds it from the log.
+ * new leader has it at once; a truncation that cuts part of it rebuilds
+ * it from the log, and a clean shutdown saves it as Kafka's snapshot.
  * Callers hold the partition's lock.
  */
 #ifndef _KREP_PRODUCER_H
@@ -61,6 +62,7 @@ struct krep_producer_saved {
 void krep_producer_init(struct krep_partition *p);
 void krep_producer_batch(struct krep_partition *p, const struct krep_batch *b);
 void krep_producer_rebuild(struct krep_partition *p);
+void krep_producer_truncated(struct krep_partition *p, u64 leo);
 void krep_producer_drop_unlogged(struct krep_partition *p);
 void krep_producer_destroy(struct krep_partition *p);
 void krep_producer_prune(struct krep_partition *p);

@@ -100,6 +100,15 @@ DEFINE_EVENT(krep_offset_class, krep_truncate,
 		 u64 new_val),
 	TP_ARGS(p, replica, old_val, new_val));
 
+/*
+ * the producer state is rebuilt by reading the log's batches, from
+ * old_val (the log start) to new_val (the log end)
+ */
+DEFINE_EVENT(krep_offset_class, krep_producer_rebuild,
+	TP_PROTO(const struct krep_partition *p, s64 replica, u64 old_val,
+		 u64 new_val),
+	TP_ARGS(p, replica, old_val, new_val));
+
 DECLARE_EVENT_CLASS(krep_isr_class,
 	TP_PROTO(const struct krep_partition *p, u32 follower, s64 lag_offsets,
 		 u64 lag_ms, const char *reason),

@@ -30,7 +30,8 @@
 #    and comes back; it recovers its log from disk, catches up (fetching
 #    only what it lacked) and ends with the leader's log. Then the whole cluster restarts from disk.
 # 7. a follower that diverged after a leader change (a scripted
-#    controller) truncates its segment files with its log.
+#    controller) truncates its segment files with its log, without
+#    reading the log again for a producer state the cut did not touch.
 # 8. a full disk: appends are refused with KAFKA_STORAGE_ERROR.
 # (Log directories under krepd: logdir_krepd.sh; KIP-101 and KIP-279 with
 # restarts: logdir_epochs.sh.)
@@ -56,7 +57,7 @@ mnt=$tmp/mnt
 krep_cleanup_push rm -rf "$tmp"
 mark=logdir-$$
 
-ktap_plan 44
+ktap_plan 45
 krep_pyserve_start logdump "" kafka_log_dump ||
 	ktap_bail "cannot start kafka_log_dump.py"
 
@@ -495,6 +496,11 @@ krep_wait_for 60 cluster_peers_up || ktap_bail "peers did not reconnect"
 big() { # PREFIX FROM TO
 	seq -f "$1-%04g-$(printf '%0100d' 0)" "$2" $(($3 - 1))
 }
+# the producer state's rebuilds (each reads the whole log), through tracefs
+tr=/sys/kernel/tracing
+[ -d "$tr/events/krep" ] || tr=/sys/kernel/debug/tracing
+echo >"$tr/trace"
+echo 1 >"$tr/events/krep/krep_producer_rebuild/enable"
 cluster_topic d partitions 1 replication-factor 2 \
 	config segment_bytes=4096 || ktap_bail "topic d"
 big d 0 50 | kc "$B1" produce d acks all batch 1 >/dev/null || ktap_bail "produce d"
@@ -527,6 +533,12 @@ else
 fi
 ktap_check "the kernel log says broker 1's d-0 was truncated from 80 to 50" \
 	eval 'krep_kmsg_since "$mark-cut" | grep -q "d-0: truncated from 80 to 50"'
+# d has no producer state: broker 1 rebuilt it once, as it created the
+# topic (an empty log), and the truncation left it as it was
+echo 0 >"$tr/events/krep/krep_producer_rebuild/enable"
+rebuilt=$(grep -o "broker=1 d-0 replica=1 .*" "$tr/trace")
+ktap_check "broker 1 did not read d-0's log again for its producer state at the truncation (rebuilds: $rebuilt)" \
+	test "$rebuilt" = "broker=1 d-0 replica=1 0 -> 0"
 
 # --- 8. a full disk (2 MiB): the partition refuses appends with KAFKA_STORAGE_ERROR ----------
 small=$tmp/small
