@@ -746,13 +746,19 @@ static int load_entry(struct krep_producers *ps, const u8 *e, u64 leo,
 
 	if (pid > S64_MAX || seq < -1 || last < 0 || last >= leo ||
 	    delta < 0 || delta > last ||
-	    first < -1 || first > last || find(ps, pid))
+	    first < -1 || first >= (s64)leo || find(ps, pid))
 		return -EINVAL;
 	x = add_producer(ps, pid, now);
 	if (!x)
 		return -ENOMEM;
 	x->producer_epoch = epoch;
-	x->last_offset = last;
+	/*
+	 * the snapshot has no marker offsets: its last batch or marker is
+	 * taken to be the last before the snapshot, so that a truncation
+	 * rebuilds the state (krep_producer_truncated()) and the log start
+	 * prunes it no earlier than it may
+	 */
+	x->last_offset = leo - 1;
 	if (seq >= 0) {
 		/* sequences wrap from INT32_MAX to 0 */
 		x->seq[0].first_seq = ((u32)seq - (u32)delta) & S32_MAX;
