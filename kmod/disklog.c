@@ -451,6 +451,56 @@ static int read_full(struct file *f, u8 *buf, u32 len, loff_t pos)
 	return 0;
 }
 
+/* entry @i of a .timeindex read whole: its timestamp and relative offset */
+static void tidx_entry(const u8 *te, unsigned int i, s64 *ts, u32 *rel)
+{
+	__be64 t;
+	__be32 o;
+
+	memcpy(&t, te + 12 * i, 8);
+	memcpy(&o, te + 12 * i + 8, 4);
+	*ts = be64_to_cpu(t);
+	*rel = be32_to_cpu(o);
+}
+
+/* a segment's two index files, read whole */
+struct seg_idx {
+	loff_t size;			/* of its .log */
+	__be32 *ie;			/* .index */
+	u8 *te;				/* .timeindex */
+	size_t ilen, tlen;
+};
+
+static void seg_idx_free(struct seg_idx *x)
+{
+	if (!IS_ERR_OR_NULL(x->ie))
+		kvfree(x->ie);
+	if (!IS_ERR_OR_NULL(x->te))
+		kvfree(x->te);
+	x->ie = NULL;
+	x->te = NULL;
+}
+
+/* open @s's files and read its indexes whole; seg_idx_free() frees them */
+static int seg_read_indexes(struct krep_disklog *d, struct dseg *s,
+			    struct seg_idx *x)
+{
+	int err;
+
+	memset(x, 0, sizeof(*x));
+	err = seg_open_files(d, s, false);
+	if (err)
+		return err;
+	x->size = i_size_read(file_inode(s->log));
+	x->ie = read_file(s->idx, &x->ilen);
+	x->te = read_file(s->tidx, &x->tlen);
+	if (!IS_ERR(x->ie) && !IS_ERR(x->te))
+		return 0;
+	err = IS_ERR(x->ie) ? PTR_ERR(x->ie) : PTR_ERR(x->te);
+	seg_idx_free(x);
+	return err;
+}
+
 /*
  * cut the segment @s, which holds @offset, so that it ends right before
  * the batch starting at @offset, and make it the tail again
@@ -458,26 +508,24 @@ static int read_full(struct file *f, u8 *buf, u32 len, loff_t pos)
 static int seg_cut(struct krep_disklog *d, struct dseg *s, u64 offset)
 {
 	u8 hdr[KREP_RB_HDR_LEN];
-	size_t ilen = 0, tlen = 0;
-	s64 scan_ts = -1;
+	s64 scan_ts = -1, ts;
 	u64 scan_off = 0;
 	struct krep_batch b;
-	__be32 *ie = NULL;
-	u8 *te = NULL;
+	struct seg_idx x;
 	loff_t pos = 0, size;
 	unsigned int i, ni, nt;
+	__be32 *ie;
+	size_t ilen, tlen;
+	u32 rel;
 	int err;
 
-	err = seg_open_files(d, s, false);
+	err = seg_read_indexes(d, s, &x);
 	if (err)
 		return err;
-	size = i_size_read(file_inode(s->log));
-	ie = read_file(s->idx, &ilen);
-	te = read_file(s->tidx, &tlen);
-	if (IS_ERR(ie) || IS_ERR(te)) {
-		err = IS_ERR(ie) ? PTR_ERR(ie) : PTR_ERR(te);
-		goto out;
-	}
+	size = x.size;
+	ie = x.ie;
+	ilen = x.ilen;
+	tlen = x.tlen;
 	/* start from the last index entry of a batch wholly before @offset */
 	for (ni = 0; ni < ilen / 8; ni++) {
 		if (s->base + be32_to_cpu(ie[2 * ni]) >= offset)
@@ -502,10 +550,8 @@ static int seg_cut(struct krep_disklog *d, struct dseg *s, u64 offset)
 		;
 	ni = i;
 	for (nt = 0; nt < tlen / 12; nt++) {
-		__be32 rel;
-
-		memcpy(&rel, te + 12 * nt + 8, 4);
-		if (s->base + be32_to_cpu(rel) >= offset)
+		tidx_entry(x.te, nt, &ts, &rel);
+		if (s->base + rel >= offset)
 			break;
 	}
 	err = krep_vfs_truncate(s->log, pos) ?:
@@ -521,13 +567,9 @@ static int seg_cut(struct krep_disklog *d, struct dseg *s, u64 offset)
 	s->max_ts = -1;
 	s->tindex_ts = -1;
 	if (nt) {
-		__be64 ts;
-		__be32 rel;
-
-		memcpy(&ts, te + 12 * (nt - 1), 8);
-		memcpy(&rel, te + 12 * (nt - 1) + 8, 4);
-		s->max_ts = be64_to_cpu(ts);
-		s->max_ts_off = s->base + be32_to_cpu(rel);
+		tidx_entry(x.te, nt - 1, &ts, &rel);
+		s->max_ts = ts;
+		s->max_ts_off = s->base + rel;
 		s->tindex_ts = s->max_ts;
 	}
 	if (scan_ts > s->max_ts) {
@@ -535,10 +577,7 @@ static int seg_cut(struct krep_disklog *d, struct dseg *s, u64 offset)
 		s->max_ts_off = scan_off;
 	}
 out:
-	if (!IS_ERR_OR_NULL(ie))
-		kvfree(ie);
-	if (!IS_ERR_OR_NULL(te))
-		kvfree(te);
+	seg_idx_free(&x);
 	return err;
 }
 
@@ -1329,18 +1368,6 @@ static int recover_batches(struct recover *r, struct dseg *s, bool check_crc,
 	return 0;
 }
 
-/* entry @i of a .timeindex read whole: its timestamp and relative offset */
-static void tidx_entry(const u8 *te, unsigned int i, s64 *ts, u32 *rel)
-{
-	__be64 t;
-	__be32 o;
-
-	memcpy(&t, te + 12 * i, 8);
-	memcpy(&o, te + 12 * i + 8, 4);
-	*ts = be64_to_cpu(t);
-	*rel = be32_to_cpu(o);
-}
-
 /*
  * The batches after @s's last .index entry (at @from, holding the offset
  * base + @rel; the segment's start when none): each must follow the one
@@ -1394,9 +1421,9 @@ static int load_indexed(struct recover *r, struct dseg *s, u64 next_base)
 	char name[KREP_DISK_NAME_LEN + 1];
 	struct krep_index_entry *ent = NULL;
 	struct file *rf = NULL;
-	unsigned int n = 0, nt = 0, i, k;
-	size_t ilen = 0, tlen = 0;
+	unsigned int n, nt, i, k;
 	s64 ts, tmax = -1, max_ts;
+	struct seg_idx x;
 	u64 ts_off = 0;
 	__be32 *ie;
 	loff_t size;
@@ -1404,19 +1431,18 @@ static int load_indexed(struct recover *r, struct dseg *s, u64 next_base)
 	u32 rel;
 	int err;
 
-	err = seg_open_files(d, s, false);
-	if (err)
-		return err;
-	size = i_size_read(file_inode(s->log));
-	ie = read_file(s->idx, &ilen);
-	te = read_file(s->tidx, &tlen);
+	/* an error reading them: the batches are read, and tell */
+	if (seg_read_indexes(d, s, &x))
+		return 1;
+	size = x.size;
+	ie = x.ie;
+	te = x.te;
 	err = 1;
-	if (IS_ERR(ie) || IS_ERR(te) || ilen % 8 || tlen % 12 ||
-	    size > S32_MAX || next_base <= s->base ||
-	    next_base - s->base > S32_MAX)
+	if (x.ilen % 8 || x.tlen % 12 || size > S32_MAX ||
+	    next_base <= s->base || next_base - s->base > S32_MAX)
 		goto out;
-	n = ilen / 8;
-	nt = tlen / 12;
+	n = x.ilen / 8;
+	nt = x.tlen / 12;
 	ent = kvmalloc_array(max(n, 1U), sizeof(*ent), GFP_KERNEL);
 	if (!ent) {
 		err = -ENOMEM;
@@ -1491,10 +1517,7 @@ out:
 	if (rf)
 		fput(rf);		/* the memory log holds its own */
 	kvfree(ent);
-	if (!IS_ERR(ie))
-		kvfree(ie);
-	if (!IS_ERR(te))
-		kvfree(te);
+	seg_idx_free(&x);
 	return err;
 }
 

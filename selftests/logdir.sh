@@ -549,7 +549,9 @@ kc "$B7" broker set id 7 log-dir "$small" >/dev/null &&
 	kc "$B7" topic create full partitions 1 replication-factor 1 \
 		config segment_bytes=1048576 >/dev/null || ktap_bail "broker 7"
 krep_kmsg_mark "$mark-full"
-big x 0 16000 | kc "$B7" produce full acks 1 batch 50 >/dev/null 2>"$tmp/full.err"
+# 2200 records of 1 KiB: more than the disk holds
+seq -f "x-%04g-$(printf '%01000d' 0)" 0 2199 |
+	kc "$B7" produce full acks 1 batch 16 >/dev/null 2>"$tmp/full.err"
 refused() {
 	big y 0 50 | kc "$B7" produce full acks 1 batch 50 >/dev/null 2>"$tmp/full.err"
 	grep -q KAFKA_STORAGE_ERROR "$tmp/full.err"
