@@ -1638,7 +1638,7 @@ static bool load_producers(struct krep_disklog *d, u64 leo)
 		txn = all;
 		tlen += len;
 	}
-	err = krep_producer_load(d->p, snap, slen, txn, tlen);
+	err = krep_producer_load(d->p, snap, slen, txn, tlen, leo);
 out:
 	if (err)
 		pr_warn("%s-%u: the producer snapshot at %llu cannot be used (%d): the state comes from the log\n",

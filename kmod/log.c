@@ -86,6 +86,7 @@ void krep_log_init(struct krep_log *log, struct krep_mem *mem,
 	log->segment_ms = segment_ms;
 	log->mem = mem;
 	log->changed = NULL;
+	log->rolled = NULL;
 	log->cut = U64_MAX;
 	log->wait_io = false;
 	log->miss.set = false;
@@ -429,6 +430,8 @@ static struct krep_segment *tail_reserve(struct krep_log *log, u32 len,
 			*errp = -ENOMEM;
 			return NULL;
 		}
+		if (log->rolled)
+			log->rolled(log);
 	}
 	err = seg_reserve(log, seg, len);
 	if (err) {

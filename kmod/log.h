@@ -45,6 +45,8 @@ struct krep_log {
 	bool rx_open;			/* a room is reserved (krep_log_rx_*) */
 	/* the log directory's writer (disklog.c): told of every change */
 	void (*changed)(struct krep_log *log);
+	/* an append or a receive starts a segment at the log end */
+	void (*rolled)(struct krep_log *log);
 	u64 cut;			/* lowest new end since it last looked */
 	bool wait_io;			/* reads may wait for the disk */
 	struct {			/* where a read found no page */

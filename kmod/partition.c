@@ -59,6 +59,7 @@ struct krep_partition *krep_partition_new(struct krep_topic *t, u32 index,
 	krep_producer_init(p);
 	krep_log_init(&p->log, &t->kn->mem, t->config.segment_bytes,
 		      t->config.segment_ms);
+	p->log.rolled = krep_producer_log_rolled;
 	p->nreplicas = nreplicas;
 	for (i = 0; i < nreplicas; i++) {
 		p->replicas[i] = replicas[i];

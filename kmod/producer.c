@@ -134,6 +134,8 @@ struct krep_aborted {
 	u64 last_offset;		/* the abort marker */
 };
 
+static void kept_free(struct krep_producers *ps, struct krep_producer_kept *k);
+
 void krep_producer_init(struct krep_partition *p)
 {
 	struct krep_producers *ps = &p->producers;
@@ -535,8 +537,11 @@ static void free_all(struct krep_producers *ps)
 void krep_producer_destroy(struct krep_partition *p)
 {
 	struct krep_producers *ps = &p->producers;
+	unsigned int i;
 
 	free_all(ps);
+	for (i = 0; i < KREP_PRODUCER_KEPT; i++)
+		kept_free(ps, &ps->kept[i]);
 	if (ps->table)
 		ps_free(ps, ps->table, table_size(ps->bits));
 	ps_free(ps, ps->spare, sizeof(*ps->spare));
@@ -557,8 +562,12 @@ static enum krep_log_verdict rebuild_one(const struct krep_batch *b,
 static void rebuild(struct krep_partition *p)
 {
 	struct krep_producers *ps = &p->producers;
+	unsigned int i;
 
 	free_all(ps);
+	/* a reset log may start where one was kept: none is of it now */
+	for (i = 0; i < KREP_PRODUCER_KEPT; i++)
+		kept_free(ps, &ps->kept[i]);
 	ps->stale = false;
 	ps->stale_ms = krep_now_ms();
 	trace_krep_producer_rebuild(p, p->replicas[p->self],
@@ -801,22 +810,23 @@ static int load_aborted(struct krep_producers *ps, const u8 *t, size_t len,
 }
 
 /**
- * krep_producer_load - the producer state from a clean shutdown's files
- * @p: the partition, its log loaded, under its lock; its state empty
+ * krep_producer_load - the producer state from a snapshot
+ * @p: the partition, under its lock
  * @snap: <LEO>.snapshot's bytes (krep_producer_save())
  * @snap_len: their length
  * @txn: every segment's .txnindex, in segment order
  * @txn_len: their length
+ * @at: the offset the state is at: every batch below it, none above
  *
  * Return: 0; -EINVAL when the files are not what krep_producer_save()
  * writes for this log, or -ENOMEM/-ENOSPC: the state is then empty, and
  * the caller rebuilds it from the log.
  */
 int krep_producer_load(struct krep_partition *p, const u8 *snap,
-		       size_t snap_len, const u8 *txn, size_t txn_len)
+		       size_t snap_len, const u8 *txn, size_t txn_len, u64 at)
 {
 	struct krep_producers *ps = &p->producers;
-	u64 leo = p->log.end_offset, now = krep_now_ms();
+	u64 leo = at, now = krep_now_ms();
 	size_t i;
 	int err = -EINVAL;
 
@@ -850,6 +860,95 @@ fail:
 	return err;
 }
 
+static void kept_free(struct krep_producers *ps, struct krep_producer_kept *k)
+{
+	if (!k->sv.snap)
+		return;
+	atomic64_sub(k->sv.snap_len + k->sv.txn_len, &ps_mem(ps)->used);
+	krep_producer_saved_free(&k->sv);
+}
+
+/* the kept states no longer of the log: above @leo or below its start */
+static void kept_drop(struct krep_partition *p)
+{
+	struct krep_producers *ps = &p->producers;
+	unsigned int i;
+
+	for (i = 0; i < KREP_PRODUCER_KEPT; i++) {
+		if (ps->kept[i].offset > p->log.end_offset ||
+		    ps->kept[i].offset < p->log.start_offset)
+			kept_free(ps, &ps->kept[i]);
+	}
+}
+
+/**
+ * krep_producer_log_rolled - the log starts a segment at its end
+ * @log: the partition's log, under the partition's lock
+ *
+ * With a log directory, the state at this offset is kept (the last
+ * KREP_PRODUCER_KEPT of them, charged to log_memory_max), as Kafka
+ * takes a snapshot at each roll: a truncation then replays the log from
+ * the newest at or below its cut, not from the log start, which on disk
+ * may be many times memory. None is kept while the state cannot be put
+ * in a snapshot (krep_producer_save()).
+ */
+void krep_producer_log_rolled(struct krep_log *log)
+{
+	struct krep_partition *p = container_of(log, struct krep_partition,
+						log);
+	struct krep_producers *ps = &p->producers;
+	struct krep_producer_kept *k = &ps->kept[ps->kept_next];
+	struct krep_mem *mem = ps_mem(ps);
+	struct krep_producer_saved sv;
+	size_t size;
+
+	if (!p->disk || krep_producer_save(p, &sv))
+		return;
+	size = sv.snap_len + sv.txn_len;
+	if (atomic64_add_return(size, &mem->used) > mem->max) {
+		atomic64_sub(size, &mem->used);
+		krep_producer_saved_free(&sv);
+		return;
+	}
+	kept_free(ps, k);
+	k->offset = log->end_offset;
+	k->sv = sv;
+	ps->kept_next = (ps->kept_next + 1) % KREP_PRODUCER_KEPT;
+}
+
+/* the newest kept state at or below @leo and in the log, if any */
+static struct krep_producer_kept *kept_at(struct krep_partition *p, u64 leo)
+{
+	struct krep_producer_kept *k, *best = NULL;
+	unsigned int i;
+
+	for (i = 0; i < KREP_PRODUCER_KEPT; i++) {
+		k = &p->producers.kept[i];
+		if (k->sv.snap && k->offset <= leo &&
+		    k->offset >= p->log.start_offset &&
+		    (!best || k->offset > best->offset))
+			best = k;
+	}
+	return best;
+}
+
+/*
+ * the state from kept state @k and the batches after it; false when @k
+ * cannot be read back (the state is then empty)
+ */
+static bool replay_from(struct krep_partition *p, struct krep_producer_kept *k)
+{
+	if (krep_producer_load(p, k->sv.snap, k->sv.snap_len, k->sv.txn,
+			       k->sv.txn_len, k->offset))
+		return false;
+	trace_krep_producer_rebuild(p, p->replicas[p->self], k->offset,
+				    p->log.end_offset);
+	if (krep_log_walk(&p->log, k->offset, rebuild_one, p))
+		pr_warn_ratelimited("%s-%u: producer state rebuilt from an unreadable log\n",
+				    p->topic->name, p->index);
+	return true;
+}
+
 /**
  * krep_producer_truncated - the log was cut back to @leo
  * @p: the partition, under its lock
@@ -859,25 +958,34 @@ fail:
  * of it. The newest entry (the LRU list is in offset order: an entry's
  * last offset is at least that of each batch, marker and transaction of
  * it) and the newest aborted transaction tell at once; only then is the
- * state rebuilt from the log, which reads every batch. LSO is recomputed
+ * state made anew: from the newest state kept at or below @leo and the
+ * batches after it, else from every batch of the log. LSO is recomputed
  * either way, HW having moved back.
  */
 void krep_producer_truncated(struct krep_partition *p, u64 leo)
 {
 	struct krep_producers *ps = &p->producers;
+	struct krep_producer_kept *k;
 	struct krep_producer *x;
 	struct krep_aborted *a;
 
 	lockdep_assert_held(&p->lock);
+	kept_drop(p);
 	x = list_empty(&ps->lru) ? NULL :
 	    list_last_entry(&ps->lru, struct krep_producer, lru);
 	a = list_empty(&ps->aborted) ? NULL :
 	    list_last_entry(&ps->aborted, struct krep_aborted, node);
-	if (ps->stale || (x && x->last_offset >= leo) ||
-	    (a && a->last_offset >= leo))
-		krep_producer_rebuild(p);
-	else
+	if (!ps->stale && (!x || x->last_offset < leo) &&
+	    (!a || a->last_offset < leo)) {
 		settle_lso(p);
+		return;
+	}
+	k = kept_at(p, leo);
+	if (k && replay_from(p, k)) {
+		settle_lso(p);
+		return;
+	}
+	krep_producer_rebuild(p);
 }
 
 /*

@@ -18,6 +18,7 @@
 struct krep_aborted;
 struct krep_append_result;
 struct krep_batch;
+struct krep_log;
 struct krep_partition;
 struct krep_producer;
 struct krep_status;
@@ -25,6 +26,20 @@ struct krep_status;
 /* the Kafka default of transaction.timeout.ms and the broker's maximum */
 #define KREP_TXN_TIMEOUT_DEFAULT_MS	60000
 #define KREP_TXN_TIMEOUT_MAX_MS		900000
+
+/* a .txnindex entry (producer.c), and where its abort marker's offset is */
+#define KREP_TXNINDEX_ENTRY	34
+#define KREP_TXNINDEX_LAST	18
+
+/* the producer state as Kafka's files (krep_producer_save()) */
+struct krep_producer_saved {
+	u8 *snap;			/* <LEO>.snapshot */
+	size_t snap_len;
+	u8 *txn;			/* .txnindex entries, by marker */
+	size_t txn_len;
+};
+
+#define KREP_PRODUCER_KEPT	4
 
 /*
  * A partition's producer state, in struct krep_partition, under its lock.
@@ -45,18 +60,16 @@ struct krep_producers {
 	bool stale;			/* an allocation failed: see producer.c */
 	u64 stale_at;			/* the first offset not taken in */
 	u64 stale_ms;			/* the last rebuild tried */
-};
-
-/* a .txnindex entry (producer.c), and where its abort marker's offset is */
-#define KREP_TXNINDEX_ENTRY	34
-#define KREP_TXNINDEX_LAST	18
-
-/* the producer state as Kafka's files (krep_producer_save()) */
-struct krep_producer_saved {
-	u8 *snap;			/* <LEO>.snapshot */
-	size_t snap_len;
-	u8 *txn;			/* .txnindex entries, by marker */
-	size_t txn_len;
+	/*
+	 * with a log directory, the state at the start of each of the last
+	 * KREP_PRODUCER_KEPT segments, so that a truncation replays the log
+	 * from there instead of from its start (krep_producer_truncated())
+	 */
+	struct krep_producer_kept {
+		u64 offset;
+		struct krep_producer_saved sv;	/* none: .snap NULL */
+	} kept[KREP_PRODUCER_KEPT];
+	unsigned int kept_next;		/* the slot the next one takes */
 };
 
 void krep_producer_init(struct krep_partition *p);
@@ -75,6 +88,7 @@ int krep_producer_save(struct krep_partition *p,
 		       struct krep_producer_saved *out);
 void krep_producer_saved_free(struct krep_producer_saved *s);
 int krep_producer_load(struct krep_partition *p, const u8 *snap,
-		       size_t snap_len, const u8 *txn, size_t txn_len);
+		       size_t snap_len, const u8 *txn, size_t txn_len, u64 at);
+void krep_producer_log_rolled(struct krep_log *log);
 
 #endif /* _KREP_PRODUCER_H */

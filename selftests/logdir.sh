@@ -30,8 +30,8 @@
 #    and comes back; it recovers its log from disk, catches up (fetching
 #    only what it lacked) and ends with the leader's log. Then the whole cluster restarts from disk.
 # 7. a follower that diverged after a leader change (a scripted
-#    controller) truncates its segment files with its log, without
-#    reading the log again for a producer state the cut did not touch.
+#    controller) truncates its segment files with its log, and its
+#    producer state (an open transaction cut away) from a kept state.
 # 8. a full disk: appends are refused with KAFKA_STORAGE_ERROR.
 # (Log directories under krepd: logdir_krepd.sh; KIP-101 and KIP-279 with
 # restarts: logdir_epochs.sh.)
@@ -57,7 +57,7 @@ mnt=$tmp/mnt
 krep_cleanup_push rm -rf "$tmp"
 mark=logdir-$$
 
-ktap_plan 45
+ktap_plan 47
 krep_pyserve_start logdump "" kafka_log_dump ||
 	ktap_bail "cannot start kafka_log_dump.py"
 
@@ -490,9 +490,11 @@ krep_wait_for 60 cluster_peers_up || ktap_bail "peers did not reconnect"
 
 # --- 7. a follower's divergent suffix is cut on disk too ------------------------------
 # d: replicas 1,2 (4 KiB segments, one ~160-byte record a batch). Broker 2
-# is cut off at 50; broker 1 appends 30 more; a scripted controller
-# (ctl_helper.py) makes broker 2 leader at epoch 1, which appends 20 of its
-# own; broker 1 follows it: its log, and its segment files, go back to 50.
+# is cut off at 50; broker 1 appends 30 more, in producer 9's transaction;
+# a scripted controller (ctl_helper.py) makes broker 2 leader at epoch 1,
+# which appends 20 of its own; broker 1 follows it: its log, and its
+# segment files, go back to 50, and its producer state with them (from
+# the state kept at a segment start below 50, not from the log start).
 big() { # PREFIX FROM TO
 	seq -f "$1-%04g-$(printf '%0100d' 0)" "$2" $(($3 - 1))
 }
@@ -507,7 +509,11 @@ big d 0 50 | kc "$B1" produce d acks all batch 1 >/dev/null || ktap_bail "produc
 at50() { [ "$(part "$B2" d 0 | jq -r .leo)" = 50 ]; }
 krep_wait_for 30 at50 || ktap_bail "broker 2 did not reach 50"
 link_down 2
-big e 50 80 | kc "$B1" produce d acks 1 batch 1 >/dev/null || ktap_bail "produce e"
+kc "$B1" txn d 9:0 begin >/dev/null &&
+	big e 50 80 | kc "$B1" produce d acks 1 txn 9:0 batch 1 >/dev/null ||
+	ktap_bail "produce e"
+ktap_check "broker 1: d-0's LSO 50 at producer 9's open transaction (e-50..79)" \
+	test "$(part "$B1" d 0 | jq -r .lso)" = 50
 krep_pyserve_start ctl1 "$B1" ctl_helper && krep_pyserve_start ctl2 "$B2" ctl_helper ||
 	ktap_bail "cannot start ctl_helper.py"
 pe=$(part "$B2" d 0 | jq .partition_epoch)
@@ -533,12 +539,21 @@ else
 fi
 ktap_check "the kernel log says broker 1's d-0 was truncated from 80 to 50" \
 	eval 'krep_kmsg_since "$mark-cut" | grep -q "d-0: truncated from 80 to 50"'
-# d has no producer state: broker 1 rebuilt it once, as it created the
-# topic (an empty log), and the truncation left it as it was
+# broker 1 made d-0's producer state once from the log, as it created the
+# topic (empty), then at the cut from a state kept at a segment start
 echo 0 >"$tr/events/krep/krep_producer_rebuild/enable"
 rebuilt=$(grep -o "broker=1 d-0 replica=1 .*" "$tr/trace")
-ktap_check "broker 1 did not read d-0's log again for its producer state at the truncation (rebuilds: $rebuilt)" \
-	test "$rebuilt" = "broker=1 d-0 replica=1 0 -> 0"
+from=$(sed -n '2s/.* \([0-9]*\) -> 50$/\1/p' <<<"$rebuilt")
+if [ "$(sed -n 1p <<<"$rebuilt")" = "broker=1 d-0 replica=1 0 -> 0" ] &&
+   [ "$(wc -l <<<"$rebuilt")" = 2 ] && [ -n "$from" ] &&
+   [ "$from" -gt 0 ] && [ "$from" -le 50 ]; then
+	ktap_ok "broker 1 remade d-0's producer state at the cut from the state kept at offset $from, not from the log start"
+else
+	ktap_fail "broker 1 remade d-0's producer state at the cut from a kept state ($(echo $rebuilt))"
+fi
+lso_hw() { [ "$(part "$B1" d 0 | jq -r '"\(.lso) \(.hw)"')" = "70 70" ]; }
+ktap_check "producer 9's transaction went with the cut: broker 1's LSO is its HW 70" \
+	krep_wait_for 30 lso_hw
 
 # --- 8. a full disk (2 MiB): the partition refuses appends with KAFKA_STORAGE_ERROR ----------
 small=$tmp/small

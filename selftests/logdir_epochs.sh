@@ -34,7 +34,10 @@
 #    first and leads epoch 2 with n-4..6 (acks=all). Broker 1 comes back
 #    with m-4 below its checkpointed HW 5, follows, truncates to the end
 #    of epoch 1 on the leader (4): both segment files end byte for byte
-#    the same. Truncating to HW would have kept m-4 beside n-5.
+#    the same. Truncating to HW would have kept m-4 beside n-5. b has no
+#    producer state: broker 2's load reads the log for it
+#    (krep_producer_rebuild, through tracefs), broker 1's (a clean
+#    shutdown) comes from its snapshot, and its truncation leaves it be.
 # 3. KIP-279, two rounds (topic k, replicas 1,2,3): broker 3, cut off,
 #    leads an epoch 3 alone (lost-3, lost-4, its HW 5) that brokers 1,2
 #    (epoch 2, e2-3, e2-4) never see. Brokers 1 and 3 restart; broker 1
@@ -63,7 +66,7 @@ mnt=$tmp/mnt
 krep_cleanup_push rm -rf "$tmp"
 mark=logdir-epochs-$$
 
-ktap_plan 17
+ktap_plan 18
 krep_pyserve_start logdump "" kafka_log_dump ||
 	ktap_bail "cannot start kafka_log_dump.py"
 
@@ -258,6 +261,11 @@ krep_wait_for 30 hw5 || ktap_bail "HW 5 on broker 1"
 restart 1 && restart 2 || ktap_bail "brokers 1 and 2 did not come back"
 truncate -s "$size4" "$seg" && rm -f "$mnt/c2/.kafka_cleanshutdown" ||
 	ktap_bail "cannot cut broker 2's segment file"
+# the producer state's rebuilds from the log, through tracefs
+tr=/sys/kernel/tracing
+[ -d "$tr/events/krep" ] || tr=/sys/kernel/debug/tracing
+echo >"$tr/trace"
+echo 1 >"$tr/events/krep/krep_producer_rebuild/enable"
 krep_kmsg_mark "$mark-2"
 kc "$B2" broker set log-dir "$mnt/c2" >/dev/null && topic_new b 2 1,2 2 ||
 	ktap_bail "broker 2: topic b"
@@ -286,6 +294,10 @@ else
 fi
 ktap_check "broker 1 truncated b-0 from 5 to 4 (the leader's end of epoch 1), not to its HW" \
 	eval '[ "$(krep_kmsg_since "$mark-2b" | grep -o "b-0: truncated from .*")" = "b-0: truncated from 5 to 4: diverged from the leader" ]'
+echo 0 >"$tr/events/krep/krep_producer_rebuild/enable"
+rebuilt=$(grep -o "broker=[0-9]* b-0 replica=[0-9]* .*" "$tr/trace")
+ktap_check "b-0's producer state was read from the log once, by broker 2's load (unclean), not at broker 1's clean load or its truncation: $(echo $rebuilt)" \
+	test "$rebuilt" = "broker=2 b-0 replica=2 0 -> 4"
 
 # --- 3. KIP-279: an epoch the leader never saw, two rounds ---------------------
 
