@@ -1443,6 +1443,9 @@ static int load_indexed(struct recover *r, struct dseg *s, u64 next_base)
 		goto out;
 	n = x.ilen / 8;
 	nt = x.tlen / 12;
+	/* entries are more than an index interval apart */
+	if (n > size / KREP_DISK_INDEX_BYTES + 1)
+		goto out;
 	ent = kvmalloc_array(max(n, 1U), sizeof(*ent), GFP_KERNEL);
 	if (!ent) {
 		err = -ENOMEM;
@@ -1628,7 +1631,14 @@ static bool load_producers(struct krep_disklog *d, u64 leo)
 			continue;
 		if (err)
 			goto out;
-		all = len ? kvrealloc(txn, tlen, tlen + len, GFP_KERNEL) : txn;
+		err = -EFBIG;
+		if (!len || tlen + len > SZ_64M) {
+			kvfree(t);
+			if (!len)
+				continue;
+			goto out;
+		}
+		all = kvrealloc(txn, tlen, tlen + len, GFP_KERNEL);
 		if (all)
 			memcpy(all + tlen, t, len);
 		kvfree(t);

@@ -17,6 +17,7 @@
 #    segments below the last are read from their indexes (big: 256 KiB
 #    segments, hardly in the page cache after the load), the producer
 #    state from its snapshot (LSO, read_committed, a retry, a commit).
+#    A snapshot with a flipped byte is refused: the state from the log.
 # 3. a crash: no marker and a torn last batch; insmod: the torn tail is
 #    cut with a kernel log line naming the file, every batch before it
 #    is served, and later appends continue from there.
@@ -57,7 +58,7 @@ mnt=$tmp/mnt
 krep_cleanup_push rm -rf "$tmp"
 mark=logdir-$$
 
-ktap_plan 47
+ktap_plan 48
 krep_pyserve_start logdump "" kafka_log_dump ||
 	ktap_bail "cannot start kafka_log_dump.py"
 
@@ -293,6 +294,24 @@ if [ "$out" = "offset=14 lso=15" ] &&
 	ktap_ok "producer 8's commit after the restart: marker at 14, LSO 15, read_committed ends with o1"
 else
 	ktap_fail "producer 8's commit after the restart: marker at 14, LSO 15 ($out)"
+fi
+
+# --- 2b. a corrupt snapshot: the state comes from the log ---------------------------
+krep_mod_unload
+snapf=$D1/fm-0/00000000000000000015.snapshot
+if [ -s "$snapf" ]; then
+	printf '\377' | dd of="$snapf" bs=1 seek=20 conv=notrunc status=none
+fi
+krep_kmsg_mark "$mark-snap"
+krep_mod_load "${LOAD[@]}" || ktap_bail "insmod after the snapshot's corruption failed"
+log=$(krep_kmsg_since "$mark-snap")
+if grep -q "fm-0: the producer snapshot at 15 cannot be used (-22): the state comes from the log" <<<"$log" &&
+   grep -q "fm-0: recovered offsets 0..14, HW 15 (clean shutdown): .*, producer state from the log" <<<"$log" &&
+   [ "$(lpart fm 0 lso)" = 15 ] && [ "$(committed)" = "$(values m 10; echo o1)" ]; then
+	ktap_ok "a snapshot with a flipped byte is refused with a kernel log line; fm-0's state comes from the log (LSO 15, read_committed as before)"
+else
+	ktap_fail "a snapshot with a flipped byte is refused, the state from the log"
+	grep "fm-0" <<<"$log" | ktap_diag_stdin
 fi
 
 # --- 3. crash: a torn last batch -------------------------------------------------------
