@@ -23,6 +23,9 @@ choose every leader, epoch and ISR itself:
   txn-begin TOPIC P PID EPOCH TIMEOUT_MS
       TXN BEGIN with KREP_A_TIMEOUT_MS; prints "ok" or "error ERRNO
       MESSAGE"
+  txn TOPIC P PID EPOCH begin|commit|abort
+      TXN with the attributes krepctl txn sends (no KREP_A_TIMEOUT_MS);
+      prints "ok" or "error ERRNO MESSAGE"
   epoch-end TOPIC P EPOCH [follower]
       OFFSETS_FOR_LEADER_EPOCH: "epoch E end O", or "undefined"
   broker
@@ -44,7 +47,8 @@ CTRL = uapi_enum("krep_ctrl_attr")
 EP = uapi_enum("krep_epoch_attr")
 ROLES = {0: "leader", 1: "follower", 2: "offline"}
 NO_LEADER = 0xFFFFFFFF
-TXN_BEGIN = uapi_enum("krep_txn_op")["KREP_TXN_BEGIN"]
+TXN_OP = uapi_enum("krep_txn_op")
+TXN_BEGIN = TXN_OP["KREP_TXN_BEGIN"]
 
 
 def u32(v):
@@ -117,6 +121,17 @@ def txn_begin(g, topic, p, pid, epoch, timeout_ms):
              nla(A["KREP_A_PRODUCER_EPOCH"], struct.pack("=H", epoch)) +
              nla(A["KREP_A_TXN_OP"], struct.pack("=B", TXN_BEGIN)) +
              nla(A["KREP_A_TIMEOUT_MS"], u32(timeout_ms)))
+    if do(g, "KREP_CMD_TXN", attrs) is not None:
+        print("ok")
+    return 0
+
+
+def txn(g, topic, p, pid, epoch, op):
+    attrs = (part(topic, p) +
+             nla(A["KREP_A_PRODUCER_ID"], struct.pack("=Q", pid)) +
+             nla(A["KREP_A_PRODUCER_EPOCH"], struct.pack("=H", epoch)) +
+             nla(A["KREP_A_TXN_OP"],
+                 struct.pack("=B", TXN_OP["KREP_TXN_" + op.upper()])))
     if do(g, "KREP_CMD_TXN", attrs) is not None:
         print("ok")
     return 0
@@ -225,6 +240,10 @@ def main(argv):
     if len(argv) == 7 and argv[1] == "txn-begin":
         return txn_begin(g, argv[2], int(argv[3]), int(argv[4]),
                          int(argv[5]), int(argv[6]))
+    if len(argv) == 7 and argv[1] == "txn" and \
+            argv[6] in ("begin", "commit", "abort"):
+        return txn(g, argv[2], int(argv[3]), int(argv[4]), int(argv[5]),
+                   argv[6])
     if len(argv) == 2 and argv[1] == "broker":
         return broker(g)
     print(__doc__.split("\n\n", 1)[1].split("Exit status")[0],

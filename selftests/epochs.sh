@@ -56,7 +56,7 @@ krep_require_cmd jq ip /usr/bin/python3
 
 LAG=1000
 PMAX=16			# producers_max, producer ids per partition
-PEXP=10000		# producer_id_expiration_ms
+PEXP=3000		# producer_id_expiration_ms
 CE=2			# the controller epoch the brokers end up claimed with
 tmp=$(mktemp -d)
 krep_cleanup_push rm -rf "$tmp"
@@ -65,7 +65,8 @@ mark=epochs-$$
 # A Python start costs ~0.5 s in the VM: every broker's namespace has one
 # long-lived ctl_helper.py (ctlN), started once the namespaces exist, and
 # one repl_helper.py (replN), started in section 2 while it waits for
-# timeouts (selftests/pyserve.py).
+# timeouts (selftests/pyserve.py). Section 8's dozens of TXN requests go
+# through ctlN too (as krepctl txn sends them), not a krepctl start each.
 ctl() { # N ARGS...: the scripted controller on broker N
 	local n=$1
 	shift
@@ -148,18 +149,18 @@ for n in 1 2 3; do
 	krep_pyserve_start "ctl$n" "$(bns "$n")" ctl_helper ||
 		ktap_bail "cannot start ctl_helper.py"
 done
-cluster_topic t partitions 1 replication-factor 3 \
-	config replica_lag_time_max_ms=$LAG || ktap_bail "topic t"
-cluster_topic r partitions 1 replication-factor 2 \
-	config replica_lag_time_max_ms=$LAG || ktap_bail "topic r"
-cluster_topic d partitions 1 replication-factor 3 \
-	config replica_lag_time_max_ms=$LAG || ktap_bail "topic d"
-cluster_topic x partitions 1 replication-factor 2 \
-	config replica_lag_time_max_ms=$LAG || ktap_bail "topic x"
-cluster_topic k partitions 1 replication-factor 3 \
-	config replica_lag_time_max_ms=$LAG || ktap_bail "topic k"
-cluster_topic m partitions 1 replication-factor 2 \
-	config replica_lag_time_max_ms=$LAG || ktap_bail "topic m"
+# the topics, the three brokers side by side
+for n in 1 2 3; do
+	for tr in t:3 r:2 d:3 x:2 k:3 m:2; do
+		cluster_topic_on "$n" "${tr%:*}" partitions 1 \
+			replication-factor "${tr#*:}" \
+			config replica_lag_time_max_ms=$LAG || exit
+	done &
+	tpid[n]=$!
+done
+for n in 1 2 3; do
+	wait "${tpid[n]}" || ktap_bail "topics t, r, d, x, k, m on broker $n"
+done
 krep_wait_for 60 cluster_peers_up || ktap_bail "peers did not connect"
 full_isr() { [ "$(sf 1 t isr)" = 1,2,3 ] && [ "$(sf 1 d isr)" = 1,2,3 ] &&
 	     [ "$(sf 1 r isr)" = 1,2 ] && [ "$(sf 1 x isr)" = 1,2 ] &&
@@ -606,6 +607,7 @@ fi
 
 ktap_diag "8. many producers on one partition, producers_max=$PMAX (at ${SECONDS}s)"
 mtxn() { kc "$(bns "$1")" txn m "$2" "$3" 2>&1; }	# N PID:EPOCH OP
+ctxn() { [ "$(ctl "$1" txn m 0 "$2" 0 "$3")" = ok ]; }	# N PID OP, epoch 0
 mptx() { # N PID:EPOCH PREFIX COUNT: transactional records PREFIX-0..
 	seq -f "$3-%g" 0 $(($4 - 1)) |
 		kc "$(bns "$1")" --json produce m acks all txn "$2" 2>&1
@@ -625,7 +627,7 @@ lso_at() { # LSO BROKER...: every one of them at LSO
 M0=$(sf 1 m leo)
 fails=0
 for ((i = 1001; i <= 1000 + PMAX; i++)); do
-	mtxn 1 "$i:0" begin >/dev/null || fails=$((fails + 1))
+	ctxn 1 "$i" begin || fails=$((fails + 1))
 done
 mptx 1 1001:0 m1001 1 >/dev/null || fails=$((fails + 1))
 pids=()
@@ -676,7 +678,7 @@ fails=0
 for ((i = 1000 + PMAX; i > 1001; i--)); do
 	op=commit
 	[ $((i % 2)) = 0 ] || op=abort
-	mtxn 1 "$i:0" $op >/dev/null || fails=$((fails + 1))
+	ctxn 1 "$i" $op || fails=$((fails + 1))
 done
 MEND=$((MEND + PMAX - 1))
 if [ "$fails" = 0 ] && krep_wait_for 10 hw_all m $MEND 1 2 &&
@@ -721,7 +723,7 @@ else
 fi
 # after producer_id_expiration_ms without a batch, the idle producers make
 # room for a new one
-new_pid() { mtxn 2 "$((1001 + PMAX)):0" begin >/dev/null; }
+new_pid() { ctxn 2 $((1001 + PMAX)) begin; }
 if krep_wait_for $((3 * PEXP / 1000)) new_pid &&
    mptx 2 "$((1001 + PMAX)):0" late 1 >/dev/null &&
    mtxn 2 "$((1001 + PMAX)):0" commit >/dev/null &&
