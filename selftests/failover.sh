@@ -464,6 +464,9 @@ ktap_diag "4. offline partition (at ${SECONDS}s)"
 poll 30 led_by_1 o && w0=1 || w0=0
 produce_to 1 o all o 10 >/dev/null
 link_down 2
+# one more record, which broker 2 never fetches: broker 1 drops it from
+# the ISR once it lags (1 s), before krepd would fence it (3 s)
+produce_to 1 o 1 lag 1 >/dev/null
 poll 30 isr_is o 1 && w1=1 || w1=0
 link_down 1
 offline() { probe offline o; }
