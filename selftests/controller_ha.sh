@@ -161,9 +161,13 @@ def unb64(s):
 
 
 def post(n, path, body):
-    """POST BODY to endpoint N's PATH: the reply, or None."""
-    c = http.client.HTTPConnection(EPS[n][0], int(EPS[n][1]), timeout=3)
+    """POST BODY to endpoint N's PATH: the reply, or None. The connect
+    may take 1 s (the member's kernel answers it, however busy etcd is; a
+    member cut off never does: the next one is asked), the answer 3 s."""
+    c = http.client.HTTPConnection(EPS[n][0], int(EPS[n][1]), timeout=1)
     try:
+        c.connect()
+        c.sock.settimeout(3)
         c.request("POST", path, jdump(body),
                   {"Content-Type": "application/json"})
         r = c.getresponse()
