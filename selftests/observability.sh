@@ -451,7 +451,16 @@ hw_viol() {
 	END { if (!n) print "no HW advance seen"
 	      else if (prev != last) print "last advance to " prev ", PARTITION_GET says " last }'
 }
-hw_whole() { [ -z "$(hw_viol)" ]; }
+# first, without a process (hw_viol starts three, ten times a second
+# while bpftrace has not printed everything): an advance ends at that HW
+hw_end_seen() {
+	local l
+	while IFS= read -r l; do
+		[[ $l != "hw "*" $hw1" ]] || return 0
+	done <"$tmp/hw.out"
+	return 1
+}
+hw_whole() { hw_end_seen && [ -z "$(hw_viol)" ]; }
 # bpftrace prints from its perf buffer as it is scheduled: on a loaded
 # machine, long after the produce
 krep_wait_for 180 hw_whole || {
