@@ -1235,11 +1235,14 @@ struct seg_names {
 static int seg_entry(void *arg, const char *name, int len, unsigned int type)
 {
 	struct seg_names *sn = arg;
-	bool snap = len == 29 && !strcmp(name + 20, ".snapshot");
+	/* a snapshot, or one a crash left half written */
+	bool snap = (len == 29 && !memcmp(name + 20, ".snapshot", 9)) ||
+		    (len == 33 && !memcmp(name + 20, ".snapshot.tmp", 13));
 	char digits[21];
 	u64 base;
 
-	if ((!snap && (len != 24 || strcmp(name + 20, ".log"))) ||
+	/* the names are not NUL-terminated */
+	if ((!snap && (len != 24 || memcmp(name + 20, ".log", 4))) ||
 	    type == DT_DIR)
 		return 0;
 	memcpy(digits, name, 20);
@@ -1443,8 +1446,11 @@ static int load_indexed(struct recover *r, struct dseg *s, u64 next_base)
 		goto out;
 	n = x.ilen / 8;
 	nt = x.tlen / 12;
-	/* entries are more than an index interval apart */
-	if (n > size / KREP_DISK_INDEX_BYTES + 1)
+	/*
+	 * entries are more than an index interval apart, and each came with
+	 * a time entry (a lost .timeindex is created empty)
+	 */
+	if (n > size / KREP_DISK_INDEX_BYTES + 1 || (n && !nt))
 		goto out;
 	ent = kvmalloc_array(max(n, 1U), sizeof(*ent), GFP_KERNEL);
 	if (!ent) {
@@ -1498,18 +1504,17 @@ static int load_indexed(struct recover *r, struct dseg *s, u64 next_base)
 	}
 	if (r->expect == U64_MAX)
 		krep_log_reset(&d->p->log, s->base);
-	err = krep_log_append_seg(&d->p->log, s->base, next_base, size, rf,
-				  ent, n, max_ts);
-	if (err == -ENOSPC) {
-		err = krep_fail(r->st, KREP_KERR_KAFKA_STORAGE_ERROR, -ENOSPC,
-				"the log's indexes do not fit log_memory_max");
+	/*
+	 * without room for the whole index at log_memory_max (or with
+	 * entries it cannot take), the batches are read: the index then
+	 * keeps the entries there is room for, as appends do
+	 */
+	if (krep_log_append_seg(&d->p->log, s->base, next_base, size, rf,
+				ent, n, max_ts))
 		goto out;
-	}
-	if (err) {
-		err = 1;
-		goto out;
-	}
+	err = 0;
 	s->size = size;
+	s->since_index = n ? size - ent[n - 1].pos : size;
 	s->next = next_base;
 	s->max_ts = max_ts;
 	s->max_ts_off = ts_off;
@@ -1606,6 +1611,22 @@ bad:
 	return false;
 }
 
+/* does each entry of @s's .txnindex (@len bytes at @t) end in @s? */
+static int txn_in_seg(const u8 *t, size_t len, const struct dseg *s)
+{
+	u64 marker;
+	size_t i;
+
+	if (len % KREP_TXNINDEX_ENTRY)
+		return -EINVAL;
+	for (i = 0; i < len; i += KREP_TXNINDEX_ENTRY) {
+		marker = get_unaligned_be64(t + i + KREP_TXNINDEX_LAST);
+		if (marker < s->base || marker >= s->next)
+			return -EINVAL;
+	}
+	return 0;
+}
+
 /*
  * After a clean shutdown, the producer state from <LEO>.snapshot and the
  * segments' .txnindex files (krep_producer_save()). Return: whether it
@@ -1631,11 +1652,12 @@ static bool load_producers(struct krep_disklog *d, u64 leo)
 			continue;
 		if (err)
 			goto out;
-		err = -EFBIG;
-		if (!len || tlen + len > SZ_64M) {
+		err = txn_in_seg(t, len, s);
+		if (err || !len || tlen + len > SZ_64M) {
 			kvfree(t);
-			if (!len)
+			if (!err && !len)
 				continue;
+			err = err ?: -EFBIG;
 			goto out;
 		}
 		all = kvrealloc(txn, tlen, tlen + len, GFP_KERNEL);
@@ -1648,7 +1670,7 @@ static bool load_producers(struct krep_disklog *d, u64 leo)
 		txn = all;
 		tlen += len;
 	}
-	err = krep_producer_load(d->p, snap, slen, txn, tlen, leo);
+	err = krep_producer_load(d->p, snap, slen, txn, tlen, leo, true);
 out:
 	if (err)
 		pr_warn("%s-%u: the producer snapshot at %llu cannot be used (%d): the state comes from the log\n",
@@ -1665,16 +1687,20 @@ out:
 static void drop_producer_files(struct krep_disklog *d,
 				const struct seg_names *sn)
 {
-	char name[KREP_DISK_NAME_LEN + 1];
+	char name[KREP_DISK_NAME_LEN + 5];
 	struct dseg *s;
 	unsigned int i;
 
 	for (i = 0; i < sn->nsnap; i++) {
 		snprintf(name, sizeof(name), "%020llu.snapshot", sn->snap[i]);
 		krep_vfs_unlink(&d->dir, name);
+		strcat(name, ".tmp");
+		krep_vfs_unlink(&d->dir, name);
 	}
 	list_for_each_entry(s, &d->segs, node) {
 		seg_name(name, s->base, ".txnindex");
+		krep_vfs_unlink(&d->dir, name);
+		strcat(name, ".tmp");
 		krep_vfs_unlink(&d->dir, name);
 	}
 }

@@ -643,14 +643,16 @@ void krep_producer_rebuild(struct krep_partition *p)
 
 /* the state in a snapshot and a transaction index (krep_producer_save()) */
 static void put_entry(u8 *e, const struct krep_producer *x, u64 now_ms,
-		      u64 now_real)
+		      u64 now_real, u64 end)
 {
 	const struct krep_seq_batch *sb = x->nseq ? newest(x) : NULL;
 
 	put_unaligned_be64(x->producer_id, e);
 	put_unaligned_be16(x->producer_epoch, e + 8);
 	put_unaligned_be32(sb ? sb->last_seq : -1, e + 10);
-	put_unaligned_be64(sb ? sb->last_offset : x->last_offset, e + 14);
+	/* a TXN BEGIN touches an entry at the log end, where no batch is */
+	put_unaligned_be64(sb ? sb->last_offset : min(x->last_offset, end - 1),
+			   e + 14);
 	put_unaligned_be32(sb ? sb->last_offset - sb->first_offset : 0,
 			   e + 22);
 	put_unaligned_be64(now_real - min(now_ms - x->last_ms, now_real),
@@ -673,6 +675,7 @@ int krep_producer_save(struct krep_partition *p, struct krep_producer_saved *out
 {
 	struct krep_producers *ps = &p->producers;
 	u64 now = krep_now_ms(), real = ktime_get_real_ns() / NSEC_PER_MSEC;
+	u64 end = p->log.end_offset;
 	struct krep_producer *x;
 	struct krep_aborted *a;
 	unsigned int n = 0;
@@ -694,12 +697,17 @@ int krep_producer_save(struct krep_partition *p, struct krep_producer_saved *out
 		return -ENOMEM;
 	}
 	e = out->snap + KREP_SNAP_HDR;
+	n = 0;
 	list_for_each_entry(x, &ps->lru, lru) {
-		put_entry(e, x, now, real);
+		if (!end)
+			break;	/* no batch: any entry is TXN BEGIN's only */
+		put_entry(e, x, now, real, end);
 		e += KREP_SNAP_ENTRY;
+		n++;
 	}
+	out->snap_len = e - out->snap;
 	put_unaligned_be16(KREP_SNAP_VERSION, out->snap);
-	put_unaligned_be32(ps->count, out->snap + 6);
+	put_unaligned_be32(n, out->snap + 6);
 	put_unaligned_be32(krep_crc32c(~0U, out->snap + KREP_SNAP_CRC_FROM,
 				       out->snap_len - KREP_SNAP_CRC_FROM) ^ ~0U,
 			   out->snap + 2);
@@ -784,11 +792,35 @@ static int load_entry(struct krep_producers *ps, const u8 *e, u64 leo,
 	return 0;
 }
 
-/* the aborted transactions of a .txnindex read whole, in marker order */
-static int load_aborted(struct krep_producers *ps, const u8 *t, size_t len,
-			u64 leo)
+/* the batch a .txnindex entry names as its marker (is_abort()) */
+struct marker_check {
+	u64 producer_id;
+	u64 offset;
+	bool ok;
+};
+
+static enum krep_log_verdict is_abort(const struct krep_batch *b, void *arg)
 {
+	struct marker_check *m = arg;
+
+	m->ok = b->base_offset == m->offset &&
+		(b->attributes & KREP_RB_ATTR_CONTROL) &&
+		b->producer_id == m->producer_id &&
+		b->ctrl_type == KREP_CTRL_ABORT;
+	return KREP_LOG_STOP;
+}
+
+/*
+ * the aborted transactions of a .txnindex read whole, in marker order;
+ * with @check, each marker at or above the log start must be that
+ * producer's abort marker in the log
+ */
+static int load_aborted(struct krep_partition *p, const u8 *t, size_t len,
+			u64 leo, bool check)
+{
+	struct krep_producers *ps = &p->producers;
 	u64 prev = 0, pid, first, last;
+	struct marker_check m;
 	size_t i;
 	int err;
 
@@ -800,6 +832,10 @@ static int load_aborted(struct krep_producers *ps, const u8 *t, size_t len,
 		last = get_unaligned_be64(t + i + KREP_TXNINDEX_LAST);
 		if (get_unaligned_be16(t + i) || pid > S64_MAX ||
 		    first >= last || last >= leo || last < prev)
+			return -EINVAL;
+		m = (struct marker_check){ .producer_id = pid, .offset = last };
+		if (check && last >= p->log.start_offset &&
+		    (krep_log_walk(&p->log, last, is_abort, &m) || !m.ok))
 			return -EINVAL;
 		prev = last;
 		err = add_aborted(ps, pid, first, last);
@@ -817,13 +853,16 @@ static int load_aborted(struct krep_producers *ps, const u8 *t, size_t len,
  * @txn: every segment's .txnindex, in segment order
  * @txn_len: their length
  * @at: the offset the state is at: every batch below it, none above
+ * @check: the files come from disk: each aborted transaction's marker is
+ *	   looked up in the log
  *
  * Return: 0; -EINVAL when the files are not what krep_producer_save()
  * writes for this log, or -ENOMEM/-ENOSPC: the state is then empty, and
  * the caller rebuilds it from the log.
  */
 int krep_producer_load(struct krep_partition *p, const u8 *snap,
-		       size_t snap_len, const u8 *txn, size_t txn_len, u64 at)
+		       size_t snap_len, const u8 *txn, size_t txn_len, u64 at,
+		       bool check)
 {
 	struct krep_producers *ps = &p->producers;
 	u64 leo = at, now = krep_now_ms();
@@ -846,7 +885,7 @@ int krep_producer_load(struct krep_partition *p, const u8 *snap,
 		if (err)
 			goto fail;
 	}
-	err = load_aborted(ps, txn, txn_len, leo);
+	err = load_aborted(p, txn, txn_len, leo, check);
 	if (err)
 		goto fail;
 	/* the lists' orders, which the code keeps by construction */
@@ -898,14 +937,20 @@ void krep_producer_log_rolled(struct krep_log *log)
 						log);
 	struct krep_producers *ps = &p->producers;
 	struct krep_producer_kept *k = &ps->kept[ps->kept_next];
+	struct krep_producer_kept *last =
+		&ps->kept[(ps->kept_next + KREP_PRODUCER_KEPT - 1) %
+			  KREP_PRODUCER_KEPT];
 	struct krep_mem *mem = ps_mem(ps);
 	struct krep_producer_saved sv;
 	size_t size;
 
-	if (!p->disk || krep_producer_save(p, &sv))
+	/* an append that failed for room may start the segment again */
+	if (!p->disk || (last->sv.snap && last->offset == log->end_offset) ||
+	    krep_producer_save(p, &sv))
 		return;
 	size = sv.snap_len + sv.txn_len;
-	if (atomic64_add_return(size, &mem->used) > mem->max) {
+	/* never at the cost of appends: only while memory is half free */
+	if (atomic64_add_return(size, &mem->used) > mem->max / 2) {
 		atomic64_sub(size, &mem->used);
 		krep_producer_saved_free(&sv);
 		return;
@@ -939,7 +984,7 @@ static struct krep_producer_kept *kept_at(struct krep_partition *p, u64 leo)
 static bool replay_from(struct krep_partition *p, struct krep_producer_kept *k)
 {
 	if (krep_producer_load(p, k->sv.snap, k->sv.snap_len, k->sv.txn,
-			       k->sv.txn_len, k->offset))
+			       k->sv.txn_len, k->offset, false))
 		return false;
 	trace_krep_producer_rebuild(p, p->replicas[p->self], k->offset,
 				    p->log.end_offset);

@@ -88,7 +88,8 @@ int krep_producer_save(struct krep_partition *p,
 		       struct krep_producer_saved *out);
 void krep_producer_saved_free(struct krep_producer_saved *s);
 int krep_producer_load(struct krep_partition *p, const u8 *snap,
-		       size_t snap_len, const u8 *txn, size_t txn_len, u64 at);
+		       size_t snap_len, const u8 *txn, size_t txn_len, u64 at,
+		       bool check);
 void krep_producer_log_rolled(struct krep_log *log);
 
 #endif /* _KREP_PRODUCER_H */

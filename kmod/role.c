@@ -280,7 +280,10 @@ void krep_partition_truncate(struct krep_partition *p, u64 offset,
 	if (p->lso > p->hw)
 		WRITE_ONCE(p->lso, p->hw);	/* read locklessly too */
 	krep_partition_reset_pending(p);
-	krep_producer_truncated(p, leo);
+	if (leo > offset)
+		krep_producer_rebuild(p);	/* reset to its start: empty */
+	else
+		krep_producer_truncated(p, leo);
 	trace_krep_truncate(p, p->replicas[p->self], old, leo);
 	krep_state_info(p->topic->kn, "%s-%u: truncated from %llu to %llu: %s\n",
 			p->topic->name, p->index, old, leo, why);
