@@ -90,6 +90,14 @@ static void expect(struct krep_krx *x, u8 step, s64 need)
 	x->need = need;
 }
 
+/* a nullable string of the length just read (-1: null, no bytes) */
+static void expect_nullable(struct krep_krx *x, u8 step)
+{
+	s64 n = last16(x);
+
+	expect(x, step, n == -1 ? 0 : n);
+}
+
 /* the rest of the request, into its buffer */
 static void rest_flat(struct krep_krx *x)
 {
@@ -170,15 +178,13 @@ static int field_done(struct krep_krx *x)
 			rest_flat(x);
 			break;
 		}
-		n = last16(x);
-		expect(x, KRX_CLIENT, n == -1 ? 0 : n);
+		expect_nullable(x, KRX_CLIENT);
 		break;
 	case KRX_CLIENT:
 		expect(x, KRX_TXN_LEN, 2);
 		break;
 	case KRX_TXN_LEN:
-		n = last16(x);
-		expect(x, KRX_TXN, n == -1 ? 0 : n);
+		expect_nullable(x, KRX_TXN);
 		break;
 	case KRX_TXN:
 		expect(x, KRX_ACKS, 10);
