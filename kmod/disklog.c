@@ -108,6 +108,7 @@ struct dseg {
 	loff_t idx_pos, tidx_pos;	/* the index files' sizes */
 	struct file *log, *idx, *tidx;	/* open while it is the tail */
 	bool evict_again;		/* its eviction at the roll failed */
+	bool txn_done;			/* closed, its .txnindex written */
 };
 
 struct krep_disklog {
@@ -131,7 +132,7 @@ struct krep_disklog {
 	/* what the load read (for its log line) */
 	unsigned int indexed;		/* segments from their indexes, */
 	unsigned int loaded;		/* of these */
-	bool snap_loaded;		/* the producer state from a snapshot */
+	u64 snap_at;			/* its producer state's snapshot: U64_MAX none */
 	/* the tail's index entries not yet written (index_flush()) */
 	unsigned int ni, nt;
 	__be32 ibuf[2 * KREP_DISK_IBUF];
@@ -159,6 +160,12 @@ struct dcollect {
 	u32 bytes, max;
 	bool full;
 	int err;
+	/* the producer states kept where these batches start segments */
+	struct dsnap {
+		u64 offset;
+		struct krep_producer_saved sv;
+	} snap[KREP_PRODUCER_KEPT];
+	unsigned int nsnap;
 };
 
 static const char *pname(const struct krep_disklog *d)
@@ -248,8 +255,9 @@ static int seg_open_files(struct krep_disklog *d, struct dseg *s, bool trunc)
 
 static void seg_unlink(struct krep_disklog *d, struct dseg *s)
 {
-	static const char * const ext[] = { ".log", ".index", ".timeindex",
-					     ".txnindex" };
+	/* a snapshot at its base never outlives the segment */
+	static const char * const ext[] = { ".snapshot", ".log", ".index",
+					     ".timeindex", ".txnindex" };
 	char name[KREP_DISK_NAME_LEN + 1];
 	unsigned int i;
 
@@ -584,6 +592,7 @@ out:
 /* the memory log was cut back to @offset: so are the files */
 static void truncate_to(struct krep_disklog *d, u64 offset)
 {
+	char name[KREP_DISK_NAME_LEN + 1];
 	struct dseg *s, *tmp;
 	int err;
 
@@ -610,6 +619,12 @@ static void truncate_to(struct krep_disklog *d, u64 offset)
 			return;
 		}
 	}
+	/* the tail again: its .txnindex is written when it closes */
+	s->txn_done = false;
+	seg_name(name, s->base, ".txnindex");
+	err = krep_vfs_unlink(&d->dir, name);
+	if (err && err != -ENOENT)
+		fail(d, "removing a cut segment's .txnindex", err);
 	d->end = s->next;
 	WRITE_ONCE(d->recovery, min(d->recovery, d->end));
 }
@@ -684,6 +699,8 @@ static void collect_release(struct dcollect *c)
 
 	for (i = 0; i < c->nbv; i++)
 		put_page(c->bv[i].bv_page);
+	for (i = 0; i < c->nsnap; i++)
+		krep_producer_saved_free(&c->snap[i].sv);
 	kfree(c->bv);
 	kfree(c->b);
 }
@@ -735,6 +752,80 @@ static void evict_again(struct krep_disklog *d)
 }
 
 /*
+ * The .txnindex of each closed segment below @below that has none written
+ * since it closed, from @sv (krep_producer_save(): every aborted
+ * transaction, by marker): the entries whose marker it holds; no file
+ * when it holds none, as Kafka. A snapshot at @below is written only
+ * after this, so that every aborted transaction below a snapshot is in
+ * the .txnindex files below it (load_producers()). The tail's (a clean
+ * shutdown, @below U64_MAX) is written anew each time.
+ */
+static int write_txnindexes(struct krep_disklog *d,
+			    const struct krep_producer_saved *sv, u64 below)
+{
+	char name[KREP_DISK_NAME_LEN + 1];
+	size_t at = 0, from;
+	struct dseg *s;
+	int err;
+
+	list_for_each_entry(s, &d->segs, node) {
+		if (s->base >= below)
+			break;
+		for (; at < sv->txn_len; at += KREP_TXNINDEX_ENTRY) {
+			if (get_unaligned_be64(sv->txn + at +
+					       KREP_TXNINDEX_LAST) >= s->base)
+				break;
+		}
+		for (from = at; at < sv->txn_len; at += KREP_TXNINDEX_ENTRY) {
+			if (get_unaligned_be64(sv->txn + at +
+					       KREP_TXNINDEX_LAST) >= s->next)
+				break;
+		}
+		if (s->txn_done)
+			continue;
+		seg_name(name, s->base, ".txnindex");
+		err = at > from ?
+		      krep_vfs_write_atomic(&d->dir, name, sv->txn + from,
+					    at - from) :
+		      krep_vfs_unlink(&d->dir, name);
+		if (err && err != -ENOENT)
+			return err;
+		s->txn_done = !s->log;
+	}
+	return 0;
+}
+
+/*
+ * The tail was rolled at @base: the producer state kept there, if this
+ * round took one, as Kafka's <base>.snapshot, so that a load after a
+ * crash reads it and the log after it, not the whole log. A failure
+ * costs that only: no snapshot, and the next roll tries again.
+ */
+static void roll_snapshot(struct krep_disklog *d, const struct dcollect *c,
+			  u64 base)
+{
+	char name[KREP_DISK_NAME_LEN + 1];
+	const struct krep_producer_saved *sv;
+	unsigned int i;
+	int err;
+
+	for (i = 0; i < c->nsnap && c->snap[i].offset != base; i++)
+		;
+	if (i == c->nsnap)
+		return;
+	sv = &c->snap[i].sv;
+	err = write_txnindexes(d, sv, base);
+	if (!err) {
+		seg_name(name, base, ".snapshot");
+		err = krep_vfs_write_atomic(&d->dir, name, sv->snap,
+					    sv->snap_len);
+	}
+	if (err)
+		pr_warn_ratelimited("%s-%u: writing the producer snapshot at %llu failed (%d)\n",
+				    pname(d), d->p->index, base, err);
+}
+
+/*
  * Roll before @b, which follows @len bytes about to be written to @s?
  * At the end of the memory log's segment, so that a file holds what one
  * memory segment does, at the same positions; at segment.bytes; and, as
@@ -771,6 +862,7 @@ static int write_run(struct krep_disklog *d, struct dcollect *c,
 		s = roll(d, b->base);
 		if (!s)
 			return -EIO;
+		roll_snapshot(d, c, s->base);
 		if (prev && !evict(d, prev)) {
 			prev->evict_again = true;
 			d->evict_again++;
@@ -879,6 +971,12 @@ static bool disk_sync(struct krep_disklog *d, u32 max)
 	if (!d->failed && from < p->log.end_offset)
 		n = krep_log_read_frags(&p->log, from, U32_MAX, collect_batch,
 					&c, collect_piece, &c);
+	/* the states kept where a batch starts a segment: its roll's snapshot */
+	for (i = 0; i < c.nb && c.nsnap < KREP_PRODUCER_KEPT; i++) {
+		if (c.b[i].base == c.b[i].seg_base &&
+		    !krep_producer_dup_kept(p, c.b[i].base, &c.snap[c.nsnap].sv))
+			c.snap[c.nsnap++].offset = c.b[i].base;
+	}
 	mutex_unlock(&p->lock);
 
 	if (d->failed)
@@ -886,6 +984,23 @@ static bool disk_sync(struct krep_disklog *d, u32 max)
 	if (n < 0 || c.err) {
 		fail(d, "reading the log", n < 0 ? n : c.err);
 		goto out;
+	}
+	/*
+	 * the epochs before the batches: a load after a crash may take a
+	 * segment's epochs from the checkpoint instead of its batches, so
+	 * no batch reaches the disk before its epoch does (as Kafka assigns
+	 * an epoch before the append); one past the log end is cut at load
+	 */
+	if (snap) {
+		err = write_epochs(d, snap, nsnap);
+		if (err) {
+			fail(d, "writing leader-epoch-checkpoint", err);
+			goto out;
+		}
+		kfree(d->epochs);
+		d->epochs = snap;
+		d->nepochs = nsnap;
+		snap = NULL;
 	}
 	if (cut <= start && cut < d->end) {
 		/* the memory log was emptied: nothing below start survives */
@@ -915,17 +1030,6 @@ static bool disk_sync(struct krep_disklog *d, u32 max)
 		} else {
 			WRITE_ONCE(d->recovery, d->end);
 			d->last_flush_ms = now;
-		}
-	}
-	if (snap && !d->failed) {
-		err = write_epochs(d, snap, nsnap);
-		if (err) {
-			fail(d, "writing leader-epoch-checkpoint", err);
-		} else {
-			kfree(d->epochs);
-			d->epochs = snap;
-			d->nepochs = nsnap;
-			snap = NULL;
 		}
 	}
 out:
@@ -1056,19 +1160,19 @@ static void disk_flush(struct krep_disklog *d)
 }
 
 /*
- * A clean shutdown's producer state, in Kafka's files: each segment's
- * aborted transactions in its .txnindex, then <LEO>.snapshot, so that the
- * next load reads them instead of the log (load_producers()). Without a
- * snapshot (the state cannot be put in one, or a write failed) the next
- * load rebuilds the state from the log.
+ * A clean shutdown's producer state, in Kafka's files: the aborted
+ * transactions of each segment not yet written in its .txnindex (the
+ * tail's, those the rolls since the load did not write), then
+ * <LEO>.snapshot, so that the next load reads them instead of the log
+ * (load_producers()). Without a snapshot (the state cannot be put in
+ * one, or a write failed) the next load reads the log after the newest
+ * roll's snapshot.
  */
 static void write_producers(struct krep_disklog *d)
 {
 	struct krep_partition *p = d->p;
 	char name[KREP_DISK_NAME_LEN + 1];
 	struct krep_producer_saved sv;
-	size_t at = 0, from;
-	struct dseg *s;
 	u64 end;
 	int err;
 
@@ -1081,23 +1185,12 @@ static void write_producers(struct krep_disklog *d)
 			pname(d), p->index, err);
 		return;
 	}
-	list_for_each_entry(s, &d->segs, node) {
-		for (from = at; at < sv.txn_len; at += KREP_TXNINDEX_ENTRY) {
-			if (get_unaligned_be64(sv.txn + at + KREP_TXNINDEX_LAST) >=
-			    s->next)
-				break;
-		}
-		if (at == from)
-			continue;
-		seg_name(name, s->base, ".txnindex");
-		err = krep_vfs_write_atomic(&d->dir, name, sv.txn + from,
-					    at - from);
-		if (err)
-			goto out;
+	err = write_txnindexes(d, &sv, U64_MAX);
+	if (!err) {
+		snprintf(name, sizeof(name), "%020llu.snapshot", end);
+		err = krep_vfs_write_atomic(&d->dir, name, sv.snap,
+					    sv.snap_len);
 	}
-	snprintf(name, sizeof(name), "%020llu.snapshot", end);
-	err = krep_vfs_write_atomic(&d->dir, name, sv.snap, sv.snap_len);
-out:
 	if (err)
 		pr_warn("%s-%u: writing the producer snapshot failed (%d): the next load reads the log for it\n",
 			pname(d), p->index, err);
@@ -1223,46 +1316,57 @@ void krep_disk_close(struct krep_partition *p, bool remove)
 
 /* recovery */
 
-/* the offsets in the names of a partition directory's .log and .snapshot files */
-struct seg_names {
-	u64 *base;
+/* offsets named by a partition directory's files of one kind */
+struct offsets {
+	u64 *v;
 	unsigned int n, cap;
-	u64 *snap;
-	unsigned int nsnap, snap_cap;
+};
+
+/*
+ * the .log and .snapshot files of a partition directory, and the
+ * temporary files a crash may have left of the producer state's
+ */
+enum { SN_LOG, SN_SNAP, SN_SNAP_TMP, SN_TXN_TMP, SN_KINDS };
+
+static const char * const sn_ext[SN_KINDS] = {
+	[SN_LOG] = ".log",
+	[SN_SNAP] = ".snapshot",
+	[SN_SNAP_TMP] = ".snapshot.tmp",
+	[SN_TXN_TMP] = ".txnindex.tmp",
+};
+
+struct seg_names {
+	struct offsets o[SN_KINDS];
 	int err;
 };
 
 static int seg_entry(void *arg, const char *name, int len, unsigned int type)
 {
 	struct seg_names *sn = arg;
-	/* a snapshot, or one a crash left half written */
-	bool snap = (len == 29 && !memcmp(name + 20, ".snapshot", 9)) ||
-		    (len == 33 && !memcmp(name + 20, ".snapshot.tmp", 13));
+	struct offsets *o;
 	char digits[21];
+	unsigned int k;
 	u64 base;
 
 	/* the names are not NUL-terminated */
-	if ((!snap && (len != 24 || memcmp(name + 20, ".log", 4))) ||
-	    type == DT_DIR)
+	for (k = 0; k < SN_KINDS; k++) {
+		if (len > 20 && (size_t)len == 20 + strlen(sn_ext[k]) &&
+		    !memcmp(name + 20, sn_ext[k], len - 20))
+			break;
+	}
+	if (k == SN_KINDS || type == DT_DIR)
 		return 0;
 	memcpy(digits, name, 20);
 	digits[20] = '\0';
 	if (strspn(digits, "0123456789") != 20 || kstrtou64(digits, 10, &base) ||
 	    base >= S64_MAX)
 		return 0;
-	if (snap) {
-		sn->err = krep_vfs_grow((void **)&sn->snap, &sn->snap_cap,
-					sn->nsnap, sizeof(*sn->snap),
-					KREP_VFS_LIST_MAX);
-		if (!sn->err)
-			sn->snap[sn->nsnap++] = base;
-		return !!sn->err;
-	}
-	sn->err = krep_vfs_grow((void **)&sn->base, &sn->cap, sn->n,
-				sizeof(*sn->base), KREP_VFS_LIST_MAX);
+	o = &sn->o[k];
+	sn->err = krep_vfs_grow((void **)&o->v, &o->cap, o->n, sizeof(*o->v),
+				KREP_VFS_LIST_MAX);
 	if (sn->err)
 		return 1;
-	sn->base[sn->n++] = base;
+	o->v[o->n++] = base;
 	return 0;
 }
 
@@ -1376,11 +1480,12 @@ static int recover_batches(struct recover *r, struct dseg *s, bool check_crc,
  * base + @rel; the segment's start when none): each must follow the one
  * before, none may start more than an index interval past @from (else an
  * entry is missing), and the last must end at @next_base, the file's end
- * at @size. Sets the largest timestamp seen. Return: 0, 1 when they do
- * not add up, or a negative errno.
+ * at @size. Sets the largest timestamp seen, and the last batch's header
+ * in @last. Return: 0, 1 when they do not add up, or a negative errno.
  */
 static int scan_after_index(struct dseg *s, loff_t size, loff_t from,
-			    s64 rel, u64 next_base, s64 *max_ts, u64 *ts_off)
+			    s64 rel, u64 next_base, s64 *max_ts, u64 *ts_off,
+			    struct krep_batch *last)
 {
 	u8 hdr[KREP_RB_HDR_LEN];
 	u64 expect = s->base;
@@ -1406,8 +1511,30 @@ static int scan_after_index(struct dseg *s, loff_t size, loff_t from,
 			*ts_off = krep_batch_last(&b);
 		}
 		expect = krep_batch_last(&b) + 1;
+		*last = b;
 	}
 	return expect == next_base && pos == size ? 0 : 1;
+}
+
+/*
+ * After a crash, are the epochs of @s's first and last batch (@last)
+ * those the cache (from leader-epoch-checkpoint) gives their offsets?
+ * The batches' epochs rise, so when both are one epoch, so is every batch
+ * between them; a segment where the leader changed is read batch by
+ * batch. A checkpoint written before the batches (disk_sync()) passes;
+ * one that lost an epoch, or a segment a cut did not reach, does not.
+ */
+static bool epochs_match(struct krep_disklog *d, struct dseg *s, loff_t size,
+			 const struct krep_batch *last)
+{
+	const struct krep_epoch_cache *c = &d->p->epochs;
+	u8 hdr[KREP_RB_HDR_LEN];
+	struct krep_batch b;
+
+	return !read_header(s->log, size, 0, &b, hdr) &&
+	       b.leader_epoch == last->leader_epoch &&
+	       krep_epoch_at(c, b.base_offset) == b.leader_epoch &&
+	       krep_epoch_at(c, last->base_offset) == last->leader_epoch;
 }
 
 /*
@@ -1423,6 +1550,7 @@ static int load_indexed(struct recover *r, struct dseg *s, u64 next_base)
 	struct krep_disklog *d = r->d;
 	char name[KREP_DISK_NAME_LEN + 1];
 	struct krep_index_entry *ent = NULL;
+	struct krep_batch last = {};
 	struct file *rf = NULL;
 	unsigned int n, nt, i, k;
 	s64 ts, tmax = -1, max_ts;
@@ -1479,8 +1607,11 @@ static int load_indexed(struct recover *r, struct dseg *s, u64 next_base)
 	max_ts = tmax;
 	err = scan_after_index(s, size, n ? ent[n - 1].pos : 0,
 			       n ? ent[n - 1].rel_offset : -1, next_base,
-			       &max_ts, &ts_off);
+			       &max_ts, &ts_off, &last);
 	if (err)
+		goto out;
+	err = 1;
+	if (!r->clean && !epochs_match(d, s, size, &last))
 		goto out;
 	/*
 	 * no batch before entry i has a timestamp above that of the first
@@ -1627,12 +1758,24 @@ static int txn_in_seg(const u8 *t, size_t len, const struct dseg *s)
 	return 0;
 }
 
+/* does a segment start at @offset? */
+static bool seg_base_at(const struct krep_disklog *d, u64 offset)
+{
+	const struct dseg *s;
+
+	list_for_each_entry(s, &d->segs, node) {
+		if (s->base >= offset)
+			return s->base == offset;
+	}
+	return false;
+}
+
 /*
- * After a clean shutdown, the producer state from <LEO>.snapshot and the
- * segments' .txnindex files (krep_producer_save()). Return: whether it
- * was read; if not, the caller rebuilds it from the log.
+ * The producer state from <@at>.snapshot, the .txnindex files of the
+ * segments below @at, and the batches from @at on
+ * (krep_producer_restore()). Return: 0, or why not, with a log line.
  */
-static bool load_producers(struct krep_disklog *d, u64 leo)
+static int load_snapshot(struct krep_disklog *d, u64 at)
 {
 	char name[KREP_DISK_NAME_LEN + 1];
 	size_t slen, tlen = 0, len;
@@ -1640,11 +1783,16 @@ static bool load_producers(struct krep_disklog *d, u64 leo)
 	struct dseg *s;
 	int err;
 
-	snprintf(name, sizeof(name), "%020llu.snapshot", leo);
+	seg_name(name, at, ".snapshot");
 	snap = krep_vfs_read_file(&d->dir, name, SZ_64M, &slen);
-	if (IS_ERR(snap))
-		return false;
+	if (IS_ERR(snap)) {
+		err = PTR_ERR(snap);
+		snap = NULL;
+		goto out;
+	}
 	list_for_each_entry(s, &d->segs, node) {
+		if (s->base >= at)
+			break;
 		seg_name(name, s->base, ".txnindex");
 		t = krep_vfs_read_file(&d->dir, name, SZ_64M, &len);
 		err = PTR_ERR_OR_ZERO(t);
@@ -1670,37 +1818,87 @@ static bool load_producers(struct krep_disklog *d, u64 leo)
 		txn = all;
 		tlen += len;
 	}
-	err = krep_producer_load(d->p, snap, slen, txn, tlen, leo, true);
+	err = krep_producer_restore(d->p, snap, slen, txn, tlen, at, true);
+	if (!err) {
+		/* a truncation after the load replays from here */
+		struct krep_producer_saved sv = {
+			.snap = snap, .snap_len = slen, .txn = txn,
+			.txn_len = tlen,
+		};
+
+		krep_producer_keep(d->p, at, &sv);
+		return 0;
+	}
 out:
-	if (err)
-		pr_warn("%s-%u: the producer snapshot at %llu cannot be used (%d): the state comes from the log\n",
-			pname(d), d->p->index, leo, err);
+	pr_warn("%s-%u: the producer snapshot at %llu cannot be used (%d)\n",
+		pname(d), d->p->index, at, err);
 	kvfree(snap);
 	kvfree(txn);
-	return !err;
+	return err;
 }
 
 /*
- * The producer state's files belong to the load that read them: the next
- * clean shutdown writes them anew, and no later load may take stale ones.
+ * The producer state from the newest snapshot that can be used: not past
+ * the log end nor below its start, at a segment's base (a roll's) or at
+ * the log end (a clean shutdown's), whole, and with every aborted
+ * transaction below it in the .txnindex files below it, as the writer
+ * leaves them (write_txnindexes()). Return: its offset, or U64_MAX when
+ * none could be used: the caller rebuilds the state from the log.
  */
-static void drop_producer_files(struct krep_disklog *d,
-				const struct seg_names *sn)
+static u64 load_producers(struct krep_disklog *d, const struct offsets *snaps,
+			  u64 leo)
 {
-	char name[KREP_DISK_NAME_LEN + 5];
-	struct dseg *s;
 	unsigned int i;
+	u64 at;
 
-	for (i = 0; i < sn->nsnap; i++) {
-		snprintf(name, sizeof(name), "%020llu.snapshot", sn->snap[i]);
-		krep_vfs_unlink(&d->dir, name);
-		strcat(name, ".tmp");
+	for (i = snaps->n; i > 0; i--) {
+		at = snaps->v[i - 1];
+		if (at > leo || at < d->p->log.start_offset ||
+		    (at != leo && !seg_base_at(d, at)))
+			continue;
+		if (!load_snapshot(d, at))
+			return at;
+	}
+	return U64_MAX;
+}
+
+/*
+ * After the load, the producer state's files that stay are those a later
+ * load may trust: the snapshots at segment bases up to the one read
+ * (@used; U64_MAX: none), with the .txnindex files of the closed
+ * segments below it. The others go: refused, past the log end, or not at
+ * a segment's base (a clean shutdown's at the log end: appends follow),
+ * and the tail's .txnindex, which its roll writes anew; so do the
+ * temporary files of a write a crash cut short.
+ */
+static void tidy_producer_files(struct krep_disklog *d,
+				const struct seg_names *sn, u64 used)
+{
+	const struct offsets *o;
+	char name[KREP_DISK_NAME_LEN + 5];
+	struct dseg *s, *t = tail(d);
+	unsigned int i, k;
+
+	o = &sn->o[SN_SNAP];
+	for (i = 0; i < o->n; i++) {
+		if (used != U64_MAX && o->v[i] <= used &&
+		    seg_base_at(d, o->v[i]))
+			continue;
+		seg_name(name, o->v[i], ".snapshot");
 		krep_vfs_unlink(&d->dir, name);
 	}
-	list_for_each_entry(s, &d->segs, node) {
-		seg_name(name, s->base, ".txnindex");
-		krep_vfs_unlink(&d->dir, name);
-		strcat(name, ".tmp");
+	for (k = SN_SNAP_TMP; k <= SN_TXN_TMP; k++) {
+		o = &sn->o[k];
+		for (i = 0; i < o->n; i++) {
+			snprintf(name, sizeof(name), "%020llu%s", o->v[i],
+				 sn_ext[k]);
+			krep_vfs_unlink(&d->dir, name);
+		}
+	}
+	list_for_each_entry(s, &d->segs, node)
+		s->txn_done = s != t && used != U64_MAX && s->next <= used;
+	if (t) {
+		seg_name(name, t->base, ".txnindex");
 		krep_vfs_unlink(&d->dir, name);
 	}
 }
@@ -1710,11 +1908,13 @@ static int recover(struct krep_disklog *d, const struct krep_disk_ckpt *ck,
 		   bool clean, struct krep_status *st)
 {
 	struct krep_partition *p = d->p;
-	struct recover r = { .d = d, .st = st, .expect = U64_MAX };
+	struct recover r = { .d = d, .st = st, .expect = U64_MAX,
+			     .clean = clean };
 	struct seg_names sn = {};
+	struct offsets *logs = &sn.o[SN_LOG];
 	const char *what = NULL;
 	char name[KREP_DISK_NAME_LEN + 1];
-	bool cut_here = false, epochs_ok;
+	bool cut_here = false, epochs_ok, below;
 	struct dseg *s;
 	unsigned int i;
 	loff_t cut = 0;
@@ -1724,7 +1924,8 @@ static int recover(struct krep_disklog *d, const struct krep_disk_ckpt *ck,
 	err = krep_vfs_list(&d->dir, seg_entry, &sn) ?: sn.err;
 	if (err)
 		goto out;
-	sort(sn.base, sn.n, sizeof(*sn.base), cmp_u64, NULL);
+	sort(logs->v, logs->n, sizeof(*logs->v), cmp_u64, NULL);
+	sort(sn.o[SN_SNAP].v, sn.o[SN_SNAP].n, sizeof(u64), cmp_u64, NULL);
 	r.buf_len = SZ_64K;
 	r.buf = kvmalloc(r.buf_len, GFP_KERNEL);
 	if (!r.buf) {
@@ -1733,8 +1934,8 @@ static int recover(struct krep_disklog *d, const struct krep_disk_ckpt *ck,
 	}
 	krep_epoch_destroy(&p->epochs);
 	epochs_ok = load_epochs(d);
-	for (i = 0; i < sn.n; i++) {
-		s = seg_add(d, sn.base[i]);
+	for (i = 0; i < logs->n; i++) {
+		s = seg_add(d, logs->v[i]);
 		if (!s) {
 			err = -ENOMEM;
 			goto out;
@@ -1747,19 +1948,21 @@ static int recover(struct krep_disklog *d, const struct krep_disk_ckpt *ck,
 			continue;
 		}
 		/*
-		 * a clean shutdown: below the tail, from the indexes (the
-		 * epochs from their checkpoint, not the batches); else the
-		 * batches, with no CRCs for a clean shutdown or below the
-		 * recovery point
+		 * below the tail, and after a clean shutdown or below the
+		 * recovery point (synced), from the indexes (the epochs
+		 * from their checkpoint, not the batches), as Kafka loads
+		 * them; else the batches, with no CRCs for a clean shutdown
+		 * or below the recovery point
 		 */
 		what = NULL;
-		err = clean && epochs_ok && i + 1 < sn.n ?
-		      load_indexed(&r, s, sn.base[i + 1]) : 1;
+		below = i + 1 < logs->n &&
+			(clean || (ck->has_recovery &&
+				   logs->v[i + 1] <= ck->recovery));
+		err = epochs_ok && below ?
+		      load_indexed(&r, s, logs->v[i + 1]) : 1;
 		if (err > 0)
-			err = recover_seg(&r, s, !clean &&
-					  !(i + 1 < sn.n &&
-					    sn.base[i + 1] <= ck->recovery),
-					  i + 1 == sn.n, &cut, &what);
+			err = recover_seg(&r, s, !clean && !below,
+					  i + 1 == logs->n, &cut, &what);
 		if (err && !what)
 			goto out;
 		if (err) {
@@ -1776,7 +1979,7 @@ static int recover(struct krep_disklog *d, const struct krep_disk_ckpt *ck,
 				continue;
 			}
 		}
-		if (i + 1 < sn.n && !cut_here) {
+		if (i + 1 < logs->n && !cut_here) {
 			err = seg_time_entry(d, s) ?: index_flush(d, s);
 			if (err)
 				goto out;
@@ -1826,10 +2029,10 @@ static int recover(struct krep_disklog *d, const struct krep_disk_ckpt *ck,
 	p->hw = clamp(ck->has_hw ? ck->hw : 0, p->log.start_offset, leo);
 	p->lso = p->hw;
 	p->low_watermark = p->log.start_offset;
-	d->snap_loaded = clean && load_producers(d, leo);
-	if (!d->snap_loaded)
+	d->snap_at = load_producers(d, &sn.o[SN_SNAP], leo);
+	if (d->snap_at == U64_MAX)
 		krep_producer_rebuild(p);
-	drop_producer_files(d, &sn);
+	tidy_producer_files(d, &sn, d->snap_at);
 	d->loaded = list_count_nodes(&d->segs);
 	/* a leader alone in its ISR (RF 1) has HW at its LEO at once */
 	krep_partition_update_hw(p);
@@ -1837,8 +2040,8 @@ static int recover(struct krep_disklog *d, const struct krep_disk_ckpt *ck,
 	err = 0;
 out:
 	kvfree(r.buf);
-	kvfree(sn.base);
-	kvfree(sn.snap);
+	for (i = 0; i < SN_KINDS; i++)
+		kvfree(sn.o[i].v);
 	return err;
 }
 
@@ -1899,12 +2102,18 @@ int krep_disk_open(struct krep_partition *p, struct krep_logdir *ld,
 		disk_free(d);
 		return err;
 	}
-	if (p->log.end_offset > p->log.start_offset)
-		pr_info("%s: recovered offsets %llu..%llu, HW %llu%s: %u of %u segments from their indexes, producer state from %s\n",
+	if (p->log.end_offset > p->log.start_offset && d->snap_at == U64_MAX)
+		pr_info("%s: recovered offsets %llu..%llu, HW %llu%s: %u of %u segments from their indexes, producer state from the log\n",
 			name, p->log.start_offset, p->log.end_offset - 1,
 			p->hw, ld->clean ? " (clean shutdown)" : "",
-			d->indexed, d->loaded,
-			d->snap_loaded ? "its snapshot" : "the log");
+			d->indexed, d->loaded);
+	else if (p->log.end_offset > p->log.start_offset)
+		pr_info("%s: recovered offsets %llu..%llu, HW %llu%s: %u of %u segments from their indexes, producer state from the snapshot at %llu%s\n",
+			name, p->log.start_offset, p->log.end_offset - 1,
+			p->hw, ld->clean ? " (clean shutdown)" : "",
+			d->indexed, d->loaded, d->snap_at,
+			d->snap_at < p->log.end_offset ?
+			" and the log after it" : "");
 	return 0;
 }
 

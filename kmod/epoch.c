@@ -143,6 +143,18 @@ void krep_epoch_end_kafka(const struct krep_epoch_cache *c, s32 epoch,
 	*found = i ? c->e[i - 1].epoch : epoch;
 }
 
+/* the epoch of the batch at @offset: the last to start at or before it; -1 */
+s64 krep_epoch_at(const struct krep_epoch_cache *c, u64 offset)
+{
+	unsigned int i;
+
+	for (i = c->n; i > 0; i--) {
+		if (c->e[i - 1].start <= offset)
+			return c->e[i - 1].epoch;
+	}
+	return -1;
+}
+
 /* the log was truncated to @end: forget epochs that start at or after it */
 void krep_epoch_truncate_end(struct krep_epoch_cache *c, u64 end)
 {

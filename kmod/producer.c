@@ -961,6 +961,37 @@ void krep_producer_log_rolled(struct krep_log *log)
 	ps->kept_next = (ps->kept_next + 1) % KREP_PRODUCER_KEPT;
 }
 
+/**
+ * krep_producer_keep - keep the state a load read from its files
+ * @p: the partition, under its lock
+ * @at: the snapshot's offset
+ * @sv: its files' bytes (krep_producer_restore() took them), which
+ *	this takes over: kept as a roll's state, or freed
+ *
+ * A truncation soon after the load then replays the log from @at, not
+ * from its start (krep_producer_truncated()); charged as a roll's.
+ */
+void krep_producer_keep(struct krep_partition *p, u64 at,
+			struct krep_producer_saved *sv)
+{
+	struct krep_producers *ps = &p->producers;
+	struct krep_producer_kept *k = &ps->kept[ps->kept_next];
+	struct krep_mem *mem = ps_mem(ps);
+	size_t size = sv->snap_len + sv->txn_len;
+
+	lockdep_assert_held(&p->lock);
+	if (atomic64_add_return(size, &mem->used) > mem->max / 2) {
+		atomic64_sub(size, &mem->used);
+		krep_producer_saved_free(sv);
+		return;
+	}
+	kept_free(ps, k);
+	k->offset = at;
+	k->sv = *sv;
+	memset(sv, 0, sizeof(*sv));
+	ps->kept_next = (ps->kept_next + 1) % KREP_PRODUCER_KEPT;
+}
+
 /* the newest kept state at or below @leo and in the log, if any */
 static struct krep_producer_kept *kept_at(struct krep_partition *p, u64 leo)
 {
@@ -977,21 +1008,77 @@ static struct krep_producer_kept *kept_at(struct krep_partition *p, u64 leo)
 	return best;
 }
 
-/*
- * the state from kept state @k and the batches after it; false when @k
- * cannot be read back (the state is then empty)
+/**
+ * krep_producer_dup_kept - a copy of the state kept at @offset
+ * @p: the partition, under its lock
+ * @offset: a segment's base
+ * @out: set to the copy, which the caller frees with
+ *	 krep_producer_saved_free()
+ *
+ * Return: 0; -ENOENT when none is kept there; -ENOMEM.
  */
-static bool replay_from(struct krep_partition *p, struct krep_producer_kept *k)
+int krep_producer_dup_kept(struct krep_partition *p, u64 offset,
+			   struct krep_producer_saved *out)
 {
-	if (krep_producer_load(p, k->sv.snap, k->sv.snap_len, k->sv.txn,
-			       k->sv.txn_len, k->offset, false))
-		return false;
-	trace_krep_producer_rebuild(p, p->replicas[p->self], k->offset,
-				    p->log.end_offset);
-	if (krep_log_walk(&p->log, k->offset, rebuild_one, p))
-		pr_warn_ratelimited("%s-%u: producer state rebuilt from an unreadable log\n",
-				    p->topic->name, p->index);
-	return true;
+	struct krep_producer_kept *k;
+	unsigned int i;
+
+	lockdep_assert_held(&p->lock);
+	memset(out, 0, sizeof(*out));
+	for (i = 0; i < KREP_PRODUCER_KEPT; i++) {
+		k = &p->producers.kept[i];
+		if (k->sv.snap && k->offset == offset)
+			break;
+	}
+	if (i == KREP_PRODUCER_KEPT)
+		return -ENOENT;
+	out->snap = kvmalloc(k->sv.snap_len, GFP_KERNEL);
+	out->txn = kvmalloc(max_t(size_t, k->sv.txn_len, 1), GFP_KERNEL);
+	if (!out->snap || !out->txn) {
+		krep_producer_saved_free(out);
+		return -ENOMEM;
+	}
+	memcpy(out->snap, k->sv.snap, k->sv.snap_len);
+	memcpy(out->txn, k->sv.txn, k->sv.txn_len);
+	out->snap_len = k->sv.snap_len;
+	out->txn_len = k->sv.txn_len;
+	return 0;
+}
+
+/**
+ * krep_producer_restore - the state from Kafka's files and the log after
+ * @p: the partition, under its lock
+ * @snap: <@at>.snapshot's bytes
+ * @snap_len: their length
+ * @txn: the .txnindex entries of every segment below @at, by marker
+ * @txn_len: their length
+ * @at: the snapshot's offset, at most the log end
+ * @check: the files come from disk (krep_producer_load())
+ *
+ * The batches from @at to the log end are then read, as a rebuild reads
+ * them (Kafka's ProducerStateManager loads its newest snapshot and
+ * replays the log after it the same way).
+ *
+ * Return: 0, or krep_producer_load()'s error: the state is then empty.
+ */
+int krep_producer_restore(struct krep_partition *p, const u8 *snap,
+			  size_t snap_len, const u8 *txn, size_t txn_len,
+			  u64 at, bool check)
+{
+	int err;
+
+	err = krep_producer_load(p, snap, snap_len, txn, txn_len, at, check);
+	if (err)
+		return err;
+	if (at < p->log.end_offset) {
+		trace_krep_producer_rebuild(p, p->replicas[p->self], at,
+					    p->log.end_offset);
+		if (krep_log_walk(&p->log, at, rebuild_one, p))
+			pr_warn_ratelimited("%s-%u: producer state rebuilt from an unreadable log\n",
+					    p->topic->name, p->index);
+		settle_lso(p);
+	}
+	return 0;
 }
 
 /**
@@ -1026,7 +1113,9 @@ void krep_producer_truncated(struct krep_partition *p, u64 leo)
 		return;
 	}
 	k = kept_at(p, leo);
-	if (k && replay_from(p, k)) {
+	if (k && !krep_producer_restore(p, k->sv.snap, k->sv.snap_len,
+					k->sv.txn, k->sv.txn_len, k->offset,
+					false)) {
 		settle_lso(p);
 		return;
 	}

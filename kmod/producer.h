@@ -90,6 +90,13 @@ void krep_producer_saved_free(struct krep_producer_saved *s);
 int krep_producer_load(struct krep_partition *p, const u8 *snap,
 		       size_t snap_len, const u8 *txn, size_t txn_len, u64 at,
 		       bool check);
+int krep_producer_restore(struct krep_partition *p, const u8 *snap,
+			  size_t snap_len, const u8 *txn, size_t txn_len,
+			  u64 at, bool check);
 void krep_producer_log_rolled(struct krep_log *log);
+void krep_producer_keep(struct krep_partition *p, u64 at,
+			struct krep_producer_saved *sv);
+int krep_producer_dup_kept(struct krep_partition *p, u64 offset,
+			   struct krep_producer_saved *out);
 
 #endif /* _KREP_PRODUCER_H */

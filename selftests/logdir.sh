@@ -58,7 +58,7 @@ mnt=$tmp/mnt
 krep_cleanup_push rm -rf "$tmp"
 mark=logdir-$$
 
-ktap_plan 48
+ktap_plan 51
 krep_pyserve_start logdump "" kafka_log_dump ||
 	ktap_bail "cannot start kafka_log_dump.py"
 
@@ -82,7 +82,7 @@ krep_ext4_mount "$tmp/disk.img" 128M "$mnt" ||
 D1=$mnt/b1
 mkdir -p "$D1"
 LOAD=(log_dir="$D1" broker_id=1
-      "topics=t:2:1:segment_bytes=$SEG,fl:1:1:flush_messages=1,fm:1:1:flush_ms=200,big:1:1:segment_bytes=262144"
+      "topics=t:2:1:segment_bytes=$SEG,fl:1:1:flush_messages=1,fm:1:1:flush_ms=200,big:1:1:segment_bytes=262144,rp:1:1:segment_bytes=262144"
       log_checkpoint_ms=500)
 
 # --- 1. write ------------------------------------------------------------------
@@ -237,9 +237,9 @@ ktap_check "the clean marker is consumed by the load" \
 log=$(krep_kmsg_since "$mark-clean")
 nt=$(find "$D1/t-0" -name '*.log' | wc -l)
 nb=$(find "$D1/big-0" -name '*.log' | wc -l)
-if grep -q "t-0: recovered offsets 0..$((N - 1)), HW $N (clean shutdown): $((nt - 1)) of $nt segments from their indexes, producer state from its snapshot" <<<"$log" &&
-   grep -q "big-0: recovered offsets 0..639, HW 640 (clean shutdown): $((nb - 1)) of $nb segments from their indexes, producer state from its snapshot" <<<"$log" &&
-   grep -q "fm-0: recovered offsets 0..13, HW 14 (clean shutdown): 0 of 1 segments from their indexes, producer state from its snapshot" <<<"$log" &&
+if grep -q "t-0: recovered offsets 0..$((N - 1)), HW $N (clean shutdown): $((nt - 1)) of $nt segments from their indexes, producer state from the snapshot at $N\$" <<<"$log" &&
+   grep -q "big-0: recovered offsets 0..639, HW 640 (clean shutdown): $((nb - 1)) of $nb segments from their indexes, producer state from the snapshot at 640\$" <<<"$log" &&
+   grep -q "fm-0: recovered offsets 0..13, HW 14 (clean shutdown): 0 of 1 segments from their indexes, producer state from the snapshot at 14\$" <<<"$log" &&
    [ "$nb" -ge 3 ]; then
 	ktap_ok "the load reads t-0's $((nt - 1)) and big-0's $((nb - 1)) segments below the last from their indexes, the producer states from their snapshots"
 else
@@ -272,8 +272,19 @@ else
 	ktap_fail "big-0's records read back, t-0's offsets by timestamp unchanged"
 	diff "$tmp/ts.before" "$tmp/ts.after" | head -n 5 | ktap_diag_stdin
 fi
-ktap_check "the load removes the snapshots and transaction indexes it read" \
-	eval '[ -z "$(find "$D1" -name "*.snapshot" -o -name "*.txnindex")" ]'
+# what stays: the rolls' snapshots, each at a segment's base (big-0's
+# last two), not the clean shutdown's at the log end (a base has a .log);
+# no .txnindex (the only aborted transaction is in fm-0's growing tail)
+orphans=$(find "$D1" -name '*.snapshot' | while read -r f; do
+	[ -e "${f%.snapshot}.log" ] || basename "$f"; done)
+names() { # DIR EXT [SED]: the bases of DIR's files *.EXT, on one line
+	find "$1" -name "*.$2" -printf '%f\n' | sort | sed -n "${3:-}s/\.$2\$//p" | tr '\n' ' '
+}
+bigsnaps=$(names "$D1/big-0" snapshot)
+bigbases=$(names "$D1/big-0" log '2,$')
+ktap_check "the load leaves the rolls' snapshots, at segment bases (big-0: $bigsnaps), none at the log end ($orphans), and no .txnindex" \
+	eval '[ -z "$orphans" ] && [ -n "$bigbases" ] && [ "$bigsnaps" = "$bigbases" ] &&
+	      [ -z "$(find "$D1" -name "*.txnindex")" ]'
 # the state read back: LSO at producer 8's open transaction, 7's records
 # hidden from read_committed, a retry of 8's batch answered with its
 # offset (not appended), and 8's commit moves LSO to HW
@@ -305,13 +316,75 @@ fi
 krep_kmsg_mark "$mark-snap"
 krep_mod_load "${LOAD[@]}" || ktap_bail "insmod after the snapshot's corruption failed"
 log=$(krep_kmsg_since "$mark-snap")
-if grep -q "fm-0: the producer snapshot at 15 cannot be used (-22): the state comes from the log" <<<"$log" &&
+if grep -q "fm-0: the producer snapshot at 15 cannot be used (-22)\$" <<<"$log" &&
    grep -q "fm-0: recovered offsets 0..14, HW 15 (clean shutdown): .*, producer state from the log" <<<"$log" &&
    [ "$(lpart fm 0 lso)" = 15 ] && [ "$(committed)" = "$(values m 10; echo o1)" ]; then
 	ktap_ok "a snapshot with a flipped byte is refused with a kernel log line; fm-0's state comes from the log (LSO 15, read_committed as before)"
 else
 	ktap_fail "a snapshot with a flipped byte is refused, the state from the log"
 	grep "fm-0" <<<"$log" | ktap_diag_stdin
+fi
+
+# --- 2c. a crash after rolls: the newest roll's snapshot, the log after it ----------
+# rp (256 KiB segments): producer 7's transaction aborted at 0..2, 600
+# records of 1 KiB (three segments), producer 8's transaction open at 603
+"$KREPCTL" txn rp 7:0 begin >/dev/null &&
+	printf '%s\n' a1 a2 | "$KREPCTL" produce rp txn 7:0 batch 2 >/dev/null &&
+	"$KREPCTL" txn rp 7:0 abort >/dev/null &&
+	values r 600 | sed "s/\$/$pad/" | tee "$tmp/rp.in" |
+	"$KREPCTL" produce rp acks 1 batch 16 >/dev/null &&
+	"$KREPCTL" txn rp 8:0 begin >/dev/null &&
+	echo o1 | "$KREPCTL" produce rp txn 8:0 >/dev/null ||
+	ktap_bail "produce rp failed"
+# each roll writes the state kept at its base as <base>.snapshot, after
+# the .txnindex of the segments below it: 7's abort is in the first's
+# (a clean shutdown of the empty rp-0 left one at 0)
+rolled() {
+	j=$(dump "$D1" --partition rp-0) &&
+	rpbases=$(jq -r '[.partitions["rp-0"].segments[1:][].base] | @sh' <<<"$j") &&
+	[ "$(jq -r '[.partitions["rp-0"].snapshots[].offset | select(. > 0)] | @sh' <<<"$j")" = "$rpbases" ] &&
+	[ "$(jq -r '.partitions["rp-0"].next_offset' <<<"$j")" = 604 ] &&
+	[ "$(jq -c '[.partitions["rp-0"].segments[0].aborted[]? |
+		      [.producer_id, .first_offset, .last_offset]]' <<<"$j")" = '[[7,0,2]]' ]
+}
+if krep_wait_for 30 rolled && [ "$(wc -w <<<"$rpbases")" = 2 ]; then
+	ktap_ok "rp-0's two rolls wrote their snapshots at $rpbases, and 7's aborted transaction 0..2 in the first segment's .txnindex"
+else
+	ktap_fail "rp-0's rolls wrote their snapshots and the first segment's .txnindex"
+	jq -c '.partitions["rp-0"] | [.next_offset, [.segments[] | [.base, .aborted]],
+		[.snapshots[].offset], .errors]' <<<"$j" | ktap_diag_stdin
+fi
+tailbase=${rpbases##* }
+# a crash after the last roll: no marker, no snapshot at the log end, the
+# recovery point at the last roll
+krep_mod_unload
+rm -f "$D1/.kafka_cleanshutdown" "$D1"/rp-0/00000000000000000604.snapshot
+sed -i "s/^rp 0 .*/rp 0 $tailbase/" "$D1/recovery-point-offset-checkpoint"
+sync && echo 3 >/proc/sys/vm/drop_caches
+krep_kmsg_mark "$mark-roll"
+krep_mod_load "${LOAD[@]}" || ktap_bail "insmod after the crash after rolls failed"
+log=$(krep_kmsg_since "$mark-roll")
+shares=
+for f in $(find "$D1/rp-0" -name '*.log' | sort | head -n -1); do
+	shares="$shares $(read_share "$f")"
+done
+if grep -q "rp-0: recovered offsets 0..603, HW 604: 2 of 3 segments from their indexes, producer state from the snapshot at $tailbase and the log after it\$" <<<"$log" &&
+   [ -n "$shares" ] && ! printf '%s\n' $shares | awk '$1 >= 50 { bad = 1 } END { exit !bad }'; then
+	ktap_ok "after the crash, rp-0's segments below the recovery point come from their indexes (in the page cache:$shares %), the producer state from the snapshot at $tailbase and the log after it"
+else
+	ktap_fail "after the crash, rp-0's segments below the recovery point from their indexes (in the page cache:$shares %), the producer state from the snapshot at $tailbase"
+	grep "rp-0" <<<"$log" | ktap_diag_stdin
+fi
+rpc() { "$KREPCTL" consume rp partition 0 --isolation read_committed; }
+retry=$(echo o1 | "$KREPCTL" produce rp txn 8:0 2>&1)
+if [ "$(lpart rp 0 lso)" = 603 ] && [ "$(lpart rp 0 hw)" = 604 ] &&
+   rpc >"$tmp/rp.out" 2>&1 && cmp -s "$tmp/rp.in" "$tmp/rp.out" &&
+   [ "$retry" = "produced 1 record to rp-0, offsets 603..603" ] &&
+   [ "$(lpart rp 0 leo)" = 604 ]; then
+	ktap_ok "rp-0's state: LSO 603 at 8's open transaction, read_committed without 7's aborted records, a retry of 8's batch answered with 603"
+else
+	ktap_fail "rp-0's state: LSO 603, read_committed without 7's records, 8's retry at 603 (LSO $(lpart rp 0 lso), $retry)"
+	head -c 300 "$tmp/rp.out" | ktap_diag_stdin
 fi
 
 # --- 3. crash: a torn last batch -------------------------------------------------------
