@@ -64,11 +64,13 @@ deps:
 # check, demo and vm-shell install packages first, then build in a sub-make
 # so that KDIR is looked up after the kernel headers exist.
 # sparse builds the module (checking every file as it goes), so that "all"
-# finds it built: one build of the module.
+# finds it built: one build of the module. The agent's tests run side by
+# side (-j8: they mostly wait, on etcd's leases), each one's output kept
+# together (-O).
 check: deps
 	$(MAKE) KDIR="$(VM_KDIR)" sparse
 	$(MAKE) -j$(NPROC) KDIR="$(VM_KDIR)" all checkpatch
-	$(MAKE) -C agent test
+	$(MAKE) -j8 -O -C agent test
 	KREP_CHECK_VMS=$(CHECK_VMS) selftests/check.sh $(SUITES)
 
 # make demo STEP=N stops after step N and opens a shell in the VM there
