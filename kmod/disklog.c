@@ -758,15 +758,17 @@ static void evict_again(struct krep_disklog *d)
  * when it holds none, as Kafka. A snapshot at @below is written only
  * after this, so that every aborted transaction below a snapshot is in
  * the .txnindex files below it (load_producers()). The tail's (a clean
- * shutdown, @below U64_MAX) is written anew each time.
+ * shutdown, @below U64_MAX) is written anew each time. Return: 1 when a
+ * file was removed since the last synced write (the directory is not
+ * synced yet), 0, or an error.
  */
 static int write_txnindexes(struct krep_disklog *d,
 			    const struct krep_producer_saved *sv, u64 below)
 {
 	char name[KREP_DISK_NAME_LEN + 1];
 	size_t at = 0, from;
+	int err, removed = 0;
 	struct dseg *s;
-	int err;
 
 	list_for_each_entry(s, &d->segs, node) {
 		if (s->base >= below)
@@ -784,22 +786,32 @@ static int write_txnindexes(struct krep_disklog *d,
 		if (s->txn_done)
 			continue;
 		seg_name(name, s->base, ".txnindex");
-		err = at > from ?
-		      krep_vfs_write_atomic(&d->dir, name, sv->txn + from,
-					    at - from) :
-		      krep_vfs_unlink(&d->dir, name);
+		if (at > from) {
+			/* synced with the directory: and what came before */
+			err = krep_vfs_write_atomic(&d->dir, name,
+						    sv->txn + from, at - from);
+			removed = 0;
+		} else {
+			err = krep_vfs_unlink(&d->dir, name);
+			removed |= !err;
+		}
 		if (err && err != -ENOENT)
 			return err;
 		s->txn_done = !s->log;
 	}
-	return 0;
+	return removed;
 }
 
 /*
  * The tail was rolled at @base: the producer state kept there, if this
  * round took one, as Kafka's <base>.snapshot, so that a load after a
  * crash reads it and the log after it, not the whole log. A failure
- * costs that only: no snapshot, and the next roll tries again.
+ * costs that only: no snapshot, and the next roll tries again. The
+ * segment below was synced by the roll; the snapshot is not, unless a
+ * .txnindex was removed just before it: a crash may lose it, or leave
+ * it short (its CRC refuses it), but the directory's operations reach
+ * the disk in order (the journal of ext4 or XFS), so one that is there
+ * finds the .txnindex files as they were written before it.
  */
 static void roll_snapshot(struct krep_disklog *d, const struct dcollect *c,
 			  u64 base)
@@ -815,11 +827,13 @@ static void roll_snapshot(struct krep_disklog *d, const struct dcollect *c,
 		return;
 	sv = &c->snap[i].sv;
 	err = write_txnindexes(d, sv, base);
-	if (!err) {
-		seg_name(name, base, ".snapshot");
+	seg_name(name, base, ".snapshot");
+	if (err > 0)
 		err = krep_vfs_write_atomic(&d->dir, name, sv->snap,
 					    sv->snap_len);
-	}
+	else if (!err)
+		err = krep_vfs_write_unsynced(&d->dir, name, sv->snap,
+					      sv->snap_len);
 	if (err)
 		pr_warn_ratelimited("%s-%u: writing the producer snapshot at %llu failed (%d)\n",
 				    pname(d), d->p->index, base, err);
@@ -1186,7 +1200,7 @@ static void write_producers(struct krep_disklog *d)
 		return;
 	}
 	err = write_txnindexes(d, &sv, U64_MAX);
-	if (!err) {
+	if (err >= 0) {
 		snprintf(name, sizeof(name), "%020llu.snapshot", end);
 		err = krep_vfs_write_atomic(&d->dir, name, sv.snap,
 					    sv.snap_len);

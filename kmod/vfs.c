@@ -320,21 +320,8 @@ static int fsync_dir(const struct path *dir)
 	return err;
 }
 
-/**
- * krep_vfs_write_atomic - replace the file @name of @dir with @buf
- * @dir: the directory
- * @name: the file
- * @buf: its new content
- * @len: bytes
- *
- * As Kafka's checkpoint files: written to "@name.tmp", synced, renamed
- * over @name, and the directory synced, so a crash leaves the old file or
- * the new one, never a mix.
- *
- * Return: 0 or the VFS's error.
- */
-int krep_vfs_write_atomic(const struct path *dir, const char *name,
-			  const void *buf, size_t len)
+static int write_renamed(const struct path *dir, const char *name,
+			 const void *buf, size_t len, bool sync)
 {
 	char *tmp = kasprintf(GFP_KERNEL, "%s.tmp", name);
 	struct file *f;
@@ -351,15 +338,54 @@ int krep_vfs_write_atomic(const struct path *dir, const char *name,
 		err = PTR_ERR(f);
 		goto out;
 	}
-	err = krep_vfs_write_all(f, buf, len, &pos) ?: vfs_fsync(f, 0);
+	err = krep_vfs_write_all(f, buf, len, &pos);
+	if (!err && sync)
+		err = vfs_fsync(f, 0);
 	fput(f);
 	if (!err)
 		err = krep_vfs_rename(dir, tmp, name);
-	if (!err)
+	if (!err && sync)
 		err = fsync_dir(dir);
 out:
 	kfree(tmp);
 	return err;
+}
+
+/**
+ * krep_vfs_write_atomic - replace the file @name of @dir with @buf
+ * @dir: the directory
+ * @name: the file
+ * @buf: its new content
+ * @len: bytes
+ *
+ * As Kafka's checkpoint files: written to "@name.tmp", synced, renamed
+ * over @name, and the directory synced, so a crash leaves the old file or
+ * the new one, never a mix.
+ *
+ * Return: 0 or the VFS's error.
+ */
+int krep_vfs_write_atomic(const struct path *dir, const char *name,
+			  const void *buf, size_t len)
+{
+	return write_renamed(dir, name, buf, len, true);
+}
+
+/**
+ * krep_vfs_write_unsynced - krep_vfs_write_atomic() without its syncs
+ * @dir: the directory
+ * @name: the file
+ * @buf: its new content
+ * @len: bytes
+ *
+ * For a file whose reader checks it whole (a CRC) and can do without
+ * it: after a crash @name may be missing, or short, under its name.
+ *
+ * Return: 0 or the VFS's error.
+ */
+int krep_vfs_write_unsynced(const struct path *dir, const char *name,
+			    const void *buf, size_t len)
+{
+	return write_renamed(dir, name, buf, len, false);
 }
 
 /**

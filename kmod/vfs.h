@@ -28,6 +28,8 @@ int krep_vfs_rename(const struct path *dir, const char *from, const char *to);
 int krep_vfs_rmtree(const struct path *dir, const char *name);
 int krep_vfs_write_atomic(const struct path *dir, const char *name,
 			  const void *buf, size_t len);
+int krep_vfs_write_unsynced(const struct path *dir, const char *name,
+			    const void *buf, size_t len);
 char *krep_vfs_read_file(const struct path *dir, const char *name, size_t max,
 			 size_t *lenp);
 int krep_vfs_write_all(struct file *f, const void *buf, size_t len,
