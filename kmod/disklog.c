@@ -260,11 +260,15 @@ static void seg_unlink(struct krep_disklog *d, struct dseg *s)
 					     ".timeindex", ".txnindex" };
 	char name[KREP_DISK_NAME_LEN + 1];
 	unsigned int i;
+	int err;
 
 	seg_close_files(s);
 	for (i = 0; i < ARRAY_SIZE(ext); i++) {
 		seg_name(name, s->base, ext[i]);
-		krep_vfs_unlink(&d->dir, name);
+		err = krep_vfs_unlink(&d->dir, name);
+		/* a snapshot left behind could be taken for a later log's */
+		if (!i && err && err != -ENOENT)
+			fail(d, "removing a segment's snapshot", err);
 	}
 	if (s->evict_again)
 		d->evict_again--;
@@ -700,7 +704,8 @@ static void collect_release(struct dcollect *c)
 	for (i = 0; i < c->nbv; i++)
 		put_page(c->bv[i].bv_page);
 	for (i = 0; i < c->nsnap; i++)
-		krep_producer_saved_free(&c->snap[i].sv);
+		krep_producer_dup_free(container_of(c->log, struct krep_partition,
+						    log), &c->snap[i].sv);
 	kfree(c->bv);
 	kfree(c->b);
 }
@@ -999,23 +1004,6 @@ static bool disk_sync(struct krep_disklog *d, u32 max)
 		fail(d, "reading the log", n < 0 ? n : c.err);
 		goto out;
 	}
-	/*
-	 * the epochs before the batches: a load after a crash may take a
-	 * segment's epochs from the checkpoint instead of its batches, so
-	 * no batch reaches the disk before its epoch does (as Kafka assigns
-	 * an epoch before the append); one past the log end is cut at load
-	 */
-	if (snap) {
-		err = write_epochs(d, snap, nsnap);
-		if (err) {
-			fail(d, "writing leader-epoch-checkpoint", err);
-			goto out;
-		}
-		kfree(d->epochs);
-		d->epochs = snap;
-		d->nepochs = nsnap;
-		snap = NULL;
-	}
 	if (cut <= start && cut < d->end) {
 		/* the memory log was emptied: nothing below start survives */
 		reset_to(d, start);
@@ -1027,6 +1015,32 @@ static bool disk_sync(struct krep_disklog *d, u32 max)
 	/* the last round's failed evictions, with this round's cut applied */
 	if (d->evict_again && !d->failed)
 		evict_again(d);
+	/*
+	 * the epochs after the cut and before the batches: a load after a
+	 * crash may take a segment's epochs from the checkpoint instead of
+	 * its batches, so no batch reaches the disk before its epoch does
+	 * (as Kafka assigns an epoch before the append; one past the log
+	 * end is cut at load), and no checkpoint before the cut it follows
+	 * (synced first: the checkpoint's own syncs are of its file and the
+	 * directory)
+	 */
+	s = tail(d);
+	if (snap && !d->failed && cut < U64_MAX && s && s->log) {
+		err = vfs_fsync(s->log, 0);
+		if (err)
+			fail(d, "syncing a cut segment", err);
+	}
+	if (snap && !d->failed) {
+		err = write_epochs(d, snap, nsnap);
+		if (err) {
+			fail(d, "writing leader-epoch-checkpoint", err);
+		} else {
+			kfree(d->epochs);
+			d->epochs = snap;
+			d->nepochs = nsnap;
+			snap = NULL;
+		}
+	}
 	for (i = 0; i < c.nb && !d->failed; i += run) {
 		run = write_run(d, &c, i);
 		if (run < 0)
@@ -1473,10 +1487,9 @@ static int recover_batches(struct recover *r, struct dseg *s, bool check_crc,
 		}
 		if (err)
 			return err;
-		if (b.leader_epoch >= 0 &&
-		    b.leader_epoch > krep_epoch_latest(&p->epochs))
-			krep_epoch_assign(&p->epochs, b.leader_epoch,
-					  b.base_offset);
+		if (b.leader_epoch >= 0)
+			krep_epoch_found(&p->epochs, b.leader_epoch,
+					 b.base_offset);
 		err = seg_index(d, s, krep_batch_last(&b), b.max_ts, b.len,
 				s->size);
 		if (err)
@@ -1542,13 +1555,17 @@ static bool epochs_match(struct krep_disklog *d, struct dseg *s, loff_t size,
 			 const struct krep_batch *last)
 {
 	const struct krep_epoch_cache *c = &d->p->epochs;
+	/* the first entry starts at the log start the writer saw */
+	u64 from = c->n ? c->e[0].start : 0;
 	u8 hdr[KREP_RB_HDR_LEN];
 	struct krep_batch b;
 
 	return !read_header(s->log, size, 0, &b, hdr) &&
 	       b.leader_epoch == last->leader_epoch &&
-	       krep_epoch_at(c, b.base_offset) == b.leader_epoch &&
-	       krep_epoch_at(c, last->base_offset) == last->leader_epoch;
+	       krep_epoch_at(c, max_t(u64, b.base_offset, from)) ==
+	       b.leader_epoch &&
+	       krep_epoch_at(c, max_t(u64, last->base_offset, from)) ==
+	       last->leader_epoch;
 }
 
 /*
@@ -1885,21 +1902,25 @@ static u64 load_producers(struct krep_disklog *d, const struct offsets *snaps,
  * and the tail's .txnindex, which its roll writes anew; so do the
  * temporary files of a write a crash cut short.
  */
-static void tidy_producer_files(struct krep_disklog *d,
-				const struct seg_names *sn, u64 used)
+static int tidy_producer_files(struct krep_disklog *d,
+			       const struct seg_names *sn, u64 used)
 {
 	const struct offsets *o;
 	char name[KREP_DISK_NAME_LEN + 5];
 	struct dseg *s, *t = tail(d);
 	unsigned int i, k;
+	int err;
 
+	/* one that stays could be taken later for another log's state */
 	o = &sn->o[SN_SNAP];
 	for (i = 0; i < o->n; i++) {
 		if (used != U64_MAX && o->v[i] <= used &&
 		    seg_base_at(d, o->v[i]))
 			continue;
 		seg_name(name, o->v[i], ".snapshot");
-		krep_vfs_unlink(&d->dir, name);
+		err = krep_vfs_unlink(&d->dir, name);
+		if (err && err != -ENOENT)
+			return err;
 	}
 	for (k = SN_SNAP_TMP; k <= SN_TXN_TMP; k++) {
 		o = &sn->o[k];
@@ -1911,10 +1932,11 @@ static void tidy_producer_files(struct krep_disklog *d,
 	}
 	list_for_each_entry(s, &d->segs, node)
 		s->txn_done = s != t && used != U64_MAX && s->next <= used;
-	if (t) {
-		seg_name(name, t->base, ".txnindex");
-		krep_vfs_unlink(&d->dir, name);
-	}
+	if (!t)
+		return 0;
+	seg_name(name, t->base, ".txnindex");
+	err = krep_vfs_unlink(&d->dir, name);
+	return err == -ENOENT ? 0 : err;
 }
 
 /* the memory log from the segment files; p->lock held, p not yet seen */
@@ -2046,7 +2068,9 @@ static int recover(struct krep_disklog *d, const struct krep_disk_ckpt *ck,
 	d->snap_at = load_producers(d, &sn.o[SN_SNAP], leo);
 	if (d->snap_at == U64_MAX)
 		krep_producer_rebuild(p);
-	tidy_producer_files(d, &sn, d->snap_at);
+	err = tidy_producer_files(d, &sn, d->snap_at);
+	if (err)
+		goto out;
 	d->loaded = list_count_nodes(&d->segs);
 	/* a leader alone in its ISR (RF 1) has HW at its LEO at once */
 	krep_partition_update_hw(p);

@@ -155,6 +155,27 @@ s64 krep_epoch_at(const struct krep_epoch_cache *c, u64 offset)
 	return -1;
 }
 
+/**
+ * krep_epoch_found - a batch of @epoch at @start, read from the log at load
+ * @c: the cache, from leader-epoch-checkpoint
+ * @epoch: the batch's partition leader epoch
+ * @start: its base offset
+ *
+ * As Kafka's assign at recovery, the batch wins: entries that give
+ * @start another epoch (a checkpoint ahead of a cut that did not reach
+ * the disk) go, and @epoch starts at @start when it is new.
+ */
+void krep_epoch_found(struct krep_epoch_cache *c, u32 epoch, u64 start)
+{
+	/* below the first entry: below the log start when it was written */
+	if ((c->n && start < c->e[0].start) || krep_epoch_at(c, start) == epoch)
+		return;
+	krep_epoch_truncate_end(c, start);
+	while (c->n && c->e[c->n - 1].epoch > epoch)
+		c->n--;
+	krep_epoch_assign(c, epoch, start);
+}
+
 /* the log was truncated to @end: forget epochs that start at or after it */
 void krep_epoch_truncate_end(struct krep_epoch_cache *c, u64 end)
 {

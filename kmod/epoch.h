@@ -32,6 +32,7 @@ void krep_epoch_destroy(struct krep_epoch_cache *c);
 void krep_epoch_assign(struct krep_epoch_cache *c, u32 epoch, u64 start);
 s64 krep_epoch_latest(const struct krep_epoch_cache *c);
 s64 krep_epoch_at(const struct krep_epoch_cache *c, u64 offset);
+void krep_epoch_found(struct krep_epoch_cache *c, u32 epoch, u64 start);
 bool krep_epoch_end_offset(const struct krep_epoch_cache *c, u32 epoch,
 			   u64 leo, u32 *found, u64 *end);
 void krep_epoch_end_kafka(const struct krep_epoch_cache *c, s32 epoch,

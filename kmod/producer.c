@@ -1012,16 +1012,19 @@ static struct krep_producer_kept *kept_at(struct krep_partition *p, u64 leo)
  * krep_producer_dup_kept - a copy of the state kept at @offset
  * @p: the partition, under its lock
  * @offset: a segment's base
- * @out: set to the copy, which the caller frees with
- *	 krep_producer_saved_free()
+ * @out: set to the copy, charged to log_memory_max until
+ *	 krep_producer_dup_free()
  *
- * Return: 0; -ENOENT when none is kept there; -ENOMEM.
+ * Return: 0; -ENOENT when none is kept there; -ENOSPC at the cap;
+ * -ENOMEM.
  */
 int krep_producer_dup_kept(struct krep_partition *p, u64 offset,
 			   struct krep_producer_saved *out)
 {
+	struct krep_mem *mem = ps_mem(&p->producers);
 	struct krep_producer_kept *k;
 	unsigned int i;
+	size_t size;
 
 	lockdep_assert_held(&p->lock);
 	memset(out, 0, sizeof(*out));
@@ -1032,9 +1035,15 @@ int krep_producer_dup_kept(struct krep_partition *p, u64 offset,
 	}
 	if (i == KREP_PRODUCER_KEPT)
 		return -ENOENT;
+	size = k->sv.snap_len + k->sv.txn_len;
+	if (atomic64_add_return(size, &mem->used) > mem->max) {
+		atomic64_sub(size, &mem->used);
+		return -ENOSPC;
+	}
 	out->snap = kvmalloc(k->sv.snap_len, GFP_KERNEL);
 	out->txn = kvmalloc(max_t(size_t, k->sv.txn_len, 1), GFP_KERNEL);
 	if (!out->snap || !out->txn) {
+		atomic64_sub(size, &mem->used);
 		krep_producer_saved_free(out);
 		return -ENOMEM;
 	}
@@ -1043,6 +1052,16 @@ int krep_producer_dup_kept(struct krep_partition *p, u64 offset,
 	out->snap_len = k->sv.snap_len;
 	out->txn_len = k->sv.txn_len;
 	return 0;
+}
+
+/* free a krep_producer_dup_kept() copy, and its charge */
+void krep_producer_dup_free(struct krep_partition *p,
+			    struct krep_producer_saved *sv)
+{
+	if (!sv->snap)
+		return;
+	atomic64_sub(sv->snap_len + sv->txn_len, &ps_mem(&p->producers)->used);
+	krep_producer_saved_free(sv);
 }
 
 /**
@@ -1134,11 +1153,17 @@ void krep_producer_drop_unlogged(struct krep_partition *p)
 		txn_close(x);		/* its sequences stay */
 }
 
-/* entries wholly below the log start offset serve nobody; every replica */
+/*
+ * entries wholly below the log start offset serve nobody; every replica.
+ * With a log directory an aborted transaction goes with the segment of
+ * its marker, not before: a roll writes the .txnindex of the segments
+ * below it from this state, and after a crash the log start may come
+ * back from an older checkpoint, lower in that segment.
+ */
 void krep_producer_prune(struct krep_partition *p)
 {
 	struct krep_producers *ps = &p->producers;
-	u64 start = p->log.start_offset;
+	u64 start = p->log.start_offset, seg;
 	struct krep_aborted *a, *atmp;
 	struct krep_producer *x, *xtmp;
 
@@ -1146,9 +1171,10 @@ void krep_producer_prune(struct krep_partition *p)
 	if (start <= ps->pruned_start)
 		return;		/* only when the log start moved */
 	ps->pruned_start = start;
+	seg = p->disk ? krep_log_segment_base(&p->log, start) : start;
 
 	list_for_each_entry_safe(a, atmp, &ps->aborted, node) {
-		if (a->last_offset >= start)
+		if (a->last_offset >= min(seg, start))
 			break;
 		list_del(&a->node);
 		ps_free(ps, a, sizeof(*a));

@@ -98,5 +98,7 @@ void krep_producer_keep(struct krep_partition *p, u64 at,
 			struct krep_producer_saved *sv);
 int krep_producer_dup_kept(struct krep_partition *p, u64 offset,
 			   struct krep_producer_saved *out);
+void krep_producer_dup_free(struct krep_partition *p,
+			    struct krep_producer_saved *sv);
 
 #endif /* _KREP_PRODUCER_H */

@@ -58,7 +58,7 @@ mnt=$tmp/mnt
 krep_cleanup_push rm -rf "$tmp"
 mark=logdir-$$
 
-ktap_plan 51
+ktap_plan 52
 krep_pyserve_start logdump "" kafka_log_dump ||
 	ktap_bail "cannot start kafka_log_dump.py"
 
@@ -437,6 +437,11 @@ PY
 )
 rm -f "${first%.log}.index"
 printf '0\n2\nt 0 x\n' >"$D1/replication-offset-checkpoint"
+# an epoch checkpoint ahead of the batches (as a cut that did not reach
+# the disk would leave it): epoch 3 from the last segment's base, whose
+# batches are of epoch 0
+lbase=$(basename "$last" .log | sed 's/^0*\([0-9]\)/\1/')
+printf '0\n2\n0 0\n3 %s\n' "$lbase" >"$D1/t-0/leader-epoch-checkpoint"
 krep_kmsg_mark "$mark-bad"
 krep_mod_load "${LOAD[@]}" || ktap_bail "insmod after the corruption failed"
 log=$(krep_kmsg_since "$mark-bad")
@@ -454,6 +459,10 @@ if grep -q "replication-offset-checkpoint in the log directory is malformed: ign
 else
 	ktap_fail "a lost index is rebuilt, a malformed checkpoint ignored, the files read clean"
 fi
+epochs=$("$KREPCTL" --json topic describe t |
+	jq -r '.[] | select(.partition == 0) | [.epochs[] | "\(.epoch)@\(.start_offset)"] | join(",")')
+ktap_check "an epoch checkpoint ahead of the batches (3@$lbase over batches of epoch 0) yields to them: epochs $epochs" \
+	test "$epochs" = "0@0"
 
 # --- 4. another broker's directory; a deleted topic ---------------------------------
 krep_mod_unload
