@@ -253,7 +253,9 @@ static int seg_open_files(struct krep_disklog *d, struct dseg *s, bool trunc)
 	return 0;
 }
 
-static void seg_unlink(struct krep_disklog *d, struct dseg *s)
+/* @s's files from ext[@from] on, and @s */
+static void seg_remove(struct krep_disklog *d, struct dseg *s,
+		       unsigned int from)
 {
 	/* a snapshot at its base never outlives the segment */
 	static const char * const ext[] = { ".snapshot", ".log", ".index",
@@ -263,7 +265,7 @@ static void seg_unlink(struct krep_disklog *d, struct dseg *s)
 	int err;
 
 	seg_close_files(s);
-	for (i = 0; i < ARRAY_SIZE(ext); i++) {
+	for (i = from; i < ARRAY_SIZE(ext); i++) {
 		seg_name(name, s->base, ext[i]);
 		err = krep_vfs_unlink(&d->dir, name);
 		/* a snapshot left behind could be taken for a later log's */
@@ -274,6 +276,11 @@ static void seg_unlink(struct krep_disklog *d, struct dseg *s)
 		d->evict_again--;
 	list_del(&s->node);
 	kfree(s);
+}
+
+static void seg_unlink(struct krep_disklog *d, struct dseg *s)
+{
+	seg_remove(d, s, 0);
 }
 
 static struct dseg *seg_add(struct krep_disklog *d, u64 base)
@@ -2011,7 +2018,8 @@ static int recover(struct krep_disklog *d, const struct krep_disk_ckpt *ck,
 				goto out;
 			cut_here = true;
 			if (!s->size && i) {
-				seg_unlink(d, s);
+				/* its snapshot, at the log end, still holds */
+				seg_remove(d, s, 1);
 				continue;
 			}
 		}

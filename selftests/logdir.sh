@@ -58,7 +58,7 @@ mnt=$tmp/mnt
 krep_cleanup_push rm -rf "$tmp"
 mark=logdir-$$
 
-ktap_plan 52
+ktap_plan 53
 krep_pyserve_start logdump "" kafka_log_dump ||
 	ktap_bail "cannot start kafka_log_dump.py"
 
@@ -385,6 +385,23 @@ if [ "$(lpart rp 0 lso)" = 603 ] && [ "$(lpart rp 0 hw)" = 604 ] &&
 else
 	ktap_fail "rp-0's state: LSO 603, read_committed without 7's records, 8's retry at 603 (LSO $(lpart rp 0 lso), $retry)"
 	head -c 300 "$tmp/rp.out" | ktap_diag_stdin
+fi
+
+# a crash right after the last roll, its first batch torn: the tail is cut
+# away whole, and the roll's snapshot, now at the log end, is the state
+krep_mod_unload
+rm -f "$D1/.kafka_cleanshutdown" "$D1"/rp-0/00000000000000000604.snapshot
+sed -i "s/^rp 0 .*/rp 0 $tailbase/" "$D1/recovery-point-offset-checkpoint"
+truncate -s 7 "$(printf '%s/rp-0/%020d.log' "$D1" "$tailbase")"
+krep_kmsg_mark "$mark-roll2"
+krep_mod_load "${LOAD[@]}" || ktap_bail "insmod after the torn roll failed"
+log=$(krep_kmsg_since "$mark-roll2")
+if grep -q "rp-0: recovered offsets 0..$((tailbase - 1)), HW $tailbase: 2 of 2 segments from their indexes, producer state from the snapshot at $tailbase\$" <<<"$log" &&
+   [ "$(lpart rp 0 lso)" = "$tailbase" ]; then
+	ktap_ok "the last roll's first batch torn: rp-0 ends at $tailbase, its state from the roll's snapshot there (LSO $tailbase)"
+else
+	ktap_fail "the last roll's first batch torn: rp-0 ends at $tailbase, its state from the roll's snapshot (LSO $(lpart rp 0 lso))"
+	grep "rp-0" <<<"$log" | ktap_diag_stdin
 fi
 
 # --- 3. crash: a torn last batch -------------------------------------------------------
