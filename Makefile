@@ -34,7 +34,7 @@ CHECK_VMS ?= 2
 KSRC := $(filter-out %.mod.c kmod/trace.h,$(wildcard kmod/*.c kmod/*.h)) \
 	uapi/linux/krep.h uapi/linux/krep_wire.h
 
-.PHONY: all module agent selftests tools deps check demo vm-shell \
+.PHONY: all module agent selftests tools deps check agent-test demo vm-shell \
 	sparse checkpatch clean help install
 
 all: module agent selftests
@@ -63,15 +63,17 @@ deps:
 
 # check, demo and vm-shell install packages first, then build in a sub-make
 # so that KDIR is looked up after the kernel headers exist.
-# sparse builds the module (checking every file as it goes), so that "all"
-# finds it built: one build of the module. The agent's tests run side by
-# side (-j8: they mostly wait, on etcd's leases), each one's output kept
-# together (-O).
+# Once all is built, sparse only checks (C=2 checks every file, and finds
+# each object built: one build of the module), beside checkpatch and the
+# agent's tests, which mostly wait (on etcd's leases) and run side by side
+# themselves (-j8); -O keeps each one's output together.
 check: deps
-	$(MAKE) KDIR="$(VM_KDIR)" sparse
-	$(MAKE) -j$(NPROC) KDIR="$(VM_KDIR)" all checkpatch
-	$(MAKE) -j8 -O -C agent test
+	$(MAKE) -j$(NPROC) KDIR="$(VM_KDIR)" all
+	$(MAKE) -j3 -O KDIR="$(VM_KDIR)" sparse checkpatch agent-test
 	KREP_CHECK_VMS=$(CHECK_VMS) selftests/check.sh $(SUITES)
+
+agent-test: agent
+	$(MAKE) -j8 -O -C agent test
 
 # make demo STEP=N stops after step N and opens a shell in the VM there
 demo: deps
@@ -127,7 +129,8 @@ sparse:
 	$(MAKE) -j$(NPROC) -C $(KDIR) M=$(CURDIR) C=2 CHECK=sparse \
 		CF="-D__CHECK_ENDIAN__" \
 		modules 2>&1 | tee build/sparse.log
-	@! grep -E '(warning|error):' build/sparse.log | grep -v '^/usr/src' \
+	@! grep -E '(warning|error):' build/sparse.log | \
+		grep -v -e '^/usr/src' -e '^make\[[0-9]*\]: ' \
 		|| { echo "sparse: not clean (see above)"; exit 1; }
 	@echo "sparse: clean"
 
