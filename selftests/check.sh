@@ -147,7 +147,7 @@ elapsed=$((SECONDS - start))
 
 # Per suite: passed failed skipped seconds, or why it has no result.
 echo
-printf '%-26s %3s %6s %6s %6s %7s %8s\n' suite vm passed failed skipped seconds expected
+printf '%-26s %3s %6s %6s %6s %7s %8s %5s\n' suite vm passed failed skipped seconds expected cpu%
 passed=0 failed=0 skipped=0 failed_suites=()
 for ((k = 0; k < vms; k++)); do
 	log=$logdir/vm.$k.log
@@ -163,16 +163,16 @@ for ((k = 0; k < vms; k++)); do
 		secs=$(printf '%s\n' "${suites[@]}" | awk -F'\t' -v n="$name" '$1 == n { print $2 }')
 		res=$(grep -aE "^# suite $(sed 's/[.]/[.]/g' <<<"$name"): [0-9]+ passed" "$log" | tail -n 1)
 		if [ -n "$res" ]; then
-			read -r p f s t < <(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped \(exit [0-9]+, ([0-9]+)s\).*/\1 \2 \3 \4/' <<<"$res")
+			read -r p f s t c < <(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped \(exit [0-9]+, ([0-9]+)s(, cpu ([0-9]+)%)?\).*/\1 \2 \3 \4 \6/' <<<"$res")
 		elif grep -aqxF "# suite: $name" "$log"; then
-			p=0 f=1 s=0 t=-
+			p=0 f=1 s=0 t=- c=
 			echo "# suite $name: FAIL: did not finish: $ended (vm $k, ${logdir#"$root"/}/console.$k.log)"
 		else
-			p=0 f=1 s=0 t=-
+			p=0 f=1 s=0 t=- c=
 			echo "# suite $name: FAIL: never ran: $ended (vm $k)"
 		fi
 		[ "$f" = 0 ] || failed_suites+=("$name")
-		printf '%-26s %3s %6s %6s %6s %7s %8s\n' "$name" "$k" "$p" "$f" "$s" "$t" "$secs"
+		printf '%-26s %3s %6s %6s %6s %7s %8s %5s\n' "$name" "$k" "$p" "$f" "$s" "$t" "$secs" "${c:--}"
 		passed=$((passed + p))
 		failed=$((failed + f))
 		skipped=$((skipped + s))

@@ -33,7 +33,9 @@
 # checks, and whose kernel logs the suite checks.
 #
 # After each suite: "# suite NAME: P passed, F failed, S skipped (exit RC,
-# Ts)". The last line is "selftests: N passed, M failed" (", K skipped"
+# Ts, cpu C%)", C the share of the machine's CPU time busy while it ran
+# (all CPUs: 100 is every CPU busy all along; a suite far below it mostly
+# waits, on timers or on other processes). The last line is "selftests: N passed, M failed" (", K skipped"
 # when K > 0); exit status 1 if M > 0 or nothing passed. Refuses to run
 # outside the VM (KREP_VM=1, set by selftests/vm/run.sh) unless
 # KREP_ALLOW_HOST=1, and with --host inside it.
@@ -93,6 +95,13 @@ kmsg() { # at KERN_INFO: in the log, not on the console
 	echo "<6>$*" >/dev/kmsg 2>/dev/null
 }
 
+# busy and all jiffies of every CPU so far (/proc/stat: idle and iowait
+# are not busy)
+cpu_jiffies() {
+	awk '$1 == "cpu" { t = 0; for (i = 2; i <= NF; i++) t += $i
+			   print t - $5 - $6, t; exit }' /proc/stat
+}
+
 # KTAP counts of a suite's output: pass fail skip plan bail
 count_results() {
 	awk '
@@ -143,6 +152,7 @@ for s in "${suites[@]}"; do
 	mark="krep-selftests: suite $idx $name"
 	[ "$side" = host ] || kmsg "$mark"
 	start=$SECONDS
+	cpu0=$(cpu_jiffies)
 	: >"$out"
 	# timeout makes itself the leader of a process group holding the suite
 	(cd "$(dirname "$path")" && KREP_SUITE=$name exec timeout -k 10 "$t" "$path") \
@@ -218,7 +228,9 @@ for s in "${suites[@]}"; do
 	for r in "${reasons[@]}"; do
 		echo "# suite $name: FAIL: $r"
 	done
-	echo "# suite $name: $p passed, $f failed, $sk skipped (exit $rc, ${elapsed}s)"
+	read -r busy total <<<"$(cpu_jiffies)"
+	read -r busy0 total0 <<<"$cpu0"
+	echo "# suite $name: $p passed, $f failed, $sk skipped (exit $rc, ${elapsed}s, cpu $((100 * (busy - busy0) / (total - total0 > 0 ? total - total0 : 1)))%)"
 done
 
 if [ "$passed" = 0 ]; then
