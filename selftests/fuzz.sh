@@ -245,6 +245,8 @@ for t in $TARGETS; do
 	if [[ $line =~ $re ]]; then
 		desc="$t: ${BASH_REMATCH[1]} inputs, ${BASH_REMATCH[4]}/s, in ${BASH_REMATCH[2]} connections (${BASH_REMATCH[5]} answered to the end, ${BASH_REMATCH[6]} closed by the broker"
 		[ "${BASH_REMATCH[7]}" = 0 ] || desc+=", ${BASH_REMATCH[7]} with only valid requests, all answered"
+		late=$(sed -n 's/.* late \([0-9]*\)$/\1/p' <<<"$line")
+		[ "${late:-0}" = 0 ] || desc+=", $late closed when the fuzzer's own send of a valid request outlasted kafka_request_ms"
 		desc+=")"
 		if [ "${BASH_REMATCH[8]}" = 0 ] && [ "${BASH_REMATCH[1]}" -gt 0 ]; then
 			ktap_ok "$desc, no hang or bad answer"

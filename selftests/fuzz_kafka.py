@@ -1434,7 +1434,7 @@ class Target:
         self.inflight = set()
         self.ring = collections.deque(maxlen=RING)
         self.inputs = self.sessions = self.answered = self.closed = 0
-        self.strict = self.failures = 0
+        self.strict = self.failures = self.late = 0
         self.secs = 0.0
 
 
@@ -1555,9 +1555,12 @@ class Fuzz:
             phases = [(stream, None)]
         sent = b""
         outcome = "done"
+        send_secs = 0.0
         for data, sent_req in phases:
             _, _, delay = kafka_model(sent + data, self.cfg, self.idle)
+            t_send = time.monotonic()
             ok = await c.send(data, rnd, pl.chunked, delay + SLACK)
+            send_secs = max(send_secs, time.monotonic() - t_send)
             if ok is None:
                 self.fail(T, rec, "hang", "the broker took none of %d bytes "
                           "for %.0f s" % (len(data), delay + SLACK))
@@ -1619,6 +1622,13 @@ class Fuzz:
         elif not subsequence(got, order):
             self.fail(T, rec, "order", "responses %r to requests %r" %
                       (got[:20], order[:20]))
+        elif pl.strict and outcome == "closed" and \
+                send_secs * 1000 >= self.cfg.request_ms - 100:
+            # this process, stalled by a loaded machine, took longer to send
+            # the request's pieces than the broker's request deadline: the
+            # broker closes it as it must (kafka_request_ms)
+            T.late += 1
+            rec.d["late_send_secs"] = round(send_secs, 3)
         elif pl.strict and (outcome != "done" or
                             any(f["corr"] not in got for f in
                                 kafka_model(sent, self.cfg, self.idle)[0])):
@@ -2215,10 +2225,10 @@ def cmd_run(a):
         secs = T.secs or (time.monotonic() - start)
         total += T.inputs
         F.out("result %s inputs %d sessions %d secs %.1f rate %.1f/s "
-              "answered %d closed %d valid %d failures %d" % (
+              "answered %d closed %d valid %d failures %d late %d" % (
                   T.name, T.inputs, T.sessions, secs,
                   T.inputs / secs if secs else 0.0, T.answered, T.closed,
-                  T.strict, T.failures))
+                  T.strict, T.failures, T.late))
     F.out("total inputs %d in %.1f s, failures %d, fuzzer errors %d" % (
         total, time.monotonic() - start, F.nfail, F.errors))
     if a.ring:
