@@ -907,6 +907,30 @@ static void kept_free(struct krep_producers *ps, struct krep_producer_kept *k)
 	krep_producer_saved_free(&k->sv);
 }
 
+/*
+ * keep @sv (taken over: kept, or freed) as the state at @offset, in the
+ * next slot; charged, and never at the cost of appends: only while log
+ * memory is half free
+ */
+static void keep(struct krep_producers *ps, u64 offset,
+		 struct krep_producer_saved *sv)
+{
+	struct krep_producer_kept *k = &ps->kept[ps->kept_next];
+	struct krep_mem *mem = ps_mem(ps);
+	size_t size = sv->snap_len + sv->txn_len;
+
+	if (atomic64_add_return(size, &mem->used) > mem->max / 2) {
+		atomic64_sub(size, &mem->used);
+		krep_producer_saved_free(sv);
+		return;
+	}
+	kept_free(ps, k);
+	k->offset = offset;
+	k->sv = *sv;
+	memset(sv, 0, sizeof(*sv));
+	ps->kept_next = (ps->kept_next + 1) % KREP_PRODUCER_KEPT;
+}
+
 /* the kept states no longer of the log: above @leo or below its start */
 static void kept_drop(struct krep_partition *p)
 {
@@ -936,29 +960,16 @@ void krep_producer_log_rolled(struct krep_log *log)
 	struct krep_partition *p = container_of(log, struct krep_partition,
 						log);
 	struct krep_producers *ps = &p->producers;
-	struct krep_producer_kept *k = &ps->kept[ps->kept_next];
 	struct krep_producer_kept *last =
 		&ps->kept[(ps->kept_next + KREP_PRODUCER_KEPT - 1) %
 			  KREP_PRODUCER_KEPT];
-	struct krep_mem *mem = ps_mem(ps);
 	struct krep_producer_saved sv;
-	size_t size;
 
 	/* an append that failed for room may start the segment again */
 	if (!p->disk || (last->sv.snap && last->offset == log->end_offset) ||
 	    krep_producer_save(p, &sv))
 		return;
-	size = sv.snap_len + sv.txn_len;
-	/* never at the cost of appends: only while memory is half free */
-	if (atomic64_add_return(size, &mem->used) > mem->max / 2) {
-		atomic64_sub(size, &mem->used);
-		krep_producer_saved_free(&sv);
-		return;
-	}
-	kept_free(ps, k);
-	k->offset = log->end_offset;
-	k->sv = sv;
-	ps->kept_next = (ps->kept_next + 1) % KREP_PRODUCER_KEPT;
+	keep(ps, log->end_offset, &sv);
 }
 
 /**
@@ -974,22 +985,8 @@ void krep_producer_log_rolled(struct krep_log *log)
 void krep_producer_keep(struct krep_partition *p, u64 at,
 			struct krep_producer_saved *sv)
 {
-	struct krep_producers *ps = &p->producers;
-	struct krep_producer_kept *k = &ps->kept[ps->kept_next];
-	struct krep_mem *mem = ps_mem(ps);
-	size_t size = sv->snap_len + sv->txn_len;
-
 	lockdep_assert_held(&p->lock);
-	if (atomic64_add_return(size, &mem->used) > mem->max / 2) {
-		atomic64_sub(size, &mem->used);
-		krep_producer_saved_free(sv);
-		return;
-	}
-	kept_free(ps, k);
-	k->offset = at;
-	k->sv = *sv;
-	memset(sv, 0, sizeof(*sv));
-	ps->kept_next = (ps->kept_next + 1) % KREP_PRODUCER_KEPT;
+	keep(&p->producers, at, sv);
 }
 
 /* the newest kept state at or below @leo and in the log, if any */
@@ -1048,7 +1045,8 @@ int krep_producer_dup_kept(struct krep_partition *p, u64 offset,
 		return -ENOMEM;
 	}
 	memcpy(out->snap, k->sv.snap, k->sv.snap_len);
-	memcpy(out->txn, k->sv.txn, k->sv.txn_len);
+	if (k->sv.txn_len)	/* a state a load kept may have none */
+		memcpy(out->txn, k->sv.txn, k->sv.txn_len);
 	out->snap_len = k->sv.snap_len;
 	out->txn_len = k->sv.txn_len;
 	return 0;
@@ -1134,10 +1132,8 @@ void krep_producer_truncated(struct krep_partition *p, u64 leo)
 	k = kept_at(p, leo);
 	if (k && !krep_producer_restore(p, k->sv.snap, k->sv.snap_len,
 					k->sv.txn, k->sv.txn_len, k->offset,
-					false)) {
-		settle_lso(p);
-		return;
-	}
+					false))
+		return;		/* restored, LSO settled */
 	krep_producer_rebuild(p);
 }
 
