@@ -487,6 +487,29 @@ def served(s, corr):
     return r is not None and Reader(r).i32() == corr
 
 
+def closes_logged(host, ports):
+    """What the kernel log says closed each Kafka client HOST:PORT
+    ({port: why}, None for one it has no line for)."""
+    why = dict.fromkeys(ports)
+    fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        while True:
+            try:
+                rec = os.read(fd, 8192).decode(errors="replace")
+            except BlockingIOError:
+                break
+            except BrokenPipeError:     # overwritten while read: go on
+                continue
+            msg = rec.split(";", 1)[-1].split("\n", 1)[0]
+            for p in ports:
+                head = "krep: Kafka client %s:%d closed: " % (host, p)
+                if msg.startswith(head):
+                    why[p] = msg[len(head):]
+    finally:
+        os.close(fd)
+    return why
+
+
 def limits(addr, max_conns, max_req, idle_ms, request_ms, wait_max_ms):
     import time
     conns = [connect(addr) for _ in range(max_conns)]
@@ -499,25 +522,34 @@ def limits(addr, max_conns, max_req, idle_ms, request_ms, wait_max_ms):
     for s in conns:
         s.close()
     # connections reset (RST) in the middle of a request give their places
-    # back at once, not when kafka_request_ms closes them
+    # back at once, not when kafka_request_ms closes them. The broker's log
+    # says which closed each one: the reset ("receive error"), not the
+    # deadline ("request not received whole in time"). An order, not a
+    # time: on a busy machine the new connections may be served only after
+    # kafka_request_ms, but never through the deadline's closes.
+    # (Each earlier connection was closed cleanly, which logs nothing.)
     conns = [connect(addr) for _ in range(max_conns)]
+    ports = []
     for s in conns:
         s.sendall(s32(10) + b"\0\x12")
+        ports.append(s.getsockname()[1])
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
                      struct.pack("ii", 1, 0))
         s.close()
     start = time.monotonic()
     ok = False
-    while not ok and time.monotonic() - start < 2 * request_ms / 1000:
+    while not ok and time.monotonic() - start < 10 + 2 * request_ms / 1000:
         conns = [connect(addr) for _ in range(max_conns)]
         ok = all(served(s, 110 + i) for i, s in enumerate(conns))
         for s in conns:
             s.close()
     took = (time.monotonic() - start) * 1000
-    check(ok and took < request_ms * 0.9,
-          "%d connections reset mid-request give their places back before "
-          "kafka_request_ms (%.0f ms)" % (max_conns, took),
-          "served %s" % ok)
+    why = closes_logged(addr.rsplit(":", 1)[0], ports)
+    check(ok and all(w == "receive error" for w in why.values()),
+          "%d connections reset mid-request give their places back, each "
+          "closed by its reset, not by kafka_request_ms (served again "
+          "after %.0f ms)" % (max_conns, took),
+          "served %s, closed: %s" % (ok, why))
     # a request one byte over the limit closes its connection; one at the
     # limit is read (and answered: an ApiVersions padded with tags is
     # malformed, so the answer is the connection closing only after the
