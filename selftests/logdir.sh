@@ -469,12 +469,17 @@ else
 	ktap_fail "a flipped byte: the log is cut before that batch (offset $bad)"
 	grep krep <<<"$log" | tail -n 4 | ktap_diag_stdin
 fi
+# the leader sets HW from the log once the partition is loaded: waited for
+hw_at() { [ "$(lpart t 0 hw)" = "$1" ]; }
 if grep -q "replication-offset-checkpoint in the log directory is malformed: ignored" <<<"$log" &&
-   [ -s "${first%.log}.index" ] && [ "$(lpart t 0 hw)" = "$bad" ] &&
-   dump "$D1" --partition t-0 >/dev/null; then
+   [ -s "${first%.log}.index" ] && krep_wait_for 30 hw_at "$bad" &&
+   dump "$D1" --partition t-0 >"$tmp/dump.out" 2>&1; then
 	ktap_ok "a lost index is rebuilt, a malformed checkpoint ignored (HW from the log: $bad), the files read clean"
 else
 	ktap_fail "a lost index is rebuilt, a malformed checkpoint ignored, the files read clean"
+	ktap_diag "$(basename "${first%.log}.index"): $(stat -c %s "${first%.log}.index" 2>&1) bytes; HW $(lpart t 0 hw), LEO $(lpart t 0 leo), want $bad"
+	grep krep <<<"$log" | tail -n 6 | ktap_diag_stdin
+	tail -n 5 "$tmp/dump.out" 2>/dev/null | ktap_diag_stdin
 fi
 epochs=$("$KREPCTL" --json topic describe t |
 	jq -r '.[] | select(.partition == 0) | [.epochs[] | "\(.epoch)@\(.start_offset)"] | join(",")')
