@@ -27,7 +27,7 @@ VM := selftests/vm/run.sh
 # make check's suites (selftests/suites.list names; all when empty) and
 # how many VMs share them out (selftests/check.sh)
 SUITES ?=
-CHECK_VMS ?= 2
+CHECK_VMS ?= 3
 
 # trace.h is written in the TRACE_EVENT macro language, which checkpatch
 # does not parse (the kernel's own trace headers draw the same complaints)
@@ -63,14 +63,18 @@ deps:
 
 # check, demo and vm-shell install packages first, then build in a sub-make
 # so that KDIR is looked up after the kernel headers exist.
-# Once all is built, sparse only checks (C=2 checks every file, and finds
-# each object built: one build of the module), beside checkpatch and the
+# Once all is built the VMs start, and beside them on the host (check.sh
+# --beside: the emulation leaves part of the host's CPUs idle) sparse only
+# checks (C=2 checks every file, and finds each object built: one build of
+# the module, nothing relinked under the VMs), with checkpatch and the
 # agent's tests, which mostly wait (on etcd's leases) and run side by side
-# themselves (-j8); -O keeps each one's output together.
+# themselves (-j8); -O keeps each one's output together, and check.sh
+# shows it once the VMs are done.
 check: deps
 	$(MAKE) -j$(NPROC) KDIR="$(VM_KDIR)" all
-	$(MAKE) -j3 -O KDIR="$(VM_KDIR)" sparse checkpatch agent-test
-	KREP_CHECK_VMS=$(CHECK_VMS) selftests/check.sh $(SUITES)
+	KREP_CHECK_VMS=$(CHECK_VMS) selftests/check.sh \
+		--beside '$(MAKE) -j3 -O KDIR="$(VM_KDIR)" sparse checkpatch agent-test' \
+		$(SUITES)
 
 agent-test: agent
 	$(MAKE) -j8 -O -C agent test

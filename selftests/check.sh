@@ -4,12 +4,12 @@
 # check.sh - run the selftest suites in several qemu VMs side by side (on
 # the host; `make check` calls it) and print one result for the whole run.
 #
-# Usage: selftests/check.sh [-j VMS] [SUITE...]
+# Usage: selftests/check.sh [-j VMS] [--beside CMD] [SUITE...]
 #
 # The suites are those of selftests/suites.list (SUITE arguments, or the
 # SUITES variable, pick some by name; ".sh" may be left out). Each line
 # there gives a suite's typical time (secs=N); the suites are shared out
-# over VMS virtual machines (-j, KREP_CHECK_VMS, default 2) so that each
+# over VMS virtual machines (-j, KREP_CHECK_VMS, default 3) so that each
 # VM's total is about the same, longest first, and every VM runs its share
 # with selftests/run_all.sh (under emulation on one host thread per VM
 # when the VMs' CPUs outnumber the host's: KREP_VM_TCG=single). Each run keeps its logs in a directory of its
@@ -23,6 +23,12 @@
 # VM's turn, once that VM is done (run_all.sh --host, with
 # KREP_CHECK_LOGDIR naming the run's directory for its files), so that no
 # more than VMS VMs run at once. Its result counts as any other's.
+#
+# --beside CMD runs the shell command CMD on the host while the VMs run
+# (make check's sparse, checkpatch and agent tests, which would otherwise
+# keep the VMs waiting on them, while the emulation leaves part of the
+# host's CPUs idle); its output, kept in beside.log, is shown once the VMs
+# are done, and a failure of it counts as one.
 #
 # At the end comes a table of every suite (VM, seconds, passed, failed,
 # skipped, and the time suites.list expects), then the line
@@ -40,7 +46,8 @@ set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 root=$(cd "$here/.." && pwd -P)
 vmdir=$root/build/vm
-vms=${KREP_CHECK_VMS:-2}
+vms=${KREP_CHECK_VMS:-3}
+beside=
 
 usage() {
 	sed -n '/^# Usage:/,/^# The suites/{/^# The suites/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}" >&2
@@ -50,6 +57,7 @@ usage() {
 while [ $# -gt 0 ]; do
 	case $1 in
 	-j) [ $# -ge 2 ] || usage; vms=$2; shift 2 ;;
+	--beside) [ $# -ge 2 ] || usage; beside=$2; shift 2 ;;
 	-h|--help) usage ;;
 	--) shift; break ;;
 	-*) usage ;;
@@ -119,6 +127,14 @@ if [ -z "${KREP_VM_TCG:-}" ] &&
 fi
 
 start=$SECONDS
+if [ -n "$beside" ]; then
+	echo "# beside the VMs, on the host: $beside"
+	{
+		bstart=$SECONDS
+		bash -c "$beside"
+		echo "KREP-CHECK-BESIDE-RC=$? $((SECONDS - bstart))"
+	} >"$logdir/beside.log" 2>&1 </dev/null &
+fi
 pids=()
 for ((k = 0; k < vms; k++)); do
 	# shellcheck disable=SC2086 # the names are words
@@ -142,8 +158,15 @@ for ((k = 0; k < vms; k++)); do
 		grep --line-buffered -avE '^KREP-CHECK-(VM|HOST)-RC=' | sed -u "s/^/[$k] /" &
 done
 wait "${pids[@]}"
+vms_elapsed=$((SECONDS - start))
 wait
 elapsed=$((SECONDS - start))
+beside_rc=
+if [ -n "$beside" ]; then
+	echo
+	grep -av '^KREP-CHECK-BESIDE-RC=' "$logdir/beside.log" | sed 's/^/[host] /'
+	read -r beside_rc beside_secs < <(sed -n 's/^KREP-CHECK-BESIDE-RC=//p' "$logdir/beside.log")
+fi
 
 # Per suite: passed failed skipped seconds, or why it has no result.
 echo
@@ -181,7 +204,16 @@ for ((k = 0; k < vms; k++)); do
 		echo "# vm $k: $why"
 	fi
 done
-echo "# wall time ${elapsed}s in $vms VMs"
+echo "# wall time ${elapsed}s, the VMs' ${vms_elapsed}s in $vms VMs"
+if [ -n "$beside" ]; then
+	if [ "${beside_rc:-}" = 0 ]; then
+		echo "# beside the VMs: ok in ${beside_secs}s: $beside"
+	else
+		echo "# beside the VMs: FAIL (exit ${beside_rc:-unknown}): $beside"
+		failed=$((failed + 1))
+		failed_suites+=("beside the VMs")
+	fi
+fi
 if [ "$passed" = 0 ]; then
 	echo "# no test passed"
 	failed=$((failed + 1))
