@@ -18,7 +18,10 @@ and replicated to the broker at FOLLOWER_HOST:PORT. With --limits, the
 broker at HOST:PORT was loaded with kafka_max_connections,
 kafka_max_request_bytes, kafka_idle_ms, kafka_request_ms and
 kafka_wait_max_ms as given (REQUEST_MS above IDLE_MS, WAIT_MAX_MS below
-it) and has no other client. Prints one line per check, "ok DESCRIPTION" or "not ok
+it) and has no other client; --limits reads the kernel log (/dev/kmsg,
+as root, on the broker's host) for what closed each connection it resets,
+so the broker's close log lines must not be rate-limited away (a fresh
+load). Prints one line per check, "ok DESCRIPTION" or "not ok
 DESCRIPTION: WHAT", and exits 0 when every check passed, 1 otherwise.
 With --metadata, asks each broker for TOPIC's Metadata (v7, with leader
 epochs) and prints one JSON line per broker and partition: {"broker":
