@@ -292,8 +292,15 @@ static void kafka_rx(struct krep_conn *c)
 				   msecs_to_jiffies(krep_param_kafka_request_ms()));
 			arm_deadline(c, kc);
 		}
-		if (ret == -EAGAIN || !ret)
+		if (ret == -EAGAIN)
 			goto done;
+		/*
+		 * Part of a request: read again, to its end or -EAGAIN. A
+		 * reset or FIN that came before the socket had our callbacks
+		 * (before accept) wakes nothing, so it is seen only here.
+		 */
+		if (!ret)
+			continue;
 		if (ret < 0)
 			goto bad;
 		krep_krx_take(&kc->rx, &req);
