@@ -290,13 +290,19 @@ ktap_check "krep_kafka_request traced kafka_raw.py's ApiVersions v3 and its unkn
 	      grep -q "api=1234 v0 correlation=1 bytes=[0-9]* err=-71" "$tmp/trace"'
 
 # 6. a consumer's parked Fetch is woken by a produce
+echo >"$tr/trace"
+echo 1 >"$tr/events/krep/krep_kafka_request/enable"
 start=$SECONDS
 bx 3 kcat -b "$(boot 3)" -C -t kt -p 0 -o end -c 1 -q \
 	-X fetch.wait.max.ms=20000 >"$tmp/late" 2>"$tmp/late.err" &
 cpid=$!
-# the consumer is at the end once it has a Fetch parked on broker 1
-krep_wait_for 30 eval 'ip netns exec "$B1" ss -tnH state established \
-	"( sport = :$KAFKA_PORT )" | grep -q "$NET.3:"'
+# the consumer is at the end once broker 1 (kt-0's leader) has its first
+# Fetch (api 1): librdkafka sends one only after ListOffsets gave it the
+# end, so the record produced next is after it (an established connection
+# alone is not: the end may not be asked yet)
+krep_wait_for 30 grep -q 'broker=1 api=1 ' "$tr/trace" ||
+	ktap_diag "no Fetch traced on broker 1: $(grep -c api= "$tr/trace") requests"
+echo 0 >"$tr/events/krep/krep_kafka_request/enable"
 echo late-record | bx 1 kcat -b "$(boot 1)" -P -t kt -p 0 2>/dev/null
 wait "$cpid"
 took=$((SECONDS - start))
