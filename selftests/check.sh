@@ -218,6 +218,20 @@ if [ "$passed" = 0 ]; then
 	echo "# no test passed"
 	failed=$((failed + 1))
 fi
+# the failed checks again, each with its first diagnostics, where the
+# last lines of a long log (all a CI summary may keep) show them
+for name in "${failed_suites[@]}"; do
+	for ((k = 0; k < vms; k++)); do
+		awk -v n="$name" '
+			$0 == "# suite: " n { on = 1; next }
+			index($0, "# suite " n ": ") == 1 { on = 0 }
+			!on { next }
+			{ sub(/^[ \t]+/, "") }
+			/^not ok / { print "# " n ": " $0; diag = 6; next }
+			diag > 0 && /^#/ { print "#   " $0; diag--; next }
+			{ diag = 0 }' "$logdir/vm.$k.log"
+	done
+done
 [ ${#failed_suites[@]} = 0 ] || echo "# failed suites: ${failed_suites[*]}"
 summary="selftests: $passed passed, $failed failed"
 [ "$skipped" = 0 ] || summary+=", $skipped skipped"
