@@ -764,6 +764,27 @@ static void evict_again(struct krep_disklog *d)
 }
 
 /*
+ * The entries of @sv's transaction index that belong in @s's .txnindex
+ * (their marker is in @s): [*@from, *@at) on return. *@at starts where
+ * the segment before @s ended (0 for the first): call it for each
+ * segment, going up.
+ */
+static void seg_txn_span(const struct krep_producer_saved *sv,
+			 const struct dseg *s, size_t *from, size_t *at)
+{
+	for (; *at < sv->txn_len; *at += KREP_TXNINDEX_ENTRY) {
+		if (get_unaligned_be64(sv->txn + *at +
+				       KREP_TXNINDEX_LAST) >= s->base)
+			break;
+	}
+	for (*from = *at; *at < sv->txn_len; *at += KREP_TXNINDEX_ENTRY) {
+		if (get_unaligned_be64(sv->txn + *at +
+				       KREP_TXNINDEX_LAST) >= s->next)
+			break;
+	}
+}
+
+/*
  * The .txnindex of each closed segment below @below that has none written
  * since it closed, from @sv (krep_producer_save(): every aborted
  * transaction, by marker): the entries whose marker it holds; no file
@@ -785,16 +806,7 @@ static int write_txnindexes(struct krep_disklog *d,
 	list_for_each_entry(s, &d->segs, node) {
 		if (s->base >= below)
 			break;
-		for (; at < sv->txn_len; at += KREP_TXNINDEX_ENTRY) {
-			if (get_unaligned_be64(sv->txn + at +
-					       KREP_TXNINDEX_LAST) >= s->base)
-				break;
-		}
-		for (from = at; at < sv->txn_len; at += KREP_TXNINDEX_ENTRY) {
-			if (get_unaligned_be64(sv->txn + at +
-					       KREP_TXNINDEX_LAST) >= s->next)
-				break;
-		}
+		seg_txn_span(sv, s, &from, &at);
 		if (s->txn_done)
 			continue;
 		seg_name(name, s->base, ".txnindex");
@@ -1946,6 +1958,41 @@ static int tidy_producer_files(struct krep_disklog *d,
 	return err == -ENOENT ? 0 : err;
 }
 
+/*
+ * After a load that rebuilt the producer state from the log (no snapshot
+ * could be used): each closed segment whose .txnindex holds what that
+ * state gives it, or that has none and should have none, is taken as
+ * written, so that the next roll does not write it again (two syncs
+ * each). A file that differs, or cannot be read, is written by that roll.
+ * p->lock held.
+ */
+static void keep_txnindexes(struct krep_disklog *d)
+{
+	char name[KREP_DISK_NAME_LEN + 1];
+	struct krep_producer_saved sv;
+	struct dseg *s, *t = tail(d);
+	size_t at = 0, from, len;
+	char *buf;
+
+	if (krep_producer_save(d->p, &sv))
+		return;		/* the roll writes them all, as before */
+	list_for_each_entry(s, &d->segs, node) {
+		if (s == t)
+			break;
+		seg_txn_span(&sv, s, &from, &at);
+		seg_name(name, s->base, ".txnindex");
+		buf = krep_vfs_read_file(&d->dir, name, SZ_64M, &len);
+		if (IS_ERR(buf)) {
+			s->txn_done = PTR_ERR(buf) == -ENOENT && at == from;
+			continue;
+		}
+		s->txn_done = len == at - from &&
+			      !memcmp(buf, sv.txn + from, len);
+		kvfree(buf);
+	}
+	krep_producer_saved_free(&sv);
+}
+
 /* the memory log from the segment files; p->lock held, p not yet seen */
 static int recover(struct krep_disklog *d, const struct krep_disk_ckpt *ck,
 		   bool clean, struct krep_status *st)
@@ -2079,6 +2126,8 @@ static int recover(struct krep_disklog *d, const struct krep_disk_ckpt *ck,
 	err = tidy_producer_files(d, &sn, d->snap_at);
 	if (err)
 		goto out;
+	if (d->snap_at == U64_MAX)
+		keep_txnindexes(d);
 	d->loaded = list_count_nodes(&d->segs);
 	/* a leader alone in its ISR (RF 1) has HW at its LEO at once */
 	krep_partition_update_hw(p);

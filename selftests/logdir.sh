@@ -58,7 +58,7 @@ mnt=$tmp/mnt
 krep_cleanup_push rm -rf "$tmp"
 mark=logdir-$$
 
-ktap_plan 53
+ktap_plan 54
 krep_pyserve_start logdump "" kafka_log_dump ||
 	ktap_bail "cannot start kafka_log_dump.py"
 
@@ -402,6 +402,35 @@ if grep -q "rp-0: recovered offsets 0..$((tailbase - 1)), HW $tailbase: 2 of 2 s
 else
 	ktap_fail "the last roll's first batch torn: rp-0 ends at $tailbase, its state from the roll's snapshot (LSO $(lpart rp 0 lso))"
 	grep "rp-0" <<<"$log" | ktap_diag_stdin
+fi
+
+# a crash with no snapshot left: the state comes from the whole log, and
+# the closed segments' .txnindex files that hold what it gives stay as
+# they are: the next roll does not write 7's abort again (a write is a
+# new file renamed over the old: a new inode)
+krep_mod_unload
+rm -f "$D1/.kafka_cleanshutdown" "$D1"/rp-0/*.snapshot
+txi=$D1/rp-0/00000000000000000000.txnindex
+cp "$txi" "$tmp/txi.before"
+ino=$(stat -c %i "$txi")
+krep_kmsg_mark "$mark-nosnap"
+krep_mod_load "${LOAD[@]}" || ktap_bail "insmod without snapshots failed"
+log=$(krep_kmsg_since "$mark-nosnap")
+values s 300 | sed "s/\$/$pad/" |
+	"$KREPCTL" produce rp acks 1 batch 16 >/dev/null || ktap_bail "produce rp failed"
+# shellcheck disable=SC2317 # the condition krep_wait_for polls
+rolled_again() { # a roll above the old tail wrote its snapshot
+	find "$D1/rp-0" -name '*.snapshot' | sort | tail -n 1 |
+		awk -F/ -v b="$tailbase" '{ sub(/[.]snapshot$/, "", $NF) } $NF + 0 > b + 0' | grep -q .
+}
+if grep -q "rp-0: recovered offsets 0..$((tailbase - 1)), HW $tailbase: .*, producer state from the log\$" <<<"$log" &&
+   krep_wait_for 30 rolled_again && [ "$(stat -c %i "$txi")" = "$ino" ] &&
+   cmp -s "$txi" "$tmp/txi.before"; then
+	ktap_ok "no snapshot: rp-0's state from the log, and the next roll leaves the first segment's .txnindex (7's abort) as it was"
+else
+	ktap_fail "no snapshot: rp-0's state from the log, the next roll leaves the first segment's .txnindex (inode $ino, now $(stat -c %i "$txi"))"
+	grep "rp-0" <<<"$log" | ktap_diag_stdin
+	ls "$D1/rp-0" | ktap_diag_stdin
 fi
 
 # --- 3. crash: a torn last batch -------------------------------------------------------
