@@ -1964,7 +1964,7 @@ static int tidy_producer_files(struct krep_disklog *d,
  * state gives it, or that has none and should have none, is taken as
  * written, so that the next roll does not write it again (two syncs
  * each). A file that differs, or cannot be read, is written by that roll.
- * p->lock held.
+ * p->lock held, HW set.
  */
 static void keep_txnindexes(struct krep_disklog *d)
 {
@@ -1986,7 +1986,8 @@ static void keep_txnindexes(struct krep_disklog *d)
 			s->txn_done = PTR_ERR(buf) == -ENOENT && at == from;
 			continue;
 		}
-		s->txn_done = len == at - from &&
+		/* an empty file is not Kafka's "none": the roll removes it */
+		s->txn_done = len && len == at - from &&
 			      !memcmp(buf, sv.txn + from, len);
 		kvfree(buf);
 	}
@@ -2126,11 +2127,12 @@ static int recover(struct krep_disklog *d, const struct krep_disk_ckpt *ck,
 	err = tidy_producer_files(d, &sn, d->snap_at);
 	if (err)
 		goto out;
-	if (d->snap_at == U64_MAX)
-		keep_txnindexes(d);
 	d->loaded = list_count_nodes(&d->segs);
 	/* a leader alone in its ISR (RF 1) has HW at its LEO at once */
 	krep_partition_update_hw(p);
+	/* after HW: an abort marker at or above it keeps the state unsaved */
+	if (d->snap_at == U64_MAX)
+		keep_txnindexes(d);
 	p->log.cut = U64_MAX;
 	err = 0;
 out:
