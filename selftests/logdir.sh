@@ -58,7 +58,7 @@ mnt=$tmp/mnt
 krep_cleanup_push rm -rf "$tmp"
 mark=logdir-$$
 
-ktap_plan 54
+ktap_plan 55
 krep_pyserve_start logdump "" kafka_log_dump ||
 	ktap_bail "cannot start kafka_log_dump.py"
 
@@ -430,6 +430,24 @@ if grep -q "rp-0: recovered offsets 0..$((tailbase - 1)), HW $tailbase: .*, prod
 else
 	ktap_fail "no snapshot: rp-0's state from the log, the next roll leaves the first segment's .txnindex (inode $ino, now $(stat -c %i "$txi"))"
 	grep "rp-0" <<<"$log" | ktap_diag_stdin
+	ls "$D1/rp-0" | ktap_diag_stdin
+fi
+
+# ... and one that does not hold what the log gives (emptied here) is
+# written again by the next roll, with 7's abort
+krep_mod_unload
+rm -f "$D1/.kafka_cleanshutdown" "$D1"/rp-0/*.snapshot
+: >"$txi"
+ino=$(stat -c %i "$txi")
+krep_mod_load "${LOAD[@]}" || ktap_bail "insmod with an emptied .txnindex failed"
+tailbase=$(lpart rp 0 leo)
+values u 300 | sed "s/\$/$pad/" |
+	"$KREPCTL" produce rp acks 1 batch 16 >/dev/null || ktap_bail "produce rp failed"
+if krep_wait_for 30 rolled_again && [ "$(stat -c %i "$txi")" != "$ino" ] &&
+   cmp -s "$txi" "$tmp/txi.before"; then
+	ktap_ok "an emptied .txnindex is not kept: the next roll writes 7's abort in it again"
+else
+	ktap_fail "an emptied .txnindex is written again by the next roll ($(stat -c %s "$txi") bytes)"
 	ls "$D1/rp-0" | ktap_diag_stdin
 fi
 
