@@ -419,18 +419,18 @@ log=$(krep_kmsg_since "$mark-nosnap")
 values s 300 | sed "s/\$/$pad/" |
 	"$KREPCTL" produce rp acks 1 batch 16 >/dev/null || ktap_bail "produce rp failed"
 # shellcheck disable=SC2317 # the condition krep_wait_for polls
-rolled_again() { # a roll above the old tail wrote its snapshot
+rolled_above() { # OFFSET: a roll above OFFSET wrote its snapshot
 	find "$D1/rp-0" -name '*.snapshot' | sort | tail -n 1 |
-		awk -F/ -v b="$tailbase" '{ sub(/[.]snapshot$/, "", $NF) } $NF + 0 > b + 0' | grep -q .
+		awk -F/ -v b="$1" '{ sub(/[.]snapshot$/, "", $NF) } $NF + 0 > b + 0' | grep -q .
 }
 if grep -q "rp-0: recovered offsets 0..$((tailbase - 1)), HW $tailbase: .*, producer state from the log\$" <<<"$log" &&
-   krep_wait_for 30 rolled_again && [ "$(stat -c %i "$txi")" = "$ino" ] &&
+   krep_wait_for 30 rolled_above "$tailbase" && [ "$(stat -c %i "$txi")" = "$ino" ] &&
    cmp -s "$txi" "$tmp/txi.before"; then
 	ktap_ok "no snapshot: rp-0's state from the log, and the next roll leaves the first segment's .txnindex (7's abort) as it was"
 else
 	ktap_fail "no snapshot: rp-0's state from the log, the next roll leaves the first segment's .txnindex (inode $ino, now $(stat -c %i "$txi"))"
 	grep "rp-0" <<<"$log" | ktap_diag_stdin
-	ls "$D1/rp-0" | ktap_diag_stdin
+	find "$D1/rp-0" -printf "%f\n" | sort | ktap_diag_stdin
 fi
 
 # ... and one that does not hold what the log gives (emptied here) is
@@ -440,15 +440,15 @@ rm -f "$D1/.kafka_cleanshutdown" "$D1"/rp-0/*.snapshot
 : >"$txi"
 ino=$(stat -c %i "$txi")
 krep_mod_load "${LOAD[@]}" || ktap_bail "insmod with an emptied .txnindex failed"
-tailbase=$(lpart rp 0 leo)
+leo=$(lpart rp 0 leo)
 values u 300 | sed "s/\$/$pad/" |
 	"$KREPCTL" produce rp acks 1 batch 16 >/dev/null || ktap_bail "produce rp failed"
-if krep_wait_for 30 rolled_again && [ "$(stat -c %i "$txi")" != "$ino" ] &&
+if krep_wait_for 30 rolled_above "$leo" && [ "$(stat -c %i "$txi")" != "$ino" ] &&
    cmp -s "$txi" "$tmp/txi.before"; then
 	ktap_ok "an emptied .txnindex is not kept: the next roll writes 7's abort in it again"
 else
 	ktap_fail "an emptied .txnindex is written again by the next roll ($(stat -c %s "$txi") bytes)"
-	ls "$D1/rp-0" | ktap_diag_stdin
+	find "$D1/rp-0" -printf "%f\n" | sort | ktap_diag_stdin
 fi
 
 # --- 3. crash: a torn last batch -------------------------------------------------------
