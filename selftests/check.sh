@@ -31,7 +31,8 @@
 # are done, and a failure of it counts as one.
 #
 # At the end comes a table of every suite (VM, seconds, passed, failed,
-# skipped, and the time suites.list expects), then the line
+# skipped, and the time suites.list expects), each failed check again
+# with its first diagnostics, then the line
 #
 #	selftests: N passed, M failed
 #
