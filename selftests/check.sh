@@ -7,22 +7,27 @@
 # Usage: selftests/check.sh [-j VMS] [--beside CMD] [SUITE...]
 #
 # The suites are those of selftests/suites.list (SUITE arguments, or the
-# SUITES variable, pick some by name; ".sh" may be left out). Each line
-# there gives a suite's typical time (secs=N); the suites are shared out
-# over VMS virtual machines (-j, KREP_CHECK_VMS, default 3) so that each
-# VM's total is about the same, longest first, and every VM runs its share
-# with selftests/run_all.sh (under emulation on one host thread per VM
-# when the VMs' CPUs outnumber the host's: KREP_VM_TCG=single). Each run keeps its logs in a directory of its
-# own, build/vm/check.XXXXXX (VM K's output in vm.K.log, its console in
-# console.K.log; build/vm/check.last points at the newest), so that runs
-# side by side do not mix; what every suite prints is also shown, prefixed
-# with its VM's number.
+# SUITES variable, pick some by name; ".sh" may be left out). VMS virtual
+# machines (-j, KREP_CHECK_VMS, default 3) run side by side, each
+# selftests/run_all.sh --claim: they take the suites from one queue,
+# longest first by suites.list's typical times (secs=N), each the next
+# suite no VM has taken (a directory made in the run's directory, shared
+# with every VM), so that a VM that finishes early goes on with what is
+# left and none waits on a share that took longer than expected. The
+# VMs run under emulation on one host thread each when their CPUs
+# outnumber the host's (KREP_VM_TCG=single). Each run keeps its logs in a
+# directory of its own, build/vm/check.XXXXXX (VM K's output, and its
+# host-side suites', in vm.K.log, its console in console.K.log;
+# build/vm/check.last points at the newest), so that runs side by side
+# do not mix; what every suite prints is also shown, prefixed with its
+# VM's number.
 #
 # A host-side suite ("host" in suites.list) boots VMs of its own, so it
-# runs on the host: it is shared out like the others, and runs in its
-# VM's turn, once that VM is done (run_all.sh --host, with
-# KREP_CHECK_LOGDIR naming the run's directory for its files), so that no
-# more than VMS VMs run at once. Its result counts as any other's.
+# runs on the host: the host-side suites are shared out over the VMS
+# VMs, and run on the host (run_all.sh --host, with KREP_CHECK_LOGDIR
+# naming the run's directory for its files) before their VM boots, so
+# that no more than VMS VMs run at once. Its result counts as any
+# other's.
 #
 # --beside CMD runs the shell command CMD on the host while the VMs run
 # (make check's sparse, checkpatch and agent tests, which would otherwise
@@ -30,15 +35,16 @@
 # host's CPUs idle); its output, kept in beside.log, is shown once the VMs
 # are done, and a failure of it counts as one.
 #
-# At the end comes a table of every suite (VM, seconds, passed, failed,
-# skipped, and the time suites.list expects), each failed check again
-# with its first diagnostics, then the line
+# At the end comes a table of every suite (its VM, passed, failed,
+# skipped, seconds, the time suites.list expects and the VM's CPU use),
+# each failed check again with its first diagnostics, then the line
 #
 #	selftests: N passed, M failed
 #
 # always, even when a VM died: a suite that started and never reported
 # (kernel panic on a WARN or an oops, the VM's timeout) counts as one
-# failure, and so does every suite of that VM that never started. A skip
+# failure, and so does every suite that no VM began (the others take
+# what a dead VM leaves, until their time limit). A skip
 # is a failure (run_all.sh counts it so), and so is a run with no passed
 # test. Exit status 0 only when M is 0.
 
@@ -68,7 +74,7 @@ done
 case $vms in
 ''|*[!0-9]*|0) echo "check.sh: -j wants a positive number of VMs" >&2; exit 2 ;;
 esac
-# shellcheck disable=SC2206 # SUITES is a list of words
+# shellcheck disable=SC2086 # SUITES is a list of words
 [ $# -gt 0 ] || set -- ${SUITES:-}
 
 # name<TAB>secs<TAB>timeout<TAB>path<TAB>where of the suites to run, in
@@ -77,37 +83,37 @@ mapfile -t suites < <("$here/suites.sh" "$@") || exit 2
 [ ${#suites[@]} -gt 0 ] || { echo "check.sh: no suite to run" >&2; exit 2; }
 [ "$vms" -le ${#suites[@]} ] || vms=${#suites[@]}
 
-# Longest first, each to the VM with the least time so far: share[K] is
-# what runs in VM K, host[K] what runs on the host in its turn.
-declare -a load share host
+# The VMs take the suites from one queue, longest first (run_all.sh
+# --claim: the next one no VM has taken), so that each goes on while any
+# is left. The host-side suites are shared out over the VMs, longest
+# first, each to the VM with the least time so far: host[K] runs on the
+# host before VM K boots, so that no more than VMS VMs run at once.
+declare -a load host
+vmsuites=() vmsum=0 vmmax=0
 for ((k = 0; k < vms; k++)); do
 	load[k]=0
-	share[k]=
 	host[k]=
 done
-while IFS=$'\t' read -r name secs _ _ where; do
-	best=0
-	for ((k = 1; k < vms; k++)); do
-		[ "${load[k]}" -lt "${load[best]}" ] && best=$k
-	done
-	load[best]=$((load[best] + secs))
+while IFS=$'\t' read -r name secs t _ where; do
 	if [ "$where" = host ]; then
+		best=0
+		for ((k = 1; k < vms; k++)); do
+			[ "${load[k]}" -lt "${load[best]}" ] && best=$k
+		done
+		load[best]=$((load[best] + secs))
 		host[best]+="$name "
 	else
-		share[best]+="$name "
+		vmsuites+=("$name")
+		vmsum=$((vmsum + t))
+		[ "$t" -le "$vmmax" ] || vmmax=$t
 	fi
 done < <(printf '%s\n' "${suites[@]}" | sort -t$'\t' -k2,2nr -s)
 
-# A VM's limit: its suites' timeouts, plus boot and slack.
-vm_timeout() { # NAMES...
-	local n t=120 s
-
-	for n in "$@"; do
-		s=$(printf '%s\n' "${suites[@]}" | awk -F'\t' -v n="$n" '$1 == n { print $3 }')
-		t=$((t + s))
-	done
-	echo "$t"
-}
+# A VM's limit: its part of the suites' timeouts, the longest of them
+# (the one it may have begun last), boot and slack. A VM that dies
+# leaves the rest to the others; one past this limit is stopped, and
+# what it never began is counted as never run.
+vm_timeout=$((120 + (vmsum + vms - 1) / vms + vmmax))
 
 mkdir -p "$vmdir"
 logdir=$(mktemp -d "$vmdir/check.XXXXXX") || exit 1
@@ -136,22 +142,28 @@ if [ -n "$beside" ]; then
 		echo "KREP-CHECK-BESIDE-RC=$? $((SECONDS - bstart))"
 	} >"$logdir/beside.log" 2>&1 </dev/null &
 fi
+claims=$logdir/claimed
+mkdir "$claims" || exit 1
 pids=()
 for ((k = 0; k < vms; k++)); do
-	# shellcheck disable=SC2086 # the names are words
-	set -- ${share[k]}
-	echo "# vm $k: $*${host[k]:+, then on the host: ${host[k]% }} (about ${load[k]}s)"
+	what=()
+	[ -z "${host[k]}" ] || what+=("on the host ${host[k]% }")
+	[ ${#vmsuites[@]} = 0 ] || what+=("the suites it takes from the queue")
+	echo "# vm $k: ${what[0]}${what[1]:+, then ${what[1]}}"
 	log=$logdir/vm.$k.log
 	{
-		if [ $# -gt 0 ]; then
-			"$here/vm/run.sh" --console "$logdir/console.$k.log" \
-				--timeout "$(vm_timeout "$@")" -- selftests/run_all.sh "$@" 2>&1
-			echo "KREP-CHECK-VM-RC=$?"
-		fi
 		if [ -n "${host[k]}" ]; then
 			# shellcheck disable=SC2086 # the names are words
 			KREP_CHECK_LOGDIR=$logdir "$here/run_all.sh" --host ${host[k]} 2>&1
 			echo "KREP-CHECK-HOST-RC=$?"
+		fi
+		# no boot if the others have taken every suite meanwhile
+		taken=$(find "$claims" -mindepth 1 -maxdepth 1 -type d | wc -l)
+		if [ "$taken" -lt ${#vmsuites[@]} ]; then
+			"$here/vm/run.sh" --console "$logdir/console.$k.log" \
+				--share "$claims" --timeout "$vm_timeout" -- \
+				selftests/run_all.sh --claim "$claims" "${vmsuites[@]}" 2>&1
+			echo "KREP-CHECK-VM-RC=$?"
 		fi
 	} >"$log" 2>&1 &
 	pids+=($!)
@@ -173,37 +185,64 @@ fi
 echo
 printf '%-26s %3s %6s %6s %6s %7s %8s %5s\n' suite vm passed failed skipped seconds expected cpu%
 passed=0 failed=0 skipped=0 failed_suites=()
+declare -A began	# a suite's VM, once a log shows it began
+row() { # NAME K P F S T C
+	local secs
+
+	secs=$(printf '%s\n' "${suites[@]}" | awk -F'\t' -v n="$1" '$1 == n { print $2 }')
+	printf '%-26s %3s %6s %6s %6s %7s %8s %5s\n' "$1" "$2" "$3" "$4" "$5" "$6" "$secs" "${7:--}"
+	[ "$4" = 0 ] || failed_suites+=("$1")
+	passed=$((passed + $3))
+	failed=$((failed + $4))
+	skipped=$((skipped + $5))
+}
+ends=()
 for ((k = 0; k < vms; k++)); do
 	log=$logdir/vm.$k.log
 	vmrc=$(sed -n 's/^KREP-CHECK-VM-RC=//p' "$log" | tail -n 1)
 	hostrc=$(sed -n 's/^KREP-CHECK-HOST-RC=//p' "$log" | tail -n 1)
 	why=$(grep -a -m1 '^run.sh: ' "$log" | sed 's/^run.sh: \(FAIL: \)\{0,1\}//')
-	for name in ${share[k]} ${host[k]}; do
+	ends[k]=${why:-VM exit status ${vmrc:-unknown}}
+	# the suites in the order VM K (or its host-side run) began them
+	while IFS= read -r name; do
+		began[$name]=$k
 		if [[ " ${host[k]}" = *" $name "* ]]; then
 			ended="the host-side run's exit status ${hostrc:-unknown}"
 		else
-			ended=${why:-VM exit status ${vmrc:-unknown}}
+			ended=${ends[k]}
 		fi
-		secs=$(printf '%s\n' "${suites[@]}" | awk -F'\t' -v n="$name" '$1 == n { print $2 }')
-		res=$(grep -aE "^# suite $(sed 's/[.]/[.]/g' <<<"$name"): [0-9]+ passed" "$log" | tail -n 1)
+		res=$(grep -aE "^# suite ${name//./[.]}: [0-9]+ passed" "$log" | tail -n 1)
 		if [ -n "$res" ]; then
 			read -r p f s t c < <(sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed, ([0-9]+) skipped \(exit [0-9]+, ([0-9]+)s(, cpu ([0-9]+)%)?\).*/\1 \2 \3 \4 \6/' <<<"$res")
-		elif grep -aqxF "# suite: $name" "$log"; then
-			p=0 f=1 s=0 t=- c=
-			echo "# suite $name: FAIL: did not finish: $ended (vm $k, ${logdir#"$root"/}/console.$k.log)"
+			row "$name" "$k" "$p" "$f" "$s" "$t" "$c"
 		else
-			p=0 f=1 s=0 t=- c=
-			echo "# suite $name: FAIL: never ran: $ended (vm $k)"
+			echo "# suite $name: FAIL: did not finish: $ended (vm $k, ${logdir#"$root"/}/console.$k.log)"
+			row "$name" "$k" 0 1 0 - ""
 		fi
-		[ "$f" = 0 ] || failed_suites+=("$name")
-		printf '%-26s %3s %6s %6s %6s %7s %8s %5s\n' "$name" "$k" "$p" "$f" "$s" "$t" "$secs" "${c:--}"
-		passed=$((passed + p))
-		failed=$((failed + f))
-		skipped=$((skipped + s))
-	done
+	done < <(sed -n 's/^# suite: //p' "$log")
 	if [ -n "$why" ] && [ "$vmrc" != 0 ]; then
 		echo "# vm $k: $why"
 	fi
+done
+# what no VM began: a host-side suite after its run ended, a VM's
+# after every VM ended
+for s in "${suites[@]}"; do
+	IFS=$'\t' read -r name _ _ _ where <<<"$s"
+	[ -z "${began[$name]:-}" ] || continue
+	if [ "$where" = host ]; then
+		for ((k = 0; k < vms; k++)); do
+			[[ " ${host[k]}" != *" $name "* ]] || break
+		done
+		hostrc=$(sed -n 's/^KREP-CHECK-HOST-RC=//p' "$logdir/vm.$k.log" | tail -n 1)
+		echo "# suite $name: FAIL: never ran: the host-side run's exit status ${hostrc:-unknown} (vm $k)"
+	else
+		ended=
+		for ((k = 0; k < vms; k++)); do
+			ended+="${ended:+; }vm $k: ${ends[k]}"
+		done
+		echo "# suite $name: FAIL: never ran: no VM took it ($ended)"
+	fi
+	row "$name" - 0 1 0 - ""
 done
 echo "# wall time ${elapsed}s, the VMs' ${vms_elapsed}s in $vms VMs"
 if [ -n "$beside" ]; then

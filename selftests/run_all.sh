@@ -5,12 +5,20 @@
 #
 #	selftests/vm/run.sh -- selftests/run_all.sh [SUITE...]
 #
-# Usage: selftests/run_all.sh [--host] [SUITE...]
+# Usage: selftests/run_all.sh [--host] [--claim DIR] [SUITE...]
 #
 # The suites are those of selftests/suites.list, in its order (see
 # selftests/suites.sh for its format); SUITE arguments pick some by name
 # (as printed after "# suite:", ".sh" may be left out). make check runs
-# them through selftests/check.sh, which shares them out over several VMs.
+# them through selftests/check.sh, which shares them out over several VMs:
+# with --claim DIR, the suites are taken longest first (suites.list's
+# secs=), each only once this run has claimed it by making the directory
+# DIR/NAME ("/" in NAME as "%"). Runs side by side given the same DIR (a
+# directory of the host, each VM's run.sh --share) each take the next
+# suite no other has taken, so each VM goes on while suites are left and
+# none waits on a share that turned out longer than expected. A suite
+# another run took is left out without a line; a run left with none to
+# take says so and passes (check.sh counts the suites).
 # Only the suites of one side run: those of the VM, or with --host those
 # marked "host" in suites.list, which run on the host and boot VMs of
 # their own (check.sh runs them so); the others are named and left out.
@@ -55,9 +63,11 @@ usage() {
 }
 
 side=vm
+claim=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--host) side=host; shift ;;
+	--claim) [ $# -ge 2 ] || usage; claim=$2; shift 2 ;;
 	-h|--help) usage 0 ;;
 	--) shift; break ;;
 	-*) usage ;;
@@ -86,6 +96,14 @@ failed_suites=()
 # the suites to run: "name<TAB>secs<TAB>timeout<TAB>path<TAB>where" lines
 mapfile -t suites < <("$here/suites.sh" "$@") || exit 2
 [ "${#suites[@]}" -gt 0 ] || { echo "run_all.sh: no suite to run" >&2; exit 2; }
+if [ -n "$claim" ]; then
+	if [ ! -d "$claim" ] || [ ! -w "$claim" ]; then
+		echo "run_all.sh: --claim $claim: not a writable directory" >&2
+		exit 2
+	fi
+	# longest first, suites.list's order among equals
+	mapfile -t suites < <(printf '%s\n' "${suites[@]}" | sort -t$'\t' -k2,2nr -s)
+fi
 
 module_loaded() {
 	grep -q '^krep ' /proc/modules 2>/dev/null
@@ -135,6 +153,12 @@ for s in "${suites[@]}"; do
 		else
 			echo "# suite $name: not run here: a suite of the VM (run_all.sh in the VM)"
 		fi
+		continue
+	fi
+	# mkdir is atomic on the host: one of the runs sharing DIR makes it
+	if [ -n "$claim" ] && ! err=$(mkdir "$claim/${name//\//%}" 2>&1); then
+		[ -d "$claim/${name//\//%}" ] ||
+			echo "# suite $name: cannot claim it: $err"
 		continue
 	fi
 	idx=$((idx + 1))
@@ -233,7 +257,9 @@ for s in "${suites[@]}"; do
 	echo "# suite $name: $p passed, $f failed, $sk skipped (exit $rc, ${elapsed}s, cpu $((100 * (busy - busy0) / (total - total0 > 0 ? total - total0 : 1)))%)"
 done
 
-if [ "$passed" = 0 ]; then
+if [ -n "$claim" ] && [ "$idx" = 0 ]; then
+	echo "# every suite was claimed by another run"
+elif [ "$passed" = 0 ]; then
 	echo "# no test passed"
 	failed=$((failed + 1))
 fi
