@@ -115,7 +115,7 @@ bench: deps
 		build/bench/disk.img
 	truncate -s 1G build/bench/disk.img
 	{ echo "BENCH-HOST loadavg=\"$$(cut -d' ' -f1-3 /proc/loadavg)\" nproc=$$(nproc)"; \
-		KREP_VM_MEM=4096 KREP_VM_APPEND="slub_debug=- clocksource=tsc tsc=reliable $(KREP_VM_APPEND)" \
+		KREP_VM_MEM=4096 KREP_VM_APPEND="slub_debug=- $(KREP_VM_APPEND)" \
 		$(VM) --timeout $(BENCH_TIMEOUT) --disk build/bench/disk.img -- \
 		'bench/run.sh; rc=$$?; bench/logdir_ratio.sh || rc=1; exit $$rc'; \
 		echo $$? >build/bench/vm.rc; } 2>&1 | tee build/bench/console.log
