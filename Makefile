@@ -4,7 +4,8 @@
 #
 #   make               kmod/krep.ko, agent/krepctl/krepctl, agent/krepd/krepd, selftests
 #   make check         install what is missing, build, run sparse,
-#                      checkpatch and the agent's unit tests, then every
+#                      checkpatch, the agent's unit tests and the
+#                      runner's, then every
 #                      selftest suite in VMs side by side ("selftests: N
 #                      passed, M failed" after a table of the suites)
 #   make check SUITES="replication epochs"   the same, for some suites
@@ -12,6 +13,7 @@
 #   make vm-shell      an interactive shell in the same VM
 #   make sparse        sparse over the module (endian checks on), must be clean
 #   make checkpatch    checkpatch.pl over the module and uapi, must be clean
+#   make runner-test   the test of the selftests' suite queue (host, no VM)
 #   make install       krepctl, krepd, man pages, bash completion, bpftrace
 #                      tools, systemd units (PREFIX, DESTDIR; agent/Makefile)
 #
@@ -34,8 +36,8 @@ CHECK_VMS ?= 3
 KSRC := $(filter-out %.mod.c kmod/trace.h,$(wildcard kmod/*.c kmod/*.h)) \
 	uapi/linux/krep.h uapi/linux/krep_wire.h
 
-.PHONY: all module agent selftests tools deps check agent-test demo vm-shell \
-	sparse checkpatch clean help install
+.PHONY: all module agent selftests tools deps check agent-test runner-test \
+	demo vm-shell sparse checkpatch clean help install
 
 all: module agent selftests
 
@@ -68,16 +70,21 @@ deps:
 # checks (C=2 checks every file, and finds each object built: one build of
 # the module, nothing relinked under the VMs), with checkpatch and the
 # agent's tests, which mostly wait (on etcd's leases) and run side by side
-# themselves (-j8); -O keeps each one's output together, and check.sh
-# shows it once the VMs are done.
+# themselves (-j8), and the test of check.sh's suite queue; -O keeps each
+# one's output together, and check.sh shows it once the VMs are done.
 check: deps
 	$(MAKE) -j$(NPROC) KDIR="$(VM_KDIR)" all
 	KREP_CHECK_VMS=$(CHECK_VMS) selftests/check.sh \
-		--beside '$(MAKE) -j3 -O KDIR="$(VM_KDIR)" sparse checkpatch agent-test' \
+		--beside '$(MAKE) -j3 -O KDIR="$(VM_KDIR)" sparse checkpatch agent-test runner-test' \
 		$(SUITES)
 
 agent-test: agent
 	$(MAKE) -j8 -O -C agent test
+
+# selftests/run_all.sh --claim, the queue the VMs take the suites from,
+# on the host with suites of its own
+runner-test:
+	selftests/test_runner.sh
 
 # make demo STEP=N stops after step N and opens a shell in the VM there
 demo: deps

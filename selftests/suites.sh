@@ -15,13 +15,16 @@
 # boots VMs of its own (selftests/check.sh runs it; run_all.sh --host). NAME is PATH relative to selftests/ (or to
 # the root, for a suite outside it). SUITE arguments pick suites by name
 # (".sh" may be left out), in suites.list's order; a name that matches no
-# suite is an error (exit 2).
+# suite is an error (exit 2). KREP_SUITES_LIST names another list (the
+# runner's own test, selftests/test_runner.sh), whose PATHs are relative
+# to its directory.
 
 set -u
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 root=$(cd "$here/.." && pwd -P)
-list=$here/suites.list
+list=${KREP_SUITES_LIST:-$here/suites.list}
+dir=$(cd "$(dirname "$list")" 2>/dev/null && pwd -P) || dir=$here
 
 [ -r "$list" ] || { echo "suites.sh: cannot read $list" >&2; exit 2; }
 
@@ -45,8 +48,8 @@ while IFS= read -r line || [ -n "$line" ]; do
 	''|*[!0-9]*) echo "suites.sh: suites.list:$n: $p has no secs=N" >&2; exit 2 ;;
 	esac
 	[ -n "$t" ] || t=$((2 * secs + 60))
-	if [ -e "$here/$p" ] || [ ! -e "$root/$p" ]; then
-		path=$here/$p
+	if [ -e "$dir/$p" ] || [ ! -e "$root/$p" ]; then
+		path=$dir/$p
 		name=$p
 	else
 		path=$root/$p
