@@ -37,8 +37,9 @@ RUN_ALL=$here/run_all.sh
 export KREP_SUITES_LIST=$tmp/suites.list
 
 # SUITE NAME: prints one passing (or with FAIL=1, failing) KTAP result
-# and records that it ran; with WAIT_FOR set, first waits (10 s at most)
-# for that claim to exist
+# and records that it ran; with WAIT_FOR set, suite WAIT_IN first waits
+# (60 s at most: make check runs this beside its VMs) for that claim to
+# exist
 suite() { # NAME
 	cat >"$tmp/$1" <<EOF
 #!/bin/bash
@@ -46,7 +47,7 @@ echo "TAP version 13"
 echo "1..1"
 echo "$1" >>"$tmp/ran"
 if [ -n "\${WAIT_FOR:-}" ] && [ "$1" = "\${WAIT_IN:-}" ]; then
-	for _ in \$(seq 100); do
+	for _ in \$(seq 600); do
 		[ -d "\$WAIT_FOR" ] && break
 		sleep 0.1
 	done
@@ -76,7 +77,7 @@ mkdir "$claims"
 : >"$tmp/ran"
 WAIT_FOR=$claims/b.sh WAIT_IN=a.sh "$RUN_ALL" --host --claim "$claims" >"$tmp/r1" 2>&1 &
 p1=$!
-krep_wait_for 10 test -d "$claims/a.sh"
+krep_wait_for 60 test -d "$claims/a.sh"
 WAIT_FOR=$claims/b.sh WAIT_IN=a.sh "$RUN_ALL" --host --claim "$claims" >"$tmp/r2" 2>&1
 rc2=$?
 wait "$p1"
