@@ -308,9 +308,10 @@ append+=" norandmaps"
 # the kernel left it out and timekept with the emulated HPET: every
 # clock_gettime() a system call reading a device (0.84 us against
 # 0.06 us through the vDSO). Go's scheduler, Node, librdkafka and the
-# kernel's timers read the clock all the time: four suites took 15 %
-# less guest CPU with it (kafka.sh 41 % -> 29 %), guest time keeping
-# pace with the host's all along.
+# kernel's timers read the clock all the time: four suites in one VM
+# took 15 % less guest CPU with it (kafka.sh 41 % -> 29 %), guest time
+# keeping pace with the host's all along (make check's three VMs: within
+# the noise). KREP_VM_APPEND=tsc=unstable goes back to the HPET.
 append+=" tsc=reliable"
 append+=${KREP_VM_APPEND:+ $KREP_VM_APPEND}
 
