@@ -247,7 +247,7 @@ shq() {
 	echo "export PATH=/usr/sbin:/sbin:/usr/bin:/bin:/usr/local/sbin:/usr/local/bin"
 	echo "export HOME=/root KREP_VM=1"
 	# A program started under LANG=C.UTF-8 opens its locale's dozen
-	# files, each a 9p walk, open and clunk: a 100 starts of seq took
+	# files, each a 9p walk, open and clunk: 100 starts of seq took
 	# 4.4 s, and 2.2 s under LANG=C. The shell keeps UTF-8 for its
 	# line editing; Python takes C.UTF-8 by itself (PEP 538).
 	if [ "$shell" = 1 ]; then
