@@ -596,7 +596,7 @@ etcd_start() { # N
 		cluster+="${cluster:+,}e$i=http://$NET.1$i:2380"
 	done
 	# before the krepds (a late answer makes them step down), with one
-	# Go P (the VM's two CPUs are shared by three etcds, six krepds and
+	# Go P (the VM's CPUs are shared by three etcds, six krepds and
 	# the suite: an idle P spinning for work costs them)
 	ip netns exec "$(ens "$n")" nice -n -$((NICE + 5)) env GOMAXPROCS=1 \
 		etcd --name "e$n" \
