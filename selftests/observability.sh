@@ -458,8 +458,8 @@ hw_viol() {
 # while bpftrace has not printed everything): an advance of broker 1's
 # obs-0 ends at that HW
 hw_end_seen() {
-	local t ns b tp old arrow new rest
-	while read -r t ns b tp old arrow new rest; do
+	local ns b tp new
+	while read -r _ ns b tp _ _ new _; do
 		[ "$ns $b $tp $new" != "$NS1 1 obs-0 $hw1" ] || return 0
 	done <"$tmp/hwa.out"
 	return 1
