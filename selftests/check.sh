@@ -128,8 +128,9 @@ ln -sfn "${logdir##*/}" "$vmdir/check.last"
 # while the host has not scheduled the thread of the one it waits for.
 # One host thread per VM taking two CPUs in turns (KREP_VM_TCG=single)
 # still spun to the end of its turn on a lock the other CPU held, and
-# paid for the IPIs: with one CPU per VM, three whole runs took 9 % less
-# host CPU (614 against 678 CPU-s, two runs each) and every suite passed.
+# paid for the IPIs: with one CPU per VM, whole runs of three VMs took
+# 9 % less host CPU (614 against 678 CPU-s, two runs each, alternated)
+# and every suite passed.
 # So when the VMs' CPUs would outnumber the host's, each VM has one (a
 # VM alone keeps two, on a thread each).
 if [ -z "${KREP_VM_SMP:-}" ] && [ $((vms * 2)) -gt "$(nproc)" ]; then

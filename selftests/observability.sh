@@ -433,10 +433,10 @@ kc "$B1" produce obs partition 0 acks all batch 10 <"$tmp/records" \
 }
 hw1=$(part "$B1" obs 0 | jq .hw)
 # hw-advance.bt's lines for broker 1's obs-0 ("MS NETNS 1 obs-0 OLD ->
-# NEW EPOCH ISR"), the NETNS column broker 1's namespace, as OLD NEW in
-# the order they happened: bpftrace prints each CPU's perf buffer in
-# turn, so two advances made on two CPUs may be printed in either order
-# (by time, then by OLD within a millisecond)
+# NEW EPOCH ISR", NETNS broker 1's namespace) as "MS OLD NEW", in the
+# order they happened: bpftrace prints each CPU's perf buffer in turn, so
+# two advances made on two CPUs may be printed in either order (sorted by
+# time, then by OLD within a millisecond)
 hw_b1() {
 	awk -v ns="$NS1" '$2 == ns && $3 == 1 && $4 == "obs-0" { print $1, $5, $7 }' \
 		"$tmp/hwa.out" | sort -k1,1n -k2,2n
